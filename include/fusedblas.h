@@ -1,0 +1,205 @@
+/*
+ * fusedblas.h -- fused dense-layer routines with BLAS conventions.
+ *
+ *   C <- act( alpha * op(A) * op(B) + beta * C + bias )      (x)gemm_bias_act
+ *   Y  = ( act_g(X Wg^T + bg) .* (X Wu^T + bu) ) Wd^T + bd    mlp_geglu_forward
+ *
+ * One API, several backends picked at run time (CPU: OpenMP + OpenBLAS;
+ * CUDA: cuBLASLt epilogue fusion, or hand-written fused kernels).
+ * Every routine returns an fb_status and never aborts, exits or prints.
+ * This header is plain C (C99 or later) and usable from C++.
+ * The overview is fusedblas(3); each routine has its own page.
+ */
+#ifndef FUSEDBLAS_H
+#define FUSEDBLAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version ---------------------------------------------------------- */
+
+#define FUSEDBLAS_VERSION_MAJOR 0
+#define FUSEDBLAS_VERSION_MINOR 1
+#define FUSEDBLAS_VERSION_PATCH 0
+#define FUSEDBLAS_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons. */
+#define FUSEDBLAS_VERSION_NUMBER                                              \
+    (FUSEDBLAS_VERSION_MAJOR * 10000 + FUSEDBLAS_VERSION_MINOR * 100 +        \
+     FUSEDBLAS_VERSION_PATCH)
+
+/* ---- export and attributes -------------------------------------------- */
+
+#if defined(FUSEDBLAS_BUILDING) && defined(__GNUC__) && __GNUC__ >= 4
+#define FB_EXPORT __attribute__((visibility("default")))
+#else
+#define FB_EXPORT
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define FB_WARN_UNUSED __attribute__((warn_unused_result))
+#else
+#define FB_WARN_UNUSED
+#endif
+
+/* ---- enums ------------------------------------------------------------ */
+
+typedef enum fb_status {
+    FB_STATUS_SUCCESS = 0,
+    FB_STATUS_INVALID_ARGUMENT = 1,   /* fb_handle_last_arg() says which */
+    FB_STATUS_NOT_SUPPORTED = 2,      /* this combination, this backend */
+    FB_STATUS_ALLOC_FAILED = 3,       /* host or device memory */
+    FB_STATUS_BACKEND_UNAVAILABLE = 4,/* no CUDA module, driver or device */
+    FB_STATUS_EXECUTION_FAILED = 5,   /* a CUDA or cuBLAS error; text kept */
+    FB_STATUS_INTERNAL = 6
+} fb_status;
+
+/* CBLAS values, so CblasRowMajor etc. can be passed straight through. */
+typedef enum fb_layout {
+    FB_ROW_MAJOR = 101,
+    FB_COL_MAJOR = 102
+} fb_layout;
+
+typedef enum fb_transpose {
+    FB_NO_TRANS = 111,
+    FB_TRANS = 112,
+    FB_CONJ_TRANS = 113 /* the same as FB_TRANS for real data */
+} fb_transpose;
+
+typedef enum fb_activation {
+    FB_ACT_NONE = 0,
+    FB_ACT_RELU = 1,      /* max(x, 0); NaN stays NaN */
+    FB_ACT_GELU_TANH = 2, /* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
+    FB_ACT_GELU_ERF = 3,  /* 0.5x(1+erf(x/sqrt(2))) */
+    FB_ACT_SILU = 4       /* x * sigmoid(x) */
+} fb_activation;
+
+typedef enum fb_dtype {
+    FB_DTYPE_F32 = 0,
+    FB_DTYPE_F16 = 1,  /* IEEE binary16, stored as fb_half */
+    FB_DTYPE_BF16 = 2  /* bfloat16, stored as fb_bfloat16 */
+} fb_dtype;
+
+typedef enum fb_backend {
+    FB_BACKEND_AUTO = 0,       /* device data to the GPU, host data to the CPU */
+    FB_BACKEND_CPU = 1,
+    FB_BACKEND_CUDA = 2,       /* a GPU path; the shape rule picks which */
+    FB_BACKEND_CUDA_LT = 3,    /* cuBLASLt with epilogue fusion */
+    FB_BACKEND_CUDA_FUSED = 4  /* fusedblas's own kernels */
+} fb_backend;
+
+typedef enum fb_math_mode {
+    FB_MATH_DEFAULT = 0,   /* fp32 data: true fp32 arithmetic */
+    FB_MATH_ALLOW_TF32 = 1 /* fp32 data may use TF32 tensor cores on the GPU */
+} fb_math_mode;
+
+/* ---- 16-bit storage types ----------------------------------------------
+ * Plain structs so that any C compiler can hold, copy and pass them; the
+ * bits are the IEEE binary16 / bfloat16 encodings, so arrays of these are
+ * bit-compatible with __half, __nv_bfloat16, torch.float16 and
+ * torch.bfloat16. Conversions round to nearest even and keep NaN a NaN. */
+typedef struct fb_half { uint16_t bits; } fb_half;
+typedef struct fb_bfloat16 { uint16_t bits; } fb_bfloat16;
+
+FB_EXPORT fb_half fb_float_to_half(float x);
+FB_EXPORT float fb_half_to_float(fb_half x);
+FB_EXPORT fb_bfloat16 fb_float_to_bfloat16(float x);
+FB_EXPORT float fb_bfloat16_to_float(fb_bfloat16 x);
+
+/* ---- library ---------------------------------------------------------- */
+
+FB_EXPORT const char *fb_status_string(fb_status status);
+FB_EXPORT const char *fb_version(void);         /* FUSEDBLAS_VERSION_STRING */
+FB_EXPORT const char *fb_backend_name(fb_backend backend); /* "cpu", ... */
+/* FB_STATUS_SUCCESS if the backend can run here, else why not. */
+FB_EXPORT fb_status fb_backend_available(fb_backend backend);
+
+/* ---- handles -----------------------------------------------------------
+ * A handle holds the backend choice, thread count, math mode, CUDA device
+ * and stream, workspaces, the cuBLASLt plan cache and the last error.
+ * Use one handle per thread; passing NULL anywhere a handle is taken means
+ * the calling thread's default handle, made on first use. */
+typedef struct fb_handle_s *fb_handle;
+
+FB_EXPORT FB_WARN_UNUSED fb_status fb_create(fb_handle *handle);
+FB_EXPORT fb_status fb_destroy(fb_handle handle);
+
+FB_EXPORT fb_status fb_set_backend(fb_handle handle, fb_backend backend);
+FB_EXPORT fb_status fb_get_backend(fb_handle handle, fb_backend *backend);
+/* 0 means the OpenMP default (omp_get_max_threads()). */
+FB_EXPORT fb_status fb_set_threads(fb_handle handle, int nthreads);
+FB_EXPORT fb_status fb_set_math_mode(fb_handle handle, fb_math_mode mode);
+/* Non-zero: log each backend choice and each error on stderr. */
+FB_EXPORT fb_status fb_set_verbose(fb_handle handle, int verbose);
+FB_EXPORT fb_status fb_set_cuda_device(fb_handle handle, int device);
+/* A cudaStream_t, passed as void * so that this header needs no CUDA.
+ * NULL is the legacy default stream. */
+FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream);
+
+/* What the last call on this handle did. */
+FB_EXPORT fb_status fb_handle_last_status(fb_handle handle);
+/* 1-based position of the offending argument after
+ * FB_STATUS_INVALID_ARGUMENT (the handle itself is argument 1), else 0. */
+FB_EXPORT int fb_handle_last_arg(fb_handle handle);
+/* A sentence about the last error ("" after success); kept until the next
+ * call on the handle. */
+FB_EXPORT const char *fb_handle_last_message(fb_handle handle);
+/* The backend that ran the last successful call (FB_BACKEND_AUTO if none). */
+FB_EXPORT fb_backend fb_handle_last_backend(fb_handle handle);
+/* The path that ran, in words, e.g. "cpu/openblas-openmp" or
+ * "cuda-lt/epilogue=GELU_BIAS" ("" if none). */
+FB_EXPORT const char *fb_handle_last_path(fb_handle handle);
+
+/* ---- gemm + bias + activation ------------------------------------------
+ *   C <- act( alpha * op(A) * op(B) + beta * C + bias )
+ * C is m x n, op(A) m x k, op(B) k x n; bias (length n, may be NULL) is
+ * added to every row of C, as nn.Linear does. beta == 0: C is not read.
+ * Argument positions, for fb_handle_last_arg():
+ *   1 handle  2 layout  3 transa  4 transb  5 m  6 n  7 k  8 alpha
+ *   9 A  10 lda  11 B  12 ldb  13 beta  14 C  15 ldc  16 bias  17 act
+ * fp16 and bf16 take fp32 alpha and beta and accumulate in fp32. */
+FB_EXPORT FB_WARN_UNUSED fb_status sgemm_bias_act(
+    fb_handle handle, fb_layout layout, fb_transpose transa,
+    fb_transpose transb, int64_t m, int64_t n, int64_t k, float alpha,
+    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+    float *C, int64_t ldc, const float *bias, fb_activation act);
+
+FB_EXPORT FB_WARN_UNUSED fb_status hgemm_bias_act(
+    fb_handle handle, fb_layout layout, fb_transpose transa,
+    fb_transpose transb, int64_t m, int64_t n, int64_t k, float alpha,
+    const fb_half *A, int64_t lda, const fb_half *B, int64_t ldb, float beta,
+    fb_half *C, int64_t ldc, const fb_half *bias, fb_activation act);
+
+FB_EXPORT FB_WARN_UNUSED fb_status bgemm_bias_act(
+    fb_handle handle, fb_layout layout, fb_transpose transa,
+    fb_transpose transb, int64_t m, int64_t n, int64_t k, float alpha,
+    const fb_bfloat16 *A, int64_t lda, const fb_bfloat16 *B, int64_t ldb,
+    float beta, fb_bfloat16 *C, int64_t ldc, const fb_bfloat16 *bias,
+    fb_activation act);
+
+/* ---- gated MLP ---------------------------------------------------------
+ *   H = act_g( X Wg^T + bg ) .* ( X Wu^T + bu )
+ *   Y = H Wd^T + bd
+ * Row-major throughout, weights in nn.Linear's [out, in] layout:
+ * X m x k (ldx >= k), Wg and Wu h x k, Wd n x h (contiguous), Y m x n
+ * (ldy >= n); biases of length h, h and n, each may be NULL. All arrays are
+ * of type dtype (float, fb_half or fb_bfloat16). gate_act is
+ * FB_ACT_GELU_TANH for GeGLU, FB_ACT_SILU for SwiGLU, FB_ACT_RELU for ReGLU
+ * (any fb_activation is accepted). Y must not overlap the inputs.
+ * Argument positions, for fb_handle_last_arg():
+ *   1 handle  2 dtype  3 gate_act  4 m  5 k  6 h  7 n  8 X  9 ldx
+ *   10 Wg  11 bg  12 Wu  13 bu  14 Wd  15 bd  16 Y  17 ldy */
+FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward(
+    fb_handle handle, fb_dtype dtype, fb_activation gate_act, int64_t m,
+    int64_t k, int64_t h, int64_t n, const void *X, int64_t ldx,
+    const void *Wg, const void *bg, const void *Wu, const void *bu,
+    const void *Wd, const void *bd, void *Y, int64_t ldy);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FUSEDBLAS_H */

@@ -1,0 +1,69 @@
+/*
+ * cuda_module.h -- the C interface between libfusedblas and its CUDA backend.
+ *
+ * The CUDA backend is a libtool module (fusedblas_cuda.so) that libfusedblas
+ * dlopens at first use, so the library itself never links the CUDA runtime
+ * and loads on machines that have none. The module exports one symbol,
+ * FB_CUDA_MODULE_SYMBOL, a function returning this table. Both sides are
+ * built from this header; FB_CUDA_MODULE_ABI changes whenever the table or
+ * the problem structs change, and the loader refuses a mismatch.
+ */
+#ifndef FB_CUDA_MODULE_H
+#define FB_CUDA_MODULE_H
+
+#include <stddef.h>
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FB_CUDA_MODULE_ABI 1
+#define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
+
+/* Per-handle CUDA state, owned by the module: device, stream, cuBLASLt
+ * handle, plan cache, workspaces. */
+typedef struct fb_cuda_ctx fb_cuda_ctx;
+
+/* What a call reports back besides its status. */
+typedef struct fb_cuda_result {
+    fb_backend ran;     /* FB_BACKEND_CUDA_LT or FB_BACKEND_CUDA_FUSED */
+    char path[96];      /* the path in words, e.g. "cuda-lt/GELU_BIAS" */
+    char message[256];  /* on failure: why, with the CUDA/cuBLAS error text */
+} fb_cuda_result;
+
+typedef struct fb_cuda_module {
+    int abi; /* FB_CUDA_MODULE_ABI */
+
+    /* FB_STATUS_SUCCESS if a CUDA device can be used; otherwise
+     * FB_STATUS_BACKEND_UNAVAILABLE with the reason in message. */
+    fb_status (*probe)(char *message, size_t len);
+
+    /* 1 if p is device or managed memory that kernels can read, else 0. */
+    int (*is_device_pointer)(const void *p);
+
+    fb_status (*ctx_create)(fb_cuda_ctx **ctx, int device, char *message,
+                            size_t len);
+    void (*ctx_destroy)(fb_cuda_ctx *ctx);
+    /* A cudaStream_t; NULL is the legacy default stream. */
+    void (*ctx_set_stream)(fb_cuda_ctx *ctx, void *stream);
+
+    /* path: FB_BACKEND_CUDA_LT or FB_BACKEND_CUDA_FUSED to force one (the
+     * fused path answers FB_STATUS_NOT_SUPPORTED for a shape it does not
+     * cover), or FB_BACKEND_CUDA to let the module's shape rule choose.
+     * Arguments are already checked. Host pointers are staged through
+     * device memory (synchronously). Nothing is written on failure where
+     * the failure is detected before launch. */
+    fb_status (*gemm)(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                      fb_backend path, fb_math_mode math, fb_cuda_result *r);
+    fb_status (*mlp)(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
+                     fb_backend path, fb_math_mode math, fb_cuda_result *r);
+} fb_cuda_module;
+
+typedef const fb_cuda_module *(*fb_cuda_module_entry)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FB_CUDA_MODULE_H */
