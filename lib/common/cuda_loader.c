@@ -1,0 +1,85 @@
+/*
+ * cuda_loader.c -- dlopen the CUDA backend at first use.
+ *
+ * libfusedblas never links the CUDA runtime itself: the module does, so
+ * that the library loads on machines without CUDA and reports "backend
+ * unavailable" there. The outcome (table or reason) is decided once per
+ * process and never changes; the module is never unloaded.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_loader.h"
+
+#ifndef FB_PKGLIBDIR
+#define FB_PKGLIBDIR "/usr/local/lib/fusedblas"
+#endif
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static const fb_cuda_module *loaded;
+static char load_error[256];
+
+static const fb_cuda_module *try_load(const char *path)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *e = dlerror();
+        snprintf(load_error, sizeof load_error, "cannot load %s: %s", path,
+                 e ? e : "unknown error");
+        return NULL;
+    }
+    fb_cuda_module_entry entry;
+    /* dlsym returns void *; the copy avoids the object-to-function cast
+     * that ISO C does not define. */
+    void *sym = dlsym(lib, FB_CUDA_MODULE_SYMBOL);
+    if (sym == NULL) {
+        snprintf(load_error, sizeof load_error, "%s has no %s", path,
+                 FB_CUDA_MODULE_SYMBOL);
+        dlclose(lib);
+        return NULL;
+    }
+    memcpy(&entry, &sym, sizeof entry);
+    const fb_cuda_module *m = entry();
+    if (m == NULL || m->abi != FB_CUDA_MODULE_ABI) {
+        snprintf(load_error, sizeof load_error,
+                 "%s speaks module ABI %d, the library %d", path,
+                 m ? m->abi : -1, FB_CUDA_MODULE_ABI);
+        dlclose(lib);
+        return NULL;
+    }
+    if (m->probe(load_error, sizeof load_error) != FB_STATUS_SUCCESS) {
+        /* No device or driver: keep the module's own reason. The library
+         * stays loaded, since the CUDA runtime does not always unload
+         * cleanly. */
+        return NULL;
+    }
+    load_error[0] = '\0';
+    return m;
+}
+
+static void load(void)
+{
+    const char *env = getenv("FUSEDBLAS_CUDA_MODULE");
+    if (env != NULL && *env != '\0') {
+        loaded = try_load(env);
+        if (loaded != NULL)
+            return;
+        /* An uninstalled build without CUDA points here at a file that
+         * does not exist; the installed module may still be there. */
+    }
+    char first_error[sizeof load_error];
+    memcpy(first_error, load_error, sizeof first_error);
+    loaded = try_load(FB_PKGLIBDIR "/fusedblas_cuda.so");
+    if (loaded == NULL && env != NULL && *env != '\0')
+        memcpy(load_error, first_error, sizeof load_error);
+}
+
+const fb_cuda_module *fb_cuda_get(char *why, size_t len)
+{
+    pthread_once(&load_once, load);
+    if (loaded == NULL && why != NULL && len > 0)
+        snprintf(why, len, "%s", load_error);
+    return loaded;
+}

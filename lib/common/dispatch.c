@@ -1,0 +1,151 @@
+/*
+ * dispatch.c -- from a checked call to one backend, and back to a status.
+ */
+#include <stdio.h>
+#include "cpu.h"
+#include "cuda_loader.h"
+#include "dispatch.h"
+#include "log.h"
+
+typedef struct route {
+    fb_backend backend; /* CPU, or a GPU path for the module */
+    const fb_cuda_module *cuda;
+} route;
+
+static fb_status choose(fb_handle h, const char *routine,
+                        const fb_operand *ops, int nops, route *r);
+static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m);
+static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
+                             const fb_cuda_result *res);
+
+fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
+                           const fb_gemm_problem *p, const fb_operand *ops,
+                           int nops)
+{
+    route r;
+    fb_status st = choose(h, routine, ops, nops, &r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (r.backend == FB_BACKEND_CPU) {
+        char path[96];
+        st = fb_cpu_gemm(h, p, path, sizeof path);
+        if (st != FB_STATUS_SUCCESS)
+            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
+        fb_handle_ran(h, FB_BACKEND_CPU, path);
+        return st;
+    }
+    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
+    st = r.cuda->gemm(h->cuda, p, r.backend, h->math, &res);
+    return finish_cuda(h, routine, st, &res);
+}
+
+fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
+                          const fb_mlp_problem *p, const fb_operand *ops,
+                          int nops)
+{
+    route r;
+    fb_status st = choose(h, routine, ops, nops, &r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (r.backend == FB_BACKEND_CPU) {
+        char path[96];
+        st = fb_cpu_mlp(h, p, path, sizeof path);
+        if (st != FB_STATUS_SUCCESS)
+            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
+        fb_handle_ran(h, FB_BACKEND_CPU, path);
+        return st;
+    }
+    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
+    st = r.cuda->mlp(h->cuda, p, r.backend, h->math, &res);
+    return finish_cuda(h, routine, st, &res);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Lowest position among the operands in device memory, 0 if none. */
+static int first_device_operand(const fb_cuda_module *m,
+                                const fb_operand *ops, int nops)
+{
+    int first = 0;
+    for (int i = 0; i < nops; i++)
+        if (ops[i].ptr != NULL && m->is_device_pointer(ops[i].ptr) &&
+            (first == 0 || ops[i].pos < first))
+            first = ops[i].pos;
+    return first;
+}
+
+static fb_status choose(fb_handle h, const char *routine,
+                        const fb_operand *ops, int nops, route *r)
+{
+    char why[256];
+    /* Loading is attempted once per process; on a machine without CUDA
+     * this is one failed dlopen. */
+    const fb_cuda_module *m = fb_cuda_get(why, sizeof why);
+    r->cuda = m;
+
+    switch (h->backend) {
+    case FB_BACKEND_CPU: {
+        int dev = m ? first_device_operand(m, ops, nops) : 0;
+        if (dev)
+            return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, dev,
+                                  "%s: argument %d is device memory, which "
+                                  "the cpu backend cannot read",
+                                  routine, dev);
+        r->backend = FB_BACKEND_CPU;
+        fb_log(h, "%s: backend cpu (chosen by the handle or "
+                  "FUSEDBLAS_BACKEND)", routine);
+        return FB_STATUS_SUCCESS;
+    }
+    case FB_BACKEND_AUTO: {
+        int dev = m ? first_device_operand(m, ops, nops) : 0;
+        if (!dev) {
+            r->backend = FB_BACKEND_CPU;
+            fb_log(h, "%s: auto -> cpu (%s)", routine,
+                   m ? "all data in host memory" : why);
+            return FB_STATUS_SUCCESS;
+        }
+        r->backend = FB_BACKEND_CUDA;
+        fb_log(h, "%s: auto -> cuda (argument %d is device memory)", routine,
+               dev);
+        break;
+    }
+    case FB_BACKEND_CUDA:
+    case FB_BACKEND_CUDA_LT:
+    case FB_BACKEND_CUDA_FUSED:
+        if (m == NULL)
+            return fb_handle_fail(h, FB_STATUS_BACKEND_UNAVAILABLE, 0,
+                                  "%s: %s unavailable: %s", routine,
+                                  fb_backend_name(h->backend), why);
+        r->backend = h->backend;
+        fb_log(h, "%s: backend %s (chosen by the handle or "
+                  "FUSEDBLAS_BACKEND)", routine, fb_backend_name(h->backend));
+        break;
+    }
+    return cuda_ctx(h, m);
+}
+
+/* The handle's CUDA context, made on its first GPU call. */
+static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m)
+{
+    if (h->cuda != NULL)
+        return FB_STATUS_SUCCESS;
+    char msg[256] = "";
+    fb_status st = m->ctx_create(&h->cuda, h->cuda_device, msg, sizeof msg);
+    if (st != FB_STATUS_SUCCESS) {
+        h->cuda = NULL;
+        return fb_handle_fail(h, st, 0, "CUDA context on device %d: %s",
+                              h->cuda_device, msg);
+    }
+    m->ctx_set_stream(h->cuda, h->cuda_stream);
+    return FB_STATUS_SUCCESS;
+}
+
+static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
+                             const fb_cuda_result *res)
+{
+    if (st != FB_STATUS_SUCCESS)
+        return fb_handle_fail(h, st, 0, "%s: %s", routine, res->message);
+    fb_handle_ran(h, res->ran, res->path);
+    fb_log(h, "%s: ran %s", routine, res->path);
+    return FB_STATUS_SUCCESS;
+}

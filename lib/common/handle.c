@@ -1,0 +1,422 @@
+/*
+ * handle.c -- fb_handle: creation, settings, the per-thread default, the
+ * registry of live handles, workspaces and the last call's outcome.
+ *
+ * A registry of live handles (a small hash set under a mutex) lets every
+ * call tell a live handle from a destroyed or made-up pointer without
+ * reading the memory it points to, so a stale handle is an invalid
+ * argument rather than a use-after-free.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_loader.h"
+#include "handle.h"
+#include "log.h"
+
+/* ---- public API --------------------------------------------------------- */
+
+static fb_handle handle_new(void);
+static void handle_free(fb_handle h);
+static int registry_add(fb_handle h);
+static int registry_remove(fb_handle h);
+static int registry_has(fb_handle h);
+static fb_handle default_handle(void);
+
+FB_EXPORT fb_status fb_create(fb_handle *handle)
+{
+    if (handle == NULL) {
+        fb_handle d = default_handle();
+        if (d != NULL)
+            fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
+                           "fb_create: handle pointer is NULL");
+        return FB_STATUS_INVALID_ARGUMENT;
+    }
+    fb_handle h = handle_new();
+    if (h == NULL)
+        return FB_STATUS_ALLOC_FAILED;
+    if (!registry_add(h)) {
+        free(h);
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    *handle = h;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_destroy(fb_handle handle)
+{
+    if (handle == NULL)
+        return FB_STATUS_SUCCESS; /* like free(NULL) */
+    if (!registry_remove(handle))
+        return FB_STATUS_INVALID_ARGUMENT;
+    handle_free(handle);
+    return FB_STATUS_SUCCESS;
+}
+
+/* Resolve, validate one setting, record the outcome. */
+#define SETTER_BEGIN(handle, status)                                          \
+    fb_status status;                                                          \
+    fb_handle h = fb_handle_resolve(handle, &status);                          \
+    if (h == NULL)                                                             \
+        return status;                                                         \
+    fb_handle_clear(h)
+
+FB_EXPORT fb_status fb_set_backend(fb_handle handle, fb_backend backend)
+{
+    SETTER_BEGIN(handle, st);
+    if (backend < FB_BACKEND_AUTO || backend > FB_BACKEND_CUDA_FUSED)
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_set_backend: unknown backend %d",
+                              (int)backend);
+    h->backend = backend;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_get_backend(fb_handle handle, fb_backend *backend)
+{
+    SETTER_BEGIN(handle, st);
+    if (backend == NULL)
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_get_backend: backend pointer is NULL");
+    *backend = h->backend;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_threads(fb_handle handle, int nthreads)
+{
+    SETTER_BEGIN(handle, st);
+    if (nthreads < 0)
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_set_threads: nthreads %d < 0", nthreads);
+    h->nthreads = nthreads;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_math_mode(fb_handle handle, fb_math_mode mode)
+{
+    SETTER_BEGIN(handle, st);
+    if (mode != FB_MATH_DEFAULT && mode != FB_MATH_ALLOW_TF32)
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_set_math_mode: unknown mode %d", (int)mode);
+    h->math = mode;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_verbose(fb_handle handle, int verbose)
+{
+    SETTER_BEGIN(handle, st);
+    h->verbose = verbose != 0;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_cuda_device(fb_handle handle, int device)
+{
+    SETTER_BEGIN(handle, st);
+    if (device < 0)
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_set_cuda_device: device %d < 0", device);
+    if (device != h->cuda_device && h->cuda != NULL) {
+        /* The context belongs to the old device: drop it, the next GPU call
+         * makes one on the new device. */
+        const fb_cuda_module *m = fb_cuda_get(NULL, 0);
+        if (m != NULL)
+            m->ctx_destroy(h->cuda);
+        h->cuda = NULL;
+    }
+    h->cuda_device = device;
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream)
+{
+    SETTER_BEGIN(handle, st);
+    h->cuda_stream = stream;
+    if (h->cuda != NULL) {
+        const fb_cuda_module *m = fb_cuda_get(NULL, 0);
+        if (m != NULL)
+            m->ctx_set_stream(h->cuda, stream);
+    }
+    return FB_STATUS_SUCCESS;
+}
+
+/* The getters below do not record an outcome: they read the last one. */
+
+FB_EXPORT fb_status fb_handle_last_status(fb_handle handle)
+{
+    fb_status st;
+    fb_handle h = fb_handle_resolve(handle, &st);
+    return h ? h->last_status : st;
+}
+
+FB_EXPORT int fb_handle_last_arg(fb_handle handle)
+{
+    fb_status st;
+    fb_handle h = fb_handle_resolve(handle, &st);
+    return h ? h->last_arg : 1;
+}
+
+FB_EXPORT const char *fb_handle_last_message(fb_handle handle)
+{
+    fb_status st;
+    fb_handle h = fb_handle_resolve(handle, &st);
+    return h ? h->last_message : "not a live fb_handle";
+}
+
+FB_EXPORT fb_backend fb_handle_last_backend(fb_handle handle)
+{
+    fb_status st;
+    fb_handle h = fb_handle_resolve(handle, &st);
+    return h ? h->last_backend : FB_BACKEND_AUTO;
+}
+
+FB_EXPORT const char *fb_handle_last_path(fb_handle handle)
+{
+    fb_status st;
+    fb_handle h = fb_handle_resolve(handle, &st);
+    return h ? h->last_path : "";
+}
+
+/* ---- for the library's own files ---------------------------------------- */
+
+fb_handle fb_handle_resolve(fb_handle h, fb_status *status)
+{
+    if (h == NULL) {
+        h = default_handle();
+        *status = h ? FB_STATUS_SUCCESS : FB_STATUS_ALLOC_FAILED;
+        return h;
+    }
+    if (!registry_has(h)) {
+        /* Say so on the thread's default handle, the only one we trust. */
+        fb_handle d = default_handle();
+        if (d != NULL)
+            fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
+                           "handle %p is not a live fb_handle", (void *)h);
+        *status = FB_STATUS_INVALID_ARGUMENT;
+        return NULL;
+    }
+    *status = FB_STATUS_SUCCESS;
+    return h;
+}
+
+void *fb_handle_workspace(fb_handle h, size_t bytes)
+{
+    if (bytes <= h->ws_bytes)
+        return h->ws;
+    /* Grow by at least half again, so that a sequence of slightly larger
+     * calls does not reallocate every time. */
+    size_t want = bytes + bytes / 2;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, want) != 0) {
+        want = bytes;
+        if (posix_memalign(&p, 64, want) != 0)
+            return NULL;
+    }
+    free(h->ws);
+    h->ws = p;
+    h->ws_bytes = want;
+    return p;
+}
+
+void fb_handle_clear(fb_handle h)
+{
+    h->last_status = FB_STATUS_SUCCESS;
+    h->last_arg = 0;
+    h->last_message[0] = '\0';
+}
+
+fb_status fb_handle_fail(fb_handle h, fb_status status, int arg,
+                         const char *fmt, ...)
+{
+    h->last_status = status;
+    h->last_arg = arg;
+    h->last_backend = FB_BACKEND_AUTO;
+    h->last_path[0] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->last_message, sizeof h->last_message, fmt, ap);
+    va_end(ap);
+    if (arg > 0)
+        fb_log(h, "%s (argument %d): %s", fb_status_string(status), arg,
+               h->last_message);
+    else
+        fb_log(h, "%s: %s", fb_status_string(status), h->last_message);
+    return status;
+}
+
+void fb_handle_ran(fb_handle h, fb_backend backend, const char *path)
+{
+    h->last_status = FB_STATUS_SUCCESS;
+    h->last_arg = 0;
+    h->last_message[0] = '\0';
+    h->last_backend = backend;
+    snprintf(h->last_path, sizeof h->last_path, "%s", path);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static fb_handle handle_new(void)
+{
+    fb_handle h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return NULL;
+    h->magic = FB_HANDLE_MAGIC;
+    h->verbose = fb_env_verbose();
+    int valid;
+    h->backend = fb_env_backend(&valid);
+    if (!valid)
+        fb_log(h, "FUSEDBLAS_BACKEND='%s' is not one of cpu, cuda, "
+                  "cuda-lt, cuda-fused, auto: using auto",
+               getenv("FUSEDBLAS_BACKEND"));
+    h->math = FB_MATH_DEFAULT;
+    h->last_status = FB_STATUS_SUCCESS;
+    h->last_backend = FB_BACKEND_AUTO;
+    return h;
+}
+
+static void handle_free(fb_handle h)
+{
+    if (h->cuda != NULL) {
+        const fb_cuda_module *m = fb_cuda_get(NULL, 0);
+        if (m != NULL)
+            m->ctx_destroy(h->cuda);
+    }
+    free(h->ws);
+    h->magic = 0;
+    free(h);
+}
+
+/* The calling thread's default handle, destroyed when the thread exits. */
+static pthread_key_t default_key;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static int default_key_ok;
+
+static void default_destroy(void *p)
+{
+    if (registry_remove(p))
+        handle_free(p);
+}
+
+static void default_key_make(void)
+{
+    default_key_ok = pthread_key_create(&default_key, default_destroy) == 0;
+}
+
+static fb_handle default_handle(void)
+{
+    pthread_once(&default_once, default_key_make);
+    if (!default_key_ok)
+        return NULL;
+    fb_handle h = pthread_getspecific(default_key);
+    if (h != NULL)
+        return h;
+    h = handle_new();
+    if (h == NULL)
+        return NULL;
+    if (!registry_add(h)) {
+        free(h);
+        return NULL;
+    }
+    if (pthread_setspecific(default_key, h) != 0) {
+        registry_remove(h);
+        handle_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Registry: open addressing on the pointer's bits, tombstones on removal,
+ * rebuilt at twice the size when 3/4 full (live + tombstones). */
+#define TOMBSTONE ((fb_handle)(uintptr_t)1)
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static fb_handle *slots;
+static size_t nslots, nused, nlive;
+
+static size_t slot_of(fb_handle h, size_t n)
+{
+    uintptr_t x = (uintptr_t)h;
+    x ^= x >> 17;
+    x *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 7) & (n - 1);
+}
+
+static int registry_grow(void)
+{
+    size_t n = nslots ? nslots * 2 : 64;
+    while (nlive * 2 >= n)
+        n *= 2;
+    fb_handle *s = calloc(n, sizeof *s);
+    if (s == NULL)
+        return 0;
+    for (size_t i = 0; i < nslots; i++) {
+        fb_handle h = slots[i];
+        if (h == NULL || h == TOMBSTONE)
+            continue;
+        size_t j = slot_of(h, n);
+        while (s[j] != NULL)
+            j = (j + 1) & (n - 1);
+        s[j] = h;
+    }
+    free(slots);
+    slots = s;
+    nslots = n;
+    nused = nlive;
+    return 1;
+}
+
+/* Slot holding h, or nslots if absent. Call with the lock held. */
+static size_t registry_find(fb_handle h)
+{
+    if (nslots == 0)
+        return 0;
+    for (size_t j = slot_of(h, nslots);; j = (j + 1) & (nslots - 1)) {
+        if (slots[j] == h)
+            return j;
+        if (slots[j] == NULL)
+            return nslots;
+    }
+}
+
+static int registry_add(fb_handle h)
+{
+    pthread_mutex_lock(&registry_lock);
+    int ok = 1;
+    if ((nused + 1) * 4 > nslots * 3)
+        ok = registry_grow();
+    if (ok) {
+        size_t j = slot_of(h, nslots);
+        while (slots[j] != NULL && slots[j] != TOMBSTONE)
+            j = (j + 1) & (nslots - 1);
+        if (slots[j] == NULL)
+            nused++;
+        slots[j] = h;
+        nlive++;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return ok;
+}
+
+static int registry_remove(fb_handle h)
+{
+    pthread_mutex_lock(&registry_lock);
+    size_t j = registry_find(h);
+    int found = nslots > 0 && j < nslots;
+    if (found) {
+        slots[j] = TOMBSTONE;
+        nlive--;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+static int registry_has(fb_handle h)
+{
+    pthread_mutex_lock(&registry_lock);
+    size_t j = registry_find(h);
+    int found = nslots > 0 && j < nslots;
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}

@@ -1,0 +1,27 @@
+/*
+ * cpu.h -- the CPU backend: OpenBLAS for the GEMMs, OpenMP for the panels,
+ * bias and activation applied to each panel of C while it is in cache.
+ */
+#ifndef FB_CPU_H
+#define FB_CPU_H
+
+#include <stddef.h>
+#include "handle.h"
+#include "problem.h"
+
+/* Run a checked call; path receives what ran, or why it failed. */
+fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
+                      size_t len);
+fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
+                     size_t len);
+
+/* How many OpenMP threads a call of this many flops should use. */
+int fb_cpu_threads(fb_handle h, double flops);
+
+/* "openblas-openmp" when OpenBLAS runs each panel's GEMM on the calling
+ * OpenMP thread (the arrangement we want), else a description of the
+ * fallback: with a pthreads OpenBLAS our panel loop runs on one thread and
+ * OpenBLAS threads each GEMM itself, so the two never oversubscribe. */
+const char *fb_cpu_arrangement(void);
+
+#endif /* FB_CPU_H */

@@ -1,0 +1,201 @@
+/*
+ * cpu_epilogue.c -- the activations, written so that the compiler
+ * vectorises them: no libm call per element, selects instead of branches.
+ *
+ * Formulas (DESIGN.md), and the identities used to evaluate them:
+ *   gelu_tanh(x) = 0.5x(1 + tanh(u)), u = sqrt(2/pi)(x + 0.044715x^3)
+ *                = x / (1 + exp(-2u))            [1 + tanh(u) = 2 sigmoid(2u)]
+ *   silu(x)      = x / (1 + exp(-x))
+ *   gelu_erf(x)  = 0.5x(1 + erf(x/sqrt 2)) = 0.5x erfc(-x/sqrt 2)
+ *   relu(x)      = max(x, 0), NaN kept
+ * The sigmoid forms have no cancellation for negative x, and erfc keeps its
+ * relative accuracy where 1 + erf would lose it. exp is ours (below, about
+ * 1 ulp), erfc the Chebyshev fit of Numerical Recipes (fractional error
+ * < 1.2e-7). NaN propagates through every path: comparisons with NaN are
+ * false, so the selects keep it.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "cpu_epilogue.h"
+
+/* exp(x) for float, vectorisable: x = n ln2 + r, |r| <= ln2/2, a degree-7
+ * polynomial for exp(r), 2^n built in two halves so that results down to
+ * the subnormals are right. */
+static inline float fb_expf(float x)
+{
+    /* Beyond these the result is Inf or 0; the selects keep NaN. */
+    x = x > 88.8f ? 88.8f : x;
+    x = x < -104.0f ? -104.0f : x;
+    const float log2e = 1.44269504088896341f;
+    const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+    /* Round x log2e to an integer by the 1.5*2^23 trick. */
+    const float shifter = 12582912.0f;
+    float t = x * log2e + shifter;
+    float n = t - shifter;
+    float r = x - n * ln2_hi;
+    r = r - n * ln2_lo;
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    /* n in [-150, 128]: 2^n = 2^(n/2) * 2^(n - n/2), each half a normal. */
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    /* t is in [2^23, 2^24), where the ulp is 1: its significand field is
+     * 2^22 + n. */
+    int32_t ni = (int32_t)(tb & 0x7fffffu) - 0x400000;
+    int32_t n1 = ni / 2, n2 = ni - n1;
+    uint32_t s1 = (uint32_t)(n1 + 127) << 23, s2 = (uint32_t)(n2 + 127) << 23;
+    float f1, f2;
+    memcpy(&f1, &s1, sizeof f1);
+    memcpy(&f2, &s2, sizeof f2);
+    return p * f1 * f2;
+}
+
+/* x * sigmoid(s * x') in the overflow-safe form x / (1 + exp(-z)). */
+static inline float fb_x_sigmoid(float x, float z)
+{
+    return x / (1.0f + fb_expf(-z));
+}
+
+/* erfc(z), fractional error < 1.2e-7 (Numerical Recipes 6.2), with the
+ * exponent's z*z split exactly (fma) so that large z keep their accuracy. */
+static inline float fb_erfcf(float z)
+{
+    float a = fabsf(z);
+    float t = 1.0f / (1.0f + 0.5f * a);
+    float q = 0.17087277f;
+    q = q * t - 0.82215223f;
+    q = q * t + 1.48851587f;
+    q = q * t - 1.13520398f;
+    q = q * t + 0.27886807f;
+    q = q * t - 0.18628806f;
+    q = q * t + 0.09678418f;
+    q = q * t + 0.37409196f;
+    q = q * t + 1.00002368f;
+    q = q * t - 1.26551223f;
+    float zz = a * a;
+    float zz_lo = fmaf(a, a, -zz); /* a*a = zz + zz_lo exactly */
+    /* For infinite z the split gives NaN; the correction is then moot. */
+    float corr = zz < 1e30f ? 1.0f - zz_lo : 1.0f;
+    float r = t * fb_expf(q - zz) * corr;
+    return z < 0 ? 2.0f - r : r;
+}
+
+static inline float fb_act1(float x, fb_activation act)
+{
+    switch (act) {
+    case FB_ACT_RELU:
+        return x < 0.0f ? 0.0f : x;
+    case FB_ACT_GELU_TANH: {
+        const float k0 = 0.7978845608028654f; /* sqrt(2/pi) */
+        float u = k0 * (x + 0.044715f * x * x * x);
+        return fb_x_sigmoid(x, 2.0f * u);
+    }
+    case FB_ACT_GELU_ERF:
+        return 0.5f * x * fb_erfcf(-x * 0.70710678118654752f);
+    case FB_ACT_SILU:
+        return fb_x_sigmoid(x, x);
+    case FB_ACT_NONE:
+        break;
+    }
+    return x;
+}
+
+/* Each loop below is instantiated once per activation (the act argument
+ * is a constant at every call site after inlining), so the switch in
+ * fb_act1 folds away and each loop vectorises on its own. */
+#define FB_INLINE static inline __attribute__((always_inline))
+
+FB_INLINE void loop_bias_act(float *x, const float *bias, int64_t n,
+                             fb_activation act)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        x[i] = fb_act1(x[i] + bias[i], act);
+}
+
+FB_INLINE void loop_scalar_bias_act(float *x, float b, int64_t n,
+                                    fb_activation act)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        x[i] = fb_act1(x[i] + b, act);
+}
+
+FB_INLINE void loop_gate(float *g, const float *u, const float *bg,
+                         const float *bu, int64_t n, fb_activation act)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        g[i] = fb_act1(g[i] + bg[i], act) * (u[i] + bu[i]);
+}
+
+FB_INLINE void loop_gate_nobias(float *g, const float *u, int64_t n,
+                                fb_activation act)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        g[i] = fb_act1(g[i], act) * u[i];
+}
+
+#define FB_FOR_EACH_ACT(act, CALL)                                             \
+    switch (act) {                                                             \
+    case FB_ACT_NONE: CALL(FB_ACT_NONE); break;                                \
+    case FB_ACT_RELU: CALL(FB_ACT_RELU); break;                                \
+    case FB_ACT_GELU_TANH: CALL(FB_ACT_GELU_TANH); break;                      \
+    case FB_ACT_GELU_ERF: CALL(FB_ACT_GELU_ERF); break;                        \
+    case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
+    }
+
+void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
+                     fb_activation act)
+{
+    if (bias == NULL && act == FB_ACT_NONE)
+        return;
+    if (bias == NULL) {
+#define CALL(A) loop_scalar_bias_act(x, 0.0f, n, A)
+        FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+    } else {
+#define CALL(A) loop_bias_act(x, bias, n, A)
+        FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+    }
+}
+
+void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
+{
+#define CALL(A) loop_scalar_bias_act(x, b, n, A)
+    FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+}
+
+void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
+                 int64_t n, fb_activation act)
+{
+    if (bg == NULL && bu == NULL) {
+#define CALL(A) loop_gate_nobias(g, u, n, A)
+        FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+        return;
+    }
+    /* A missing bias is a zero bias: fold it into the other form. */
+    if (bg == NULL || bu == NULL) {
+        for (int64_t i = 0; i < n; i += 256) {
+            float zero[256] = {0};
+            int64_t c = n - i < 256 ? n - i : 256;
+            fb_cpu_gate(g + i, u + i, bg ? bg + i : zero, bu ? bu + i : zero,
+                        c, act);
+        }
+        return;
+    }
+#define CALL(A) loop_gate(g, u, bg, bu, n, A)
+    FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+}

@@ -1,0 +1,21 @@
+/*
+ * cpu_epilogue.h -- bias, activation and gating on fp32 panels, vectorised.
+ */
+#ifndef FB_CPU_EPILOGUE_H
+#define FB_CPU_EPILOGUE_H
+
+#include <stdint.h>
+#include "fusedblas.h"
+
+/* x[i] = act(x[i] + bias[i]) for i < n; bias may be NULL. */
+void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
+                     fb_activation act);
+
+/* x[i] = act(x[i] + b) for i < n: a bias constant along the vector. */
+void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act);
+
+/* g[i] = act(g[i] + bg[i]) * (u[i] + bu[i]); bg and bu may be NULL. */
+void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
+                 int64_t n, fb_activation act);
+
+#endif /* FB_CPU_EPILOGUE_H */

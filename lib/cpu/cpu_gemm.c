@@ -1,0 +1,201 @@
+/*
+ * cpu_gemm.c -- gemm_bias_act on the CPU.
+ *
+ * C (column-major, m x n after normalisation) is cut into blocks of about
+ * half a megabyte. Each OpenMP thread takes a contiguous run of blocks; for
+ * each it calls OpenBLAS on that block alone, then applies beta (16-bit
+ * types), bias and activation to the block while it is still in cache, so
+ * C is never passed over a second time. A block is mb x nb with mb covering
+ * all of m when m is modest: the parallel split then falls on n, and each
+ * thread streams only its share of the operand that n indexes; when n is
+ * small (decode: few tokens) the split falls on m, and each thread streams
+ * only its rows of the weights.
+ *
+ * fp16 and bf16 operands are converted block by block into fp32 panels in
+ * the handle's workspace; the GEMM runs in fp32 (fp32 accumulation) into a
+ * per-thread fp32 block, and the epilogue rounds once on the store.
+ */
+#include "config.h"
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+
+/* Target fp32 elements in one block of C: 128 Ki floats = 512 KiB. */
+#define BLOCK_ELEMS (128 * 1024)
+
+typedef struct blocking {
+    int64_t mb, nb;         /* block shape */
+    int64_t mblocks, nblocks;
+} blocking;
+
+static blocking choose_blocks(int64_t m, int64_t n);
+static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
+                           int64_t mb, int64_t nb);
+static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
+                          int64_t i0, int64_t j0, int64_t mb, int64_t nb,
+                          float *scratch);
+
+fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
+                      size_t len)
+{
+    if (p->m == 0 || p->n == 0) {
+        snprintf(path, len, "cpu/quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    const blocking b = choose_blocks(p->m, p->n);
+    const int64_t nblk = b.mblocks * b.nblocks;
+    int t = fb_cpu_threads(h, 2.0 * (double)p->m * (double)p->n *
+                                  (double)(p->k > 0 ? p->k : 1));
+    if (t > nblk)
+        t = (int)nblk;
+
+    const int wide = p->dtype != FB_DTYPE_F32;
+    /* 16-bit: per thread, op(A) and op(B) panels and the fp32 block; once,
+     * the bias in fp32. */
+    const int64_t bias_len = p->ep.bias_per_row ? p->m : p->n;
+    const int64_t per_thread = b.mb * p->k + p->k * b.nb + b.mb * b.nb;
+    float *ws = NULL;
+    const float *bias32 = p->ep.bias;
+    if (wide) {
+        size_t bytes = ((size_t)per_thread * (size_t)t + (size_t)bias_len + 64) *
+                       sizeof(float);
+        ws = fb_handle_workspace(h, bytes);
+        if (ws == NULL) {
+            snprintf(path, len, "cannot allocate %zu bytes of workspace",
+                     bytes);
+            return FB_STATUS_ALLOC_FAILED;
+        }
+        if (p->ep.bias != NULL) {
+            fb_cpu_to_f32(p->dtype, p->ep.bias, ws, bias_len);
+            bias32 = ws;
+        }
+        ws += (bias_len + 15) / 16 * 16;
+    }
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* Contiguous runs of blocks, column-block major: consecutive
+         * blocks share their B panel. */
+        const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
+        float *scratch = wide ? ws + per_thread * tid : NULL;
+        for (int64_t q = lo; q < hi; q++) {
+            const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
+            const int64_t i0 = bi * b.mb, j0 = bj * b.nb;
+            const int64_t mb = p->m - i0 < b.mb ? p->m - i0 : b.mb;
+            const int64_t nb = p->n - j0 < b.nb ? p->n - j0 : b.nb;
+            if (wide)
+                gemm_block_16(p, bias32, i0, j0, mb, nb, scratch);
+            else
+                gemm_block_f32(p, i0, j0, mb, nb);
+        }
+    }
+    snprintf(path, len, "cpu/%s/%s/blocks=%lldx%lld/threads=%d",
+             fb_cpu_arrangement(), wide ? "f32-panels" : "sgemm",
+             (long long)b.mb, (long long)b.nb, t);
+    return FB_STATUS_SUCCESS;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static blocking choose_blocks(int64_t m, int64_t n)
+{
+    blocking b;
+    /* Whole columns when m fits a block with at least 64 columns beside
+     * it; otherwise 512-row blocks. */
+    b.mb = m * 64 <= BLOCK_ELEMS ? m : 512;
+    if (b.mb > m)
+        b.mb = m;
+    b.nb = BLOCK_ELEMS / b.mb;
+    if (b.nb < 16)
+        b.nb = 16;
+    if (b.nb > n)
+        b.nb = n;
+    b.mblocks = (m + b.mb - 1) / b.mb;
+    b.nblocks = (n + b.nb - 1) / b.nb;
+    return b;
+}
+
+/* Where op(A)'s rows i0.. and op(B)'s columns j0.. start in storage. */
+static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
+{
+    const int64_t es = fb_dtype_size(p->dtype);
+    return (const char *)p->a + (p->transa ? i0 * p->lda : i0) * es;
+}
+
+static const char *b_cols(const fb_gemm_problem *p, int64_t j0)
+{
+    const int64_t es = fb_dtype_size(p->dtype);
+    return (const char *)p->b + (p->transb ? j0 : j0 * p->ldb) * es;
+}
+
+static void bias_act_block(float *c, int64_t ldc, int64_t mb, int64_t nb,
+                           const float *bias, int per_row, int64_t i0,
+                           int64_t j0, fb_activation act)
+{
+    for (int64_t j = 0; j < nb; j++) {
+        float *col = c + j * ldc;
+        if (bias == NULL)
+            fb_cpu_bias_act(col, NULL, mb, act);
+        else if (per_row)
+            fb_cpu_bias_act(col, bias + i0, mb, act);
+        else
+            fb_cpu_scalar_bias_act(col, bias[j0 + j], mb, act);
+    }
+}
+
+static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
+                           int64_t mb, int64_t nb)
+{
+    float *c = (float *)p->c + i0 + j0 * p->ldc;
+    cblas_sgemm(CblasColMajor, p->transa ? CblasTrans : CblasNoTrans,
+                p->transb ? CblasTrans : CblasNoTrans, (blasint)mb,
+                (blasint)nb, (blasint)p->k, p->alpha,
+                (const float *)a_rows(p, i0), (blasint)p->lda,
+                (const float *)b_cols(p, j0), (blasint)p->ldb, p->beta, c,
+                (blasint)p->ldc);
+    bias_act_block(c, p->ldc, mb, nb, p->ep.bias, p->ep.bias_per_row, i0, j0,
+                   p->ep.act);
+}
+
+static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
+                          int64_t i0, int64_t j0, int64_t mb, int64_t nb,
+                          float *scratch)
+{
+    const int64_t k = p->k, es = fb_dtype_size(p->dtype);
+    float *ap = scratch, *bp = scratch + mb * k, *cb = bp + k * nb;
+    /* Panels keep the operands' orientation: stored rows x cols. */
+    const int64_t ar = p->transa ? k : mb, ac = p->transa ? mb : k;
+    const int64_t br = p->transb ? nb : k, bc = p->transb ? k : nb;
+    if (k > 0) {
+        fb_cpu_pack_f32(p->dtype, a_rows(p, i0), p->lda, ar, ac, ap);
+        fb_cpu_pack_f32(p->dtype, b_cols(p, j0), p->ldb, br, bc, bp);
+    }
+    cblas_sgemm(CblasColMajor, p->transa ? CblasTrans : CblasNoTrans,
+                p->transb ? CblasTrans : CblasNoTrans, (blasint)mb,
+                (blasint)nb, (blasint)k, p->alpha, ap,
+                (blasint)(ar > 0 ? ar : 1), bp, (blasint)(br > 0 ? br : 1),
+                0.0f, cb, (blasint)mb);
+    char *c = (char *)p->c + (i0 + j0 * p->ldc) * es;
+    if (p->beta != 0.0f) {
+        /* beta C in fp32, read one column at a time through a small
+         * buffer: C itself is 16-bit. */
+        float old[256];
+        for (int64_t j = 0; j < nb; j++)
+            for (int64_t i = 0; i < mb; i += 256) {
+                int64_t cnt = mb - i < 256 ? mb - i : 256;
+                fb_cpu_to_f32(p->dtype, c + (j * p->ldc + i) * es, old, cnt);
+                float *dst = cb + j * mb + i;
+                for (int64_t q = 0; q < cnt; q++)
+                    dst[q] += p->beta * old[q];
+            }
+    }
+    bias_act_block(cb, mb, mb, nb, bias32, p->ep.bias_per_row, i0, j0,
+                   p->ep.act);
+    for (int64_t j = 0; j < nb; j++)
+        fb_cpu_from_f32(p->dtype, cb + j * mb, c + j * p->ldc * es, mb);
+}

@@ -1,0 +1,262 @@
+/*
+ * cpu_mlp.c -- mlp_geglu_forward on the CPU.
+ *
+ *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
+ *
+ * H is never made in full. Work is cut into row blocks of X (mb rows) and
+ * chunks of the hidden width (hc columns of H). For one (row block, chunk):
+ * G = X_b Wg_c^T and U = X_b Wu_c^T (the X block is read from memory once
+ * and from cache the second time), then G <- act_g(G + bg) .* (U + bu) in
+ * place while G and U are in cache, then Yacc_b += G Wd_c^T. The
+ * intermediates are mb x hc, a few hundred kilobytes.
+ *
+ * Two ways to share the work between threads:
+ *  - many rows (prefill): each thread owns a range of rows and does every
+ *    chunk for them; its Yacc rows are its own, finished (bd added, stored)
+ *    as each row block completes.
+ *  - few rows (decode): each thread owns a range of chunks, i.e. a slice of
+ *    the hidden width, for all rows, so each streams only its share of the
+ *    weights; partial Y sums are per thread and added at the end.
+ *
+ * fp16/bf16: X blocks and weight chunks are converted into fp32 panels in
+ * the handle's workspace; H is rounded to the input type before the down
+ * projection, as a framework that stores H in that type does.
+ */
+#include "config.h"
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+
+/* Rows per block when threads split rows; the chunk of hidden width keeps
+ * mb x hc (G and U) near 256 KiB each and weight panels near 1 MiB. */
+#define ROWS_PER_BLOCK 64
+#define CHUNK_ELEMS (256 * 1024)
+
+typedef struct plan {
+    int64_t mb, hc;       /* row block, hidden chunk */
+    int64_t nchunks;
+    int split_rows;       /* 1: threads own rows; 0: threads own chunks */
+    int threads;
+    /* per-thread workspace, in floats */
+    int64_t off_x, off_wg, off_wu, off_wd, off_g, off_u, off_y, per_thread;
+} plan;
+
+typedef struct biases {
+    const float *bg, *bu, *bd; /* fp32 views; NULL if absent */
+} biases;
+
+static plan make_plan(fb_handle h, const fb_mlp_problem *p);
+static void run_rows(const fb_mlp_problem *p, const plan *pl,
+                     const biases *bs, float *ws, int64_t r0, int64_t r1,
+                     int64_t c0, int64_t c1, float *yacc, int64_t ldyacc,
+                     int finish);
+static void finish_rows(const fb_mlp_problem *p, const float *bd,
+                        const float *yacc, int64_t ldyacc, int64_t r0,
+                        int64_t rows);
+
+fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
+                     size_t len)
+{
+    if (p->m == 0 || p->n == 0) {
+        snprintf(path, len, "cpu/quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    const plan pl = make_plan(h, p);
+    const int wide = p->dtype != FB_DTYPE_F32;
+    const int64_t nbias = wide ? 2 * p->h + p->n : 0;
+    size_t floats = (size_t)pl.per_thread * (size_t)pl.threads +
+                    (size_t)nbias + 64;
+    float *ws = fb_handle_workspace(h, floats * sizeof(float));
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace",
+                 floats * sizeof(float));
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    biases bs = {p->bg, p->bu, p->bd};
+    if (wide) {
+        float *b = ws;
+        if (p->bg) fb_cpu_to_f32(p->dtype, p->bg, b, p->h), bs.bg = b;
+        if (p->bu) fb_cpu_to_f32(p->dtype, p->bu, b + p->h, p->h), bs.bu = b + p->h;
+        if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * p->h, p->n), bs.bd = b + 2 * p->h;
+        ws += (nbias + 15) / 16 * 16;
+    }
+
+#pragma omp parallel num_threads(pl.threads) if (pl.threads > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        float *mine = ws + pl.per_thread * tid;
+        float *yacc = mine + pl.off_y;
+        if (pl.split_rows) {
+            const int64_t r0 = p->m * tid / nt, r1 = p->m * (tid + 1) / nt;
+            run_rows(p, &pl, &bs, mine, r0, r1, 0, pl.nchunks, yacc, p->n, 1);
+        } else {
+            const int64_t c0 = pl.nchunks * tid / nt;
+            const int64_t c1 = pl.nchunks * (tid + 1) / nt;
+            run_rows(p, &pl, &bs, mine, 0, p->m, c0, c1, yacc, p->n, 0);
+#pragma omp barrier
+            /* Sum the threads' partial Y into thread 0's, by rows. */
+            const int64_t r0 = p->m * tid / nt, r1 = p->m * (tid + 1) / nt;
+            float *y0 = ws + pl.off_y;
+            for (int q = 1; q < nt; q++) {
+                const float *yq = ws + pl.per_thread * q + pl.off_y;
+#pragma omp simd
+                for (int64_t e = r0 * p->n; e < r1 * p->n; e++)
+                    y0[e] += yq[e];
+            }
+            finish_rows(p, bs.bd, y0 + r0 * p->n, p->n, r0, r1 - r0);
+        }
+    }
+    snprintf(path, len, "cpu/%s/mlp-%s/mb=%lld/hc=%lld/threads=%d",
+             fb_cpu_arrangement(), pl.split_rows ? "rows" : "hidden",
+             (long long)pl.mb, (long long)pl.hc, pl.threads);
+    return FB_STATUS_SUCCESS;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static plan make_plan(fb_handle h, const fb_mlp_problem *p)
+{
+    plan pl;
+    const int64_t k = p->k > 0 ? p->k : 1;
+    pl.hc = CHUNK_ELEMS / k;
+    if (pl.hc < 16)
+        pl.hc = 16;
+    if (pl.hc > 512)
+        pl.hc = 512;
+    if (pl.hc > p->h)
+        pl.hc = p->h > 0 ? p->h : 1;
+    pl.nchunks = p->h > 0 ? (p->h + pl.hc - 1) / pl.hc : 0;
+
+    const double flops = 2.0 * (double)p->m *
+                         (2.0 * (double)p->h * (double)k + (double)p->h * (double)p->n);
+    int t = fb_cpu_threads(h, flops);
+    /* Split rows when every thread gets at least a full row block; else
+     * split the hidden width, if there are chunks enough. */
+    pl.split_rows = p->m >= (int64_t)t * ROWS_PER_BLOCK || pl.nchunks < t;
+    if (pl.split_rows) {
+        pl.mb = ROWS_PER_BLOCK;
+        if (t > p->m)
+            t = (int)p->m;
+    } else {
+        pl.mb = p->m;
+    }
+    if (pl.mb > p->m)
+        pl.mb = p->m;
+    pl.threads = t > 0 ? t : 1;
+
+    const int wide = p->dtype != FB_DTYPE_F32;
+    int64_t o = 0;
+#define TAKE(field, count)                                                     \
+    do {                                                                       \
+        pl.field = o;                                                          \
+        o += ((count) + 15) / 16 * 16;                                         \
+    } while (0)
+    TAKE(off_x, wide ? pl.mb * k : 0);
+    TAKE(off_wg, wide ? pl.hc * k : 0);
+    TAKE(off_wu, wide ? pl.hc * k : 0);
+    TAKE(off_wd, wide ? p->n * pl.hc : 0);
+    TAKE(off_g, pl.mb * pl.hc);
+    TAKE(off_u, pl.mb * pl.hc);
+    /* Yacc: one row block when rows are split, all rows otherwise. */
+    TAKE(off_y, (pl.split_rows ? pl.mb : p->m) * p->n);
+#undef TAKE
+    pl.per_thread = o;
+    return pl;
+}
+
+/* Element offset helpers for the dtype-generic inputs. */
+static const void *at(const void *base, fb_dtype t, int64_t elems)
+{
+    return (const char *)base + elems * fb_dtype_size(t);
+}
+
+/* Rows [r0, r1) through chunks [c0, c1), accumulating into yacc (whose row
+ * 0 is row r0 when finish is set, else row 0 of Y). */
+static void run_rows(const fb_mlp_problem *p, const plan *pl,
+                     const biases *bs, float *ws, int64_t r0, int64_t r1,
+                     int64_t c0, int64_t c1, float *yacc, int64_t ldyacc,
+                     int finish)
+{
+    const int wide = p->dtype != FB_DTYPE_F32;
+    const int64_t k = p->k, n = p->n;
+    float *g = ws + pl->off_g, *u = ws + pl->off_u;
+
+    for (int64_t rb = r0; rb < r1; rb += pl->mb) {
+        const int64_t mb = r1 - rb < pl->mb ? r1 - rb : pl->mb;
+        float *yb = finish ? yacc : yacc + rb * ldyacc;
+        const float *xb = (const float *)at(p->x, p->dtype, rb * p->ldx);
+        int64_t ldxb = p->ldx;
+        if (wide && k > 0) {
+            float *xc = ws + pl->off_x;
+            for (int64_t i = 0; i < mb; i++)
+                fb_cpu_to_f32(p->dtype, at(p->x, p->dtype, (rb + i) * p->ldx),
+                              xc + i * k, k);
+            xb = xc, ldxb = k;
+        }
+        if (c0 == c1) /* h == 0 (rows are then split): Y = bd */
+            memset(yb, 0, (size_t)(mb * n) * sizeof(float));
+        for (int64_t c = c0; c < c1; c++) {
+            const int64_t h0 = c * pl->hc;
+            const int64_t hc = p->h - h0 < pl->hc ? p->h - h0 : pl->hc;
+            const float *wg = at(p->wg, p->dtype, h0 * k);
+            const float *wu = at(p->wu, p->dtype, h0 * k);
+            const float *wd = at(p->wd, p->dtype, h0);
+            int64_t ldwd = p->h;
+            if (wide) {
+                float *cg = ws + pl->off_wg, *cu = ws + pl->off_wu;
+                float *cd = ws + pl->off_wd;
+                /* Converted per (row block, chunk): with rows split that
+                 * repeats per row block, 1/(2 mb) of the GEMM's work. */
+                fb_cpu_to_f32(p->dtype, wg, cg, hc * k);
+                fb_cpu_to_f32(p->dtype, wu, cu, hc * k);
+                for (int64_t j = 0; j < n; j++)
+                    fb_cpu_to_f32(p->dtype, at(p->wd, p->dtype, j * p->h + h0),
+                                  cd + j * hc, hc);
+                wg = cg, wu = cu, wd = cd, ldwd = hc;
+            }
+            if (k > 0) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                            (blasint)mb, (blasint)hc, (blasint)k, 1.0f, xb,
+                            (blasint)ldxb, wg, (blasint)k, 0.0f, g,
+                            (blasint)hc);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                            (blasint)mb, (blasint)hc, (blasint)k, 1.0f, xb,
+                            (blasint)ldxb, wu, (blasint)k, 0.0f, u,
+                            (blasint)hc);
+            } else {
+                memset(g, 0, (size_t)(mb * hc) * sizeof(float));
+                memset(u, 0, (size_t)(mb * hc) * sizeof(float));
+            }
+            for (int64_t i = 0; i < mb; i++)
+                fb_cpu_gate(g + i * hc, u + i * hc,
+                            bs->bg ? bs->bg + h0 : NULL,
+                            bs->bu ? bs->bu + h0 : NULL, hc, p->gate_act);
+            fb_cpu_round_to(p->dtype, g, mb * hc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)mb,
+                        (blasint)n, (blasint)hc, 1.0f, g, (blasint)hc, wd,
+                        (blasint)ldwd, c == c0 ? 0.0f : 1.0f, yb,
+                        (blasint)ldyacc);
+        }
+        if (finish)
+            finish_rows(p, bs->bd, yb, ldyacc, rb, mb);
+    }
+}
+
+/* Y rows [r0, r0 + rows) = yacc + bd, stored in the output type. */
+static void finish_rows(const fb_mlp_problem *p, const float *bd,
+                        const float *yacc, int64_t ldyacc, int64_t r0,
+                        int64_t rows)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        float *row = (float *)yacc + i * ldyacc;
+        if (bd != NULL)
+            fb_cpu_bias_act(row, bd, p->n, FB_ACT_NONE);
+        fb_cpu_from_f32(p->dtype, row,
+                        (char *)p->y + (r0 + i) * p->ldy * fb_dtype_size(p->dtype),
+                        p->n);
+    }
+}
