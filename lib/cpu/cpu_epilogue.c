@@ -79,8 +79,11 @@ static inline float fb_erfcf(float z)
     q = q * t + 0.37409196f;
     q = q * t + 1.00002368f;
     q = q * t - 1.26551223f;
+    /* a*a = zz + zz_lo exactly, by Veltkamp's split (no fma needed, so
+     * the loop vectorises on any target). */
     float zz = a * a;
-    float zz_lo = fmaf(a, a, -zz); /* a*a = zz + zz_lo exactly */
+    float a_hi = a * 4097.0f - (a * 4097.0f - a), a_lo = a - a_hi;
+    float zz_lo = ((a_hi * a_hi - zz) + 2.0f * a_hi * a_lo) + a_lo * a_lo;
     /* For infinite z the split gives NaN; the correction is then moot. */
     float corr = zz < 1e30f ? 1.0f - zz_lo : 1.0f;
     float r = t * fb_expf(q - zz) * corr;
@@ -144,6 +147,15 @@ FB_INLINE void loop_gate_nobias(float *g, const float *u, int64_t n,
         g[i] = fb_act1(g[i], act) * u[i];
 }
 
+/* The entry points are compiled for AVX-512, AVX2 and baseline x86-64 and
+ * the loader picks the best the CPU has (GNU ifunc); elsewhere, one build. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FB_CLONES                                                              \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FB_CLONES
+#endif
+
 #define FB_FOR_EACH_ACT(act, CALL)                                             \
     switch (act) {                                                             \
     case FB_ACT_NONE: CALL(FB_ACT_NONE); break;                                \
@@ -153,7 +165,7 @@ FB_INLINE void loop_gate_nobias(float *g, const float *u, int64_t n,
     case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
     }
 
-void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
+FB_CLONES void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
                      fb_activation act)
 {
     if (bias == NULL && act == FB_ACT_NONE)
@@ -169,14 +181,14 @@ void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
     }
 }
 
-void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
+FB_CLONES void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
 {
 #define CALL(A) loop_scalar_bias_act(x, b, n, A)
     FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
 }
 
-void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
+FB_CLONES void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
                  int64_t n, fb_activation act)
 {
     if (bg == NULL && bu == NULL) {

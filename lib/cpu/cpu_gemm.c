@@ -32,7 +32,7 @@ typedef struct blocking {
     int64_t mblocks, nblocks;
 } blocking;
 
-static blocking choose_blocks(int64_t m, int64_t n);
+static blocking choose_blocks(int64_t m, int64_t n, int threads);
 static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
                            int64_t mb, int64_t nb);
 static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
@@ -46,10 +46,10 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
     }
-    const blocking b = choose_blocks(p->m, p->n);
-    const int64_t nblk = b.mblocks * b.nblocks;
     int t = fb_cpu_threads(h, 2.0 * (double)p->m * (double)p->n *
                                   (double)(p->k > 0 ? p->k : 1));
+    const blocking b = choose_blocks(p->m, p->n, t);
+    const int64_t nblk = b.mblocks * b.nblocks;
     if (t > nblk)
         t = (int)nblk;
 
@@ -102,7 +102,7 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static blocking choose_blocks(int64_t m, int64_t n)
+static blocking choose_blocks(int64_t m, int64_t n, int threads)
 {
     blocking b;
     /* Whole columns when m fits a block with at least 64 columns beside
@@ -116,6 +116,12 @@ static blocking choose_blocks(int64_t m, int64_t n)
     if (b.nb > n)
         b.nb = n;
     b.mblocks = (m + b.mb - 1) / b.mb;
+    /* Enough blocks for every thread, when n allows. */
+    if (b.mblocks < threads) {
+        int64_t want = (threads + b.mblocks - 1) / b.mblocks;
+        if (b.nb > (n + want - 1) / want)
+            b.nb = (n + want - 1) / want;
+    }
     b.nblocks = (n + b.nb - 1) / b.nb;
     return b;
 }
