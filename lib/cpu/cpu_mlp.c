@@ -30,6 +30,7 @@
 #include "cpu.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_small_m.h"
 
 /* Rows per block when threads split rows; the chunk of hidden width keeps
  * mb x hc (G and U) near 256 KiB each and weight panels near 1 MiB. */
@@ -57,6 +58,9 @@ static void run_rows(const fb_mlp_problem *p, const plan *pl,
 static void finish_rows(const fb_mlp_problem *p, const float *bd,
                         const float *yacc, int64_t ldyacc, int64_t r0,
                         int64_t rows);
+static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
+                    int64_t ldx, const float *w, int64_t ldw, float *out,
+                    int64_t ldo, int accumulate);
 
 fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                      size_t len)
@@ -219,14 +223,8 @@ static void run_rows(const fb_mlp_problem *p, const plan *pl,
                 wg = cg, wu = cu, wd = cd, ldwd = hc;
             }
             if (k > 0) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                            (blasint)mb, (blasint)hc, (blasint)k, 1.0f, xb,
-                            (blasint)ldxb, wg, (blasint)k, 0.0f, g,
-                            (blasint)hc);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                            (blasint)mb, (blasint)hc, (blasint)k, 1.0f, xb,
-                            (blasint)ldxb, wu, (blasint)k, 0.0f, u,
-                            (blasint)hc);
+                gemm_nt(mb, hc, k, xb, ldxb, wg, k, g, hc, 0);
+                gemm_nt(mb, hc, k, xb, ldxb, wu, k, u, hc, 0);
             } else {
                 memset(g, 0, (size_t)(mb * hc) * sizeof(float));
                 memset(u, 0, (size_t)(mb * hc) * sizeof(float));
@@ -236,10 +234,7 @@ static void run_rows(const fb_mlp_problem *p, const plan *pl,
                             bs->bg ? bs->bg + h0 : NULL,
                             bs->bu ? bs->bu + h0 : NULL, hc, p->gate_act);
             fb_cpu_round_to(p->dtype, g, mb * hc);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)mb,
-                        (blasint)n, (blasint)hc, 1.0f, g, (blasint)hc, wd,
-                        (blasint)ldwd, c == c0 ? 0.0f : 1.0f, yb,
-                        (blasint)ldyacc);
+            gemm_nt(mb, n, hc, g, hc, wd, ldwd, yb, ldyacc, c != c0);
         }
         if (finish)
             finish_rows(p, bs->bd, yb, ldyacc, rb, mb);
@@ -259,4 +254,19 @@ static void finish_rows(const fb_mlp_problem *p, const float *bd,
                         (char *)p->y + (r0 + i) * p->ldy * fb_dtype_size(p->dtype),
                         p->n);
     }
+}
+
+/* out (m x n, row-major) (+)= x (m x k) w^T, w n x k row-major: OpenBLAS,
+ * or for a few rows the small-m kernel, which streams w once. */
+static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
+                    int64_t ldx, const float *w, int64_t ldw, float *out,
+                    int64_t ldo, int accumulate)
+{
+    if (m <= 16 && fb_cpu_small_m_available()) {
+        fb_cpu_small_m_nt(m, n, k, x, ldx, w, ldw, out, ldo, accumulate);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m,
+                (blasint)n, (blasint)k, 1.0f, x, (blasint)ldx, w,
+                (blasint)ldw, accumulate ? 1.0f : 0.0f, out, (blasint)ldo);
 }
