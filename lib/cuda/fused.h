@@ -1,7 +1,7 @@
 /*
  * fused.h -- the hand-written kernels of backend cuda-fused, as seen by the
  * CUDA module's dispatcher (module code is CUDA C++; this header is only
- * included from lib/cuda/*.cu).
+ * included from the .cu files of lib/cuda).
  *
  * Every entry point takes device pointers only (the module stages host data
  * before calling), launches on env->stream, never synchronises, and returns
