@@ -1,0 +1,260 @@
+/*
+ * ctx.cu -- per-handle CUDA state: device, stream, cuBLASLt handle,
+ * workspace, growable scratch, plan cache.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ctx.h"
+#include "kernels.h"
+#include "result.h"
+
+fb_device_scope::fb_device_scope(int device)
+    : previous_(-1), switched_(false), error_(cudaSuccess)
+{
+    error_ = cudaGetDevice(&previous_);
+    if (error_ == cudaSuccess && previous_ != device) {
+        error_ = cudaSetDevice(device);
+        switched_ = error_ == cudaSuccess;
+    }
+}
+
+fb_device_scope::~fb_device_scope()
+{
+    if (switched_)
+        (void)cudaSetDevice(previous_);
+}
+
+/* Free what a (possibly half-made) context holds. Errors are ignored: this
+ * also runs at process exit, after the CUDA runtime may have shut down. */
+static void release(fb_cuda_ctx *ctx)
+{
+    if (ctx->done_recorded)
+        (void)cudaEventSynchronize(ctx->done);
+    if (ctx->lt != NULL)
+        (void)cublasLtDestroy(ctx->lt);
+    if (ctx->workspace != NULL)
+        (void)cudaFree(ctx->workspace);
+    if (ctx->scratch.ptr != NULL)
+        (void)cudaFree(ctx->scratch.ptr);
+    if (ctx->staging.ptr != NULL)
+        (void)cudaFree(ctx->staging.ptr);
+    if (ctx->done != NULL)
+        (void)cudaEventDestroy(ctx->done);
+    (void)cudaGetLastError();
+}
+
+static int device_attribute(cudaDeviceAttr attr, int device, int *value,
+                            char *message, size_t len)
+{
+    cudaError_t e = cudaDeviceGetAttribute(value, attr, device);
+    if (e != cudaSuccess) {
+        fb_message_cuda(message, len, e, "cudaDeviceGetAttribute");
+        return 0;
+    }
+    return 1;
+}
+
+fb_status fb_ctx_create(fb_cuda_ctx **out, int device, char *message,
+                        size_t len)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess)
+        return fb_message_cuda(message, len, e, "cudaGetDeviceCount");
+    if (device < 0 || device >= count) {
+        snprintf(message, len, "CUDA device %d does not exist (%d found)",
+                 device, count);
+        return FB_STATUS_BACKEND_UNAVAILABLE;
+    }
+
+    fb_device_scope scope(device);
+    if (scope.error() != cudaSuccess)
+        return fb_message_cuda(message, len, scope.error(), "cudaSetDevice");
+
+    fb_cuda_ctx *ctx = (fb_cuda_ctx *)calloc(1, sizeof *ctx);
+    if (ctx == NULL) {
+        snprintf(message, len, "out of host memory for the CUDA context");
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    ctx->device = device;
+    ctx->stream = NULL;
+    if (fb_lt_plan_cache_init(&ctx->plans) != 0) {
+        free(ctx);
+        snprintf(message, len, "cannot initialise the plan cache's lock");
+        return FB_STATUS_INTERNAL;
+    }
+
+    fb_status st = FB_STATUS_SUCCESS;
+    int smem = 0;
+    if (!device_attribute(cudaDevAttrMultiProcessorCount, device,
+                          &ctx->sm_count, message, len) ||
+        !device_attribute(cudaDevAttrComputeCapabilityMajor, device,
+                          &ctx->cc_major, message, len) ||
+        !device_attribute(cudaDevAttrComputeCapabilityMinor, device,
+                          &ctx->cc_minor, message, len) ||
+        !device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device,
+                          &smem, message, len)) {
+        st = FB_STATUS_BACKEND_UNAVAILABLE;
+        goto fail;
+    }
+    ctx->smem_optin = (size_t)smem;
+
+    /* The first use of a kernel tells whether this build has code the
+     * device can run (sm_XY or PTX it can JIT). */
+    e = fb_kernels_check_image();
+    if (e != cudaSuccess) {
+        char what[128];
+        snprintf(what, sizeof what,
+                 "no kernel image in this build for device %d (sm_%d%d)",
+                 device, ctx->cc_major, ctx->cc_minor);
+        st = fb_message_cuda(message, len, e, what);
+        if (st == FB_STATUS_EXECUTION_FAILED)
+            st = FB_STATUS_BACKEND_UNAVAILABLE;
+        goto fail;
+    }
+
+    e = cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        ctx->done = NULL;
+        st = fb_message_cuda(message, len, e, "cudaEventCreateWithFlags");
+        goto fail;
+    }
+
+    {
+        cublasStatus_t s = cublasLtCreate(&ctx->lt);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            ctx->lt = NULL;
+            snprintf(message, len, "cublasLtCreate: %s (%s)",
+                     cublasLtGetStatusName(s), cublasLtGetStatusString(s));
+            st = fb_status_of_cublas(s);
+            goto fail;
+        }
+    }
+
+    ctx->workspace_bytes = FB_CTX_WORKSPACE_BYTES;
+    if (ctx->workspace_bytes < FB_FUSED_WORKSPACE_BYTES)
+        ctx->workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
+    e = cudaMalloc(&ctx->workspace, ctx->workspace_bytes);
+    if (e != cudaSuccess) {
+        ctx->workspace = NULL;
+        st = fb_message_cuda(message, len, e, "cudaMalloc(workspace)");
+        goto fail;
+    }
+
+    *out = ctx;
+    return FB_STATUS_SUCCESS;
+
+fail:
+    release(ctx);
+    fb_lt_plan_cache_fini(&ctx->plans);
+    free(ctx);
+    if (st == FB_STATUS_SUCCESS)
+        st = FB_STATUS_INTERNAL;
+    return st;
+}
+
+void fb_ctx_destroy(fb_cuda_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    {
+        fb_device_scope scope(ctx->device);
+        release(ctx);
+    }
+    fb_lt_plan_cache_fini(&ctx->plans);
+    free(ctx);
+}
+
+void fb_ctx_set_stream(fb_cuda_ctx *ctx, void *stream)
+{
+    if (ctx == NULL)
+        return;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (s == ctx->stream)
+        return;
+    fb_device_scope scope(ctx->device);
+    /* The new stream starts after this context's last work on the old one,
+     * so the two never share the workspace at once. The old stream itself
+     * is not touched: the user may have destroyed it already. */
+    if (ctx->done_recorded &&
+        (scope.error() != cudaSuccess ||
+         cudaStreamWaitEvent(s, ctx->done, 0) != cudaSuccess)) {
+        /* The host-side wait gives the same guarantee. */
+        (void)cudaEventSynchronize(ctx->done);
+        (void)cudaGetLastError();
+    }
+    ctx->stream = s;
+}
+
+cudaError_t fb_ctx_wait(fb_cuda_ctx *ctx)
+{
+    if (!ctx->done_recorded)
+        return cudaSuccess;
+    return cudaEventSynchronize(ctx->done);
+}
+
+fb_status fb_ctx_mark_done(fb_cuda_ctx *ctx, fb_cuda_result *r)
+{
+    cudaError_t e = cudaEventRecord(ctx->done, ctx->stream);
+    if (e != cudaSuccess)
+        return fb_result_cuda(r, e, "cudaEventRecord");
+    ctx->done_recorded = 1;
+    return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_ctx_reserve(fb_cuda_ctx *ctx, fb_device_buffer *buf,
+                         size_t bytes, fb_cuda_result *r)
+{
+    if (bytes <= buf->bytes)
+        return FB_STATUS_SUCCESS;
+    /* Growth is rare (a new largest shape), so it may wait: the old
+     * buffer can be freed only when no enqueued work still reads it. It
+     * grows by half again, so that a sequence of growing shapes does not
+     * reallocate every time, in 2 MiB steps. */
+    size_t want = bytes + bytes / 2;
+    want = fb_round_up(want, (size_t)2 << 20);
+    cudaError_t e = fb_ctx_wait(ctx);
+    if (e != cudaSuccess)
+        return fb_result_cuda(r, e, "waiting for earlier work before "
+                                    "growing a device buffer");
+    if (buf->ptr != NULL) {
+        e = cudaFree(buf->ptr);
+        buf->ptr = NULL;
+        buf->bytes = 0;
+        if (e != cudaSuccess)
+            return fb_result_cuda(r, e, "cudaFree");
+    }
+    e = cudaMalloc(&buf->ptr, want);
+    if (e != cudaSuccess) {
+        buf->ptr = NULL;
+        /* Retry with exactly what is needed before giving up. */
+        (void)cudaGetLastError();
+        e = cudaMalloc(&buf->ptr, bytes);
+        want = bytes;
+    }
+    if (e != cudaSuccess) {
+        buf->ptr = NULL;
+        (void)cudaGetLastError();
+        char what[96];
+        snprintf(what, sizeof what, "cudaMalloc(%zu bytes)", bytes);
+        return fb_result_cuda(r, e, what);
+    }
+    buf->bytes = want;
+    return FB_STATUS_SUCCESS;
+}
+
+void fb_ctx_fused_env(const fb_cuda_ctx *ctx, fb_math_mode math,
+                      fb_fused_env *env)
+{
+    env->stream = ctx->stream;
+    env->device = ctx->device;
+    env->sm_count = ctx->sm_count;
+    env->cc_major = ctx->cc_major;
+    env->cc_minor = ctx->cc_minor;
+    env->smem_optin = ctx->smem_optin;
+    env->math = math;
+    env->workspace = ctx->workspace;
+    env->workspace_bytes = ctx->workspace_bytes;
+}

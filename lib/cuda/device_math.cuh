@@ -1,0 +1,86 @@
+/*
+ * device_math.cuh -- the activations and storage-type conversions that the
+ * module's own kernels apply, in device code.
+ *
+ * The formulas are DESIGN.md's, written the way the CPU backend writes them
+ * so that every backend computes the same function: fp32 arithmetic with
+ * the accurate libm-style device functions (tanhf, erff, expf; this module
+ * is never built with --use_fast_math), and NaN in gives NaN out for every
+ * activation, relu included.
+ */
+#ifndef FB_CUDA_DEVICE_MATH_CUH
+#define FB_CUDA_DEVICE_MATH_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "fusedblas.h"
+
+/* The storage type of each fb_dtype. */
+template <fb_dtype D> struct fb_storage;
+template <> struct fb_storage<FB_DTYPE_F32> { typedef float type; };
+template <> struct fb_storage<FB_DTYPE_F16> { typedef __half type; };
+template <> struct fb_storage<FB_DTYPE_BF16> { typedef __nv_bfloat16 type; };
+
+__device__ __forceinline__ float fb_load_f32(float x) { return x; }
+__device__ __forceinline__ float fb_load_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float fb_load_f32(__nv_bfloat16 x)
+{
+    return __bfloat162float(x);
+}
+
+/* Round to nearest even; NaN stays NaN. */
+template <typename T> __device__ __forceinline__ T fb_store_as(float x);
+template <> __device__ __forceinline__ float fb_store_as<float>(float x)
+{
+    return x;
+}
+template <> __device__ __forceinline__ __half fb_store_as<__half>(float x)
+{
+    return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 fb_store_as<__nv_bfloat16>(float x)
+{
+    return __float2bfloat16_rn(x);
+}
+
+/* relu that keeps NaN: (NaN < 0) is false, so NaN passes through. */
+__device__ __forceinline__ float fb_relu(float x) { return x < 0.0f ? 0.0f : x; }
+
+__device__ __forceinline__ float fb_gelu_tanh(float x)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+__device__ __forceinline__ float fb_gelu_erf(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+}
+
+__device__ __forceinline__ float fb_silu(float x)
+{
+    return x / (1.0f + expf(-x));
+}
+
+/* The activation as a compile-time choice, for the elementwise kernels. */
+template <fb_activation A> __device__ __forceinline__ float fb_act(float x);
+template <> __device__ __forceinline__ float fb_act<FB_ACT_NONE>(float x) { return x; }
+template <> __device__ __forceinline__ float fb_act<FB_ACT_RELU>(float x) { return fb_relu(x); }
+template <> __device__ __forceinline__ float fb_act<FB_ACT_GELU_TANH>(float x) { return fb_gelu_tanh(x); }
+template <> __device__ __forceinline__ float fb_act<FB_ACT_GELU_ERF>(float x) { return fb_gelu_erf(x); }
+template <> __device__ __forceinline__ float fb_act<FB_ACT_SILU>(float x) { return fb_silu(x); }
+
+/* The activation as a run-time choice, for code where it is not hot. */
+__device__ __forceinline__ float fb_act_dynamic(fb_activation a, float x)
+{
+    switch (a) {
+    case FB_ACT_RELU: return fb_relu(x);
+    case FB_ACT_GELU_TANH: return fb_gelu_tanh(x);
+    case FB_ACT_GELU_ERF: return fb_gelu_erf(x);
+    case FB_ACT_SILU: return fb_silu(x);
+    default: return x;
+    }
+}
+
+#endif /* FB_CUDA_DEVICE_MATH_CUH */

@@ -1,0 +1,265 @@
+/*
+ * module.cu -- the CUDA backend module's one export, fb_cuda_module_v1(),
+ * and what its table does: probe, contexts, and the dispatch of a call
+ * between the fused kernels and cuBLASLt.
+ *
+ * Dispatch (the path argument of gemm and mlp):
+ *   FB_BACKEND_CUDA_LT     cuBLASLt (lt_gemm.cu, lt_mlp.cu);
+ *   FB_BACKEND_CUDA_FUSED  the fused kernels; their "not supported" is
+ *                          passed through, nothing having been launched;
+ *   FB_BACKEND_CUDA (or AUTO)  the fused kernels if their shape rule
+ *                          prefers them and they take the call, else
+ *                          cuBLASLt.
+ * Host operands are staged first (staging.h), the same for every path.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "ctx.h"
+#include "fused.h"
+#include "lt_gemm.h"
+#include "lt_mlp.h"
+#include "result.h"
+#include "staging.h"
+
+/* The lowest compute capability this build has code for; nvcc lists the
+ * targets of this compilation (e.g. 800,900) in __CUDA_ARCH_LIST__. */
+static int lowest_arch(void)
+{
+#ifdef __CUDA_ARCH_LIST__
+    static const int archs[] = {__CUDA_ARCH_LIST__};
+    int lowest = archs[0];
+    for (size_t i = 1; i < sizeof archs / sizeof archs[0]; i++)
+        if (archs[i] < lowest)
+            lowest = archs[i];
+    return lowest;
+#else
+    return 0;
+#endif
+}
+
+static fb_status probe(char *message, size_t len)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        fb_message_cuda(message, len, e, "no usable CUDA driver or device: "
+                                         "cudaGetDeviceCount");
+        (void)cudaGetLastError();
+        return FB_STATUS_BACKEND_UNAVAILABLE;
+    }
+    if (count <= 0) {
+        snprintf(message, len, "no CUDA device");
+        return FB_STATUS_BACKEND_UNAVAILABLE;
+    }
+    /* Some device must be new enough for the code in this build (the
+     * context checks the chosen device exactly, by loading a kernel). */
+    const int need = lowest_arch();
+    int best = 0;
+    for (int d = 0; d < count; d++) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                   d) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                                   d) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (major * 100 + minor * 10 > best)
+            best = major * 100 + minor * 10;
+    }
+    if (best < need) {
+        snprintf(message, len,
+                 "%d CUDA device(s), the newest sm_%d, but this build needs "
+                 "sm_%d or newer", count, best / 10, need / 10);
+        return FB_STATUS_BACKEND_UNAVAILABLE;
+    }
+    if (len > 0)
+        message[0] = '\0';
+    return FB_STATUS_SUCCESS;
+}
+
+static int is_device_pointer(const void *p)
+{
+    return fb_is_device_pointer(p);
+}
+
+static const char *status_name(fb_status s)
+{
+    switch (s) {
+    case FB_STATUS_SUCCESS: return "success";
+    case FB_STATUS_INVALID_ARGUMENT: return "invalid argument";
+    case FB_STATUS_NOT_SUPPORTED: return "not supported";
+    case FB_STATUS_ALLOC_FAILED: return "allocation failed";
+    case FB_STATUS_BACKEND_UNAVAILABLE: return "backend unavailable";
+    case FB_STATUS_EXECUTION_FAILED: return "execution failed";
+    default: return "internal error";
+    }
+}
+
+/* A fused kernel's outcome: it names its path; we name the failure. */
+static fb_status fused_outcome(fb_status st, fb_cuda_result *r)
+{
+    if (st == FB_STATUS_SUCCESS) {
+        r->ran = FB_BACKEND_CUDA_FUSED;
+        return st;
+    }
+    if (r->message[0] == '\0') {
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            fb_result_cuda(r, e, st == FB_STATUS_NOT_SUPPORTED
+                                     ? "cuda-fused"
+                                     : "cuda-fused kernel");
+        else if (st == FB_STATUS_NOT_SUPPORTED)
+            fb_result_fail(r, st, "cuda-fused does not cover this call "
+                                  "(shape, dtype or math mode)");
+        else
+            fb_result_fail(r, st, "cuda-fused %s: %s",
+                           r->path[0] ? r->path : "kernel", status_name(st));
+    }
+    return st;
+}
+
+static int is_gpu_path(fb_backend path)
+{
+    return path == FB_BACKEND_CUDA || path == FB_BACKEND_AUTO ||
+           path == FB_BACKEND_CUDA_LT || path == FB_BACKEND_CUDA_FUSED;
+}
+
+static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
+                          fb_backend path, fb_math_mode math,
+                          fb_cuda_result *r)
+{
+    if (path == FB_BACKEND_CUDA_LT)
+        return fb_lt_gemm(ctx, q, math, r);
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, math, &env);
+    if (path == FB_BACKEND_CUDA_FUSED)
+        return fused_outcome(fb_fused_gemm(&env, q, r->path, sizeof r->path),
+                             r);
+    if (fb_fused_prefers_gemm(&env, q)) {
+        fb_status st = fb_fused_gemm(&env, q, r->path, sizeof r->path);
+        if (st != FB_STATUS_NOT_SUPPORTED)
+            return fused_outcome(st, r);
+        fb_result_clear(r); /* the shape rule was wrong: cuBLASLt */
+    }
+    return fb_lt_gemm(ctx, q, math, r);
+}
+
+static fb_status run_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *q,
+                         fb_backend path, fb_math_mode math,
+                         fb_cuda_result *r)
+{
+    if (path == FB_BACKEND_CUDA_LT)
+        return fb_lt_mlp(ctx, q, math, r);
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, math, &env);
+    if (path == FB_BACKEND_CUDA_FUSED)
+        return fused_outcome(fb_fused_mlp(&env, q, r->path, sizeof r->path),
+                             r);
+    if (fb_fused_prefers_mlp(&env, q)) {
+        fb_status st = fb_fused_mlp(&env, q, r->path, sizeof r->path);
+        if (st != FB_STATUS_NOT_SUPPORTED)
+            return fused_outcome(st, r);
+        fb_result_clear(r);
+    }
+    return fb_lt_mlp(ctx, q, math, r);
+}
+
+/* What every call does after its work is enqueued: copy a staged output
+ * back, record `done`, and wait if anything was staged. The first failure
+ * is the one reported. */
+static fb_status finish(fb_cuda_ctx *ctx, fb_status st, int staged,
+                        const fb_staged_output *out, fb_cuda_result *r)
+{
+    fb_cuda_result later;
+    fb_result_clear(&later);
+    fb_status after = FB_STATUS_SUCCESS;
+    if (staged && st == FB_STATUS_SUCCESS)
+        after = fb_stage_copy_out(ctx, out, &later);
+    fb_status marked = fb_ctx_mark_done(ctx, &later);
+    if (after == FB_STATUS_SUCCESS)
+        after = marked;
+    if (staged) {
+        cudaError_t e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess && after == FB_STATUS_SUCCESS)
+            after = fb_result_cuda(&later, e, "cudaStreamSynchronize after "
+                                              "staging");
+    }
+    if (st == FB_STATUS_SUCCESS && after != FB_STATUS_SUCCESS) {
+        memcpy(r->message, later.message, sizeof r->message);
+        return after;
+    }
+    return st;
+}
+
+static fb_status module_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                             fb_backend path, fb_math_mode math,
+                             fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || p == NULL)
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "gemm: no CUDA context or problem");
+    if (!is_gpu_path(path))
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "gemm: backend %d is not a CUDA path",
+                              (int)path);
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+
+    fb_gemm_problem q;
+    fb_staged_output out;
+    int staged = 0;
+    fb_status st = fb_stage_gemm(ctx, p, &q, &out, &staged, r);
+    if (st == FB_STATUS_SUCCESS)
+        st = run_gemm(ctx, &q, path, math, r);
+    return finish(ctx, st, staged, &out, r);
+}
+
+static fb_status module_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
+                            fb_backend path, fb_math_mode math,
+                            fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || p == NULL)
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "mlp: no CUDA context or problem");
+    if (!is_gpu_path(path))
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "mlp: backend %d is not a CUDA path", (int)path);
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+
+    fb_mlp_problem q;
+    fb_staged_output out;
+    int staged = 0;
+    fb_status st = fb_stage_mlp(ctx, p, &q, &out, &staged, r);
+    if (st == FB_STATUS_SUCCESS)
+        st = run_mlp(ctx, &q, path, math, r);
+    return finish(ctx, st, staged, &out, r);
+}
+
+static const fb_cuda_module module_table = {
+    FB_CUDA_MODULE_ABI,
+    probe,
+    is_device_pointer,
+    fb_ctx_create,
+    fb_ctx_destroy,
+    fb_ctx_set_stream,
+    module_gemm,
+    module_mlp,
+};
+
+/* The module's only exported symbol (FB_CUDA_MODULE_SYMBOL); everything
+ * else is hidden by -fvisibility=hidden and libtool's export list. */
+extern "C" __attribute__((visibility("default"))) const fb_cuda_module *
+fb_cuda_module_v1(void)
+{
+    return &module_table;
+}
