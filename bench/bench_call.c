@@ -1,0 +1,32 @@
+/*
+ * bench_call.c -- the benchmark's calls into fusedblas.
+ *
+ * nn.Linear: Y (m x n) = X (m x k) W^T with W stored n x k, row-major. In
+ * BLAS terms: A = X (NoTrans, lda = k), B = W (Trans, ldb = k), C = Y
+ * (ldc = n), beta = 0, the bias added to every row.
+ */
+#include "bench_call.h"
+
+fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
+                               const bench_set *s)
+{
+    if (c->routine == BENCH_MLP)
+        return mlp_geglu_forward(h, c->dtype, c->act, c->m, c->k, c->h, c->n,
+                                 s->x, c->k, s->wg, s->bg, s->wu, s->bu, s->wd,
+                                 s->bd, s->y, c->n);
+    switch (c->dtype) {
+    case FB_DTYPE_F32:
+        return sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, c->m, c->n,
+                              c->k, 1.0f, s->x, c->k, s->w, c->k, 0.0f, s->y,
+                              c->n, s->b, c->act);
+    case FB_DTYPE_F16:
+        return hgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, c->m, c->n,
+                              c->k, 1.0f, s->x, c->k, s->w, c->k, 0.0f, s->y,
+                              c->n, s->b, c->act);
+    case FB_DTYPE_BF16:
+        return bgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, c->m, c->n,
+                              c->k, 1.0f, s->x, c->k, s->w, c->k, 0.0f, s->y,
+                              c->n, s->b, c->act);
+    }
+    return FB_STATUS_INVALID_ARGUMENT;
+}

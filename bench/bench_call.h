@@ -1,0 +1,15 @@
+/*
+ * bench_call.h -- one call of fusedblas on one input set, whatever the
+ * routine and data type: the one place the benchmark calls the public API.
+ */
+#ifndef FB_BENCH_CALL_H
+#define FB_BENCH_CALL_H
+
+#include "bench.h"
+
+/* Row-major Y = act(X W^T + b) through {s,h,b}gemm_bias_act, or
+ * mlp_geglu_forward, on the handle's backend. */
+fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
+                               const bench_set *set);
+
+#endif /* FB_BENCH_CALL_H */

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""torch_compare.py -- fusedblas against PyTorch eager and torch.compile.
+
+Loads libfusedblas through ctypes, calls it on PyTorch's own device tensors
+(data_ptr) on PyTorch's current stream, and times the benchmark's GPU
+workloads against PyTorch eager (F.linear + F.gelu(approximate='tanh') and
+the gated MLP written the way users write it) and torch.compile of the same
+functions, in one process, with CUDA events (median of many runs). Every
+fusedblas result is checked against eager's before it is timed.
+
+    python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
+                                   [--budget SECONDS] [--quick]
+
+--lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
+build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
+then ./lib/cuda/.libs/fusedblas_cuda.so. Plain Python + PyTorch: nothing
+here is a dependency of the library.
+"""
+
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # pragma: no cover - reported, not a failure of the bench
+    print("torch_compare.py: PyTorch is not installed; nothing to compare",
+          file=sys.stderr)
+    sys.exit(0)
+
+# include/fusedblas.h
+FB_SUCCESS, FB_NOT_SUPPORTED = 0, 2
+FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS = 101, 111, 112
+FB_ACT_GELU_TANH = 2
+FB_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+FB_BACKENDS = [("cuda-lt", 3), ("cuda-fused", 4), ("cuda", 2)]
+DTYPE_NAME = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def load_fusedblas(lib_path, module_path):
+    """The library, with the prototypes this script uses."""
+    if module_path and not os.environ.get("FUSEDBLAS_CUDA_MODULE"):
+        # read by the library at its first GPU call, so set it before
+        os.environ["FUSEDBLAS_CUDA_MODULE"] = module_path
+    lib = ctypes.CDLL(lib_path)
+    P, I, I64, F32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
+    lib.fb_create.argtypes = [ctypes.POINTER(P)]
+    lib.fb_destroy.argtypes = [P]
+    for name, args in [("fb_set_backend", [P, I]), ("fb_set_cuda_device", [P, I]),
+                       ("fb_set_cuda_stream", [P, P]), ("fb_set_math_mode", [P, I]),
+                       ("fb_backend_available", [I])]:
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = I
+    lib.fb_create.restype = I
+    lib.fb_destroy.restype = I
+    lib.fb_status_string.argtypes = [I]
+    lib.fb_status_string.restype = ctypes.c_char_p
+    lib.fb_handle_last_path.argtypes = [P]
+    lib.fb_handle_last_path.restype = ctypes.c_char_p
+    lib.fb_handle_last_message.argtypes = [P]
+    lib.fb_handle_last_message.restype = ctypes.c_char_p
+    gemm_args = [P, I, I, I, I64, I64, I64, F32, P, I64, P, I64, F32, P, I64, P, I]
+    for name in ("sgemm_bias_act", "hgemm_bias_act", "bgemm_bias_act"):
+        getattr(lib, name).argtypes = gemm_args
+        getattr(lib, name).restype = I
+    lib.mlp_geglu_forward.argtypes = [P, I, I, I64, I64, I64, I64, P, I64,
+                                      P, P, P, P, P, P, P, I64]
+    lib.mlp_geglu_forward.restype = I
+    return lib
+
+
+class FusedBlas:
+    """One handle per GPU path, all on PyTorch's current stream."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.handles = {}
+        dev = torch.cuda.current_device()
+        stream = torch.cuda.current_stream().cuda_stream
+        for name, backend in FB_BACKENDS:
+            st = lib.fb_backend_available(backend)
+            if st != FB_SUCCESS:
+                print(f"fusedblas {name}: {lib.fb_status_string(st).decode()}",
+                      file=sys.stderr)
+                continue
+            h = ctypes.c_void_p()
+            if lib.fb_create(ctypes.byref(h)) != FB_SUCCESS:
+                continue
+            lib.fb_set_backend(h, backend)
+            lib.fb_set_cuda_device(h, dev)
+            lib.fb_set_cuda_stream(h, ctypes.c_void_p(stream))
+            self.handles[name] = h
+
+    def close(self):
+        for h in self.handles.values():
+            self.lib.fb_destroy(h)
+
+    def call(self, name, w, args):
+        """One call of workload w on args with path name; the status."""
+        h = self.handles[name]
+        ptr = lambda t: ctypes.c_void_p(t.data_ptr() if t is not None else 0)
+        if w.routine == "gemm":
+            x, wt, b, y = args
+            fn = {torch.float32: self.lib.sgemm_bias_act,
+                  torch.float16: self.lib.hgemm_bias_act,
+                  torch.bfloat16: self.lib.bgemm_bias_act}[w.dtype]
+            return fn(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, w.m, w.n, w.k, 1.0,
+                      ptr(x), w.k, ptr(wt), w.k, 0.0, ptr(y), w.n, ptr(b),
+                      FB_ACT_GELU_TANH)
+        x, wg, bg, wu, bu, wd, bd, y = args
+        return self.lib.mlp_geglu_forward(
+            h, FB_DTYPE[w.dtype], FB_ACT_GELU_TANH, w.m, w.k, w.h, w.n,
+            ptr(x), w.k, ptr(wg), ptr(bg), ptr(wu), ptr(bu), ptr(wd), ptr(bd),
+            ptr(y), w.n)
+
+    def describe(self, name, status):
+        h = self.handles[name]
+        if status == FB_SUCCESS:
+            return self.lib.fb_handle_last_path(h).decode()
+        return (self.lib.fb_status_string(status).decode() + ": " +
+                self.lib.fb_handle_last_message(h).decode())
+
+
+class Workload:
+    def __init__(self, group, routine, dtype, m, k, h, n, bias, compile_it):
+        self.group, self.routine, self.dtype = group, routine, dtype
+        self.m, self.k, self.h, self.n, self.bias = m, k, h, n, bias
+        self.compile_it = compile_it
+
+    def shape(self):
+        dims = (self.m, self.k, self.n) if self.routine == "gemm" else \
+               (self.m, self.k, self.h, self.n)
+        return ",".join(str(d) for d in dims)
+
+    def bytes_per_set(self):
+        es = 4 if self.dtype == torch.float32 else 2
+        m, k, h, n = self.m, self.k, self.h, self.n
+        if self.routine == "gemm":
+            return es * (m * k + n * k + m * n + n)
+        return es * (m * k + 2 * h * k + n * h + m * n + 2 * h + n)
+
+    def reduction(self):
+        return self.k if self.routine == "gemm" else self.k + self.h
+
+
+def workloads(quick):
+    """The GPU workloads of fusedblas-bench (bench_workloads.c), trimmed to
+    what fits the time budget; torch.compile on the headline ones."""
+    bf16, f16, f32 = torch.bfloat16, torch.float16, torch.float32
+    if quick:
+        return [Workload("seed-linear", "gemm", bf16, 1024, 32, 0, 64, True, True),
+                Workload("decode-mlp-768", "mlp", bf16, 16, 768, 3072, 768, True, False),
+                Workload("tiny-mlp", "mlp", bf16, 4096, 64, 256, 64, True, False)]
+    w = []
+    for dt in (bf16, f16, f32):
+        w.append(Workload("seed-mlp", "mlp", dt, 8192, 768, 3072, 768, False, dt == bf16))
+        w.append(Workload("seed-linear", "gemm", dt, 1024, 32, 0, 64, True, dt == bf16))
+    for m in (1, 4, 16, 32):
+        w.append(Workload("decode-mlp", "mlp", bf16, m, 4096, 11008, 4096, False, m == 16))
+        w.append(Workload("decode-gemm", "gemm", bf16, m, 4096, 0, 11008, True, m == 16))
+    w.append(Workload("decode-mlp", "mlp", f32, 16, 4096, 11008, 4096, False, False))
+    w.append(Workload("decode-mlp-768", "mlp", bf16, 16, 768, 3072, 768, True, True))
+    for m in (1024, 4096, 8192):
+        w.append(Workload("prefill-mlp", "mlp", bf16, m, 4096, 11008, 4096, False, m == 4096))
+    for k, h, n in ((64, 64, 64), (64, 256, 64), (128, 128, 128), (256, 256, 256)):
+        for m in (65536, 1048576):
+            w.append(Workload("tiny-mlp", "mlp", bf16, m, k, h, n, True,
+                              (k, h, n, m) == (64, 256, 64, 65536)))
+    return w
+
+
+def make_args(w, seed):
+    """One input set: X uniform in [-1, 1), weights with variance 1/fan_in,
+    biases in [-0.5, 0.5); y preallocated for fusedblas."""
+    g = torch.Generator(device="cuda")
+    g.manual_seed(seed)
+    dev, dt = "cuda", w.dtype
+
+    def u(*shape, scale=1.0):
+        return ((torch.rand(*shape, generator=g, device=dev, dtype=torch.float32)
+                 * 2 - 1) * scale).to(dt)
+
+    x = u(w.m, w.k)
+    if w.routine == "gemm":
+        wt = u(w.n, w.k, scale=math.sqrt(3 / w.k))
+        b = u(w.n, scale=0.5) if w.bias else None
+        return [x, wt, b, torch.empty(w.m, w.n, device=dev, dtype=dt)]
+    wg = u(w.h, w.k, scale=math.sqrt(3 / w.k))
+    wu = u(w.h, w.k, scale=math.sqrt(3 / w.k))
+    wd = u(w.n, w.h, scale=math.sqrt(3 / w.h))
+    bg = u(w.h, scale=0.5) if w.bias else None
+    bu = u(w.h, scale=0.5) if w.bias else None
+    bd = u(w.n, scale=0.5) if w.bias else None
+    return [x, wg, bg, wu, bu, wd, bd, torch.empty(w.m, w.n, device=dev, dtype=dt)]
+
+
+def linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b), approximate="tanh")
+
+
+def geglu_mlp(x, wg, bg, wu, bu, wd, bd):
+    return F.linear(F.gelu(F.linear(x, wg, bg), approximate="tanh") *
+                    F.linear(x, wu, bu), wd, bd)
+
+
+def torch_fn(w, fn):
+    """fn over one input set, without fusedblas's output buffer."""
+    if w.routine == "gemm":
+        return lambda a: fn(a[0], a[1], a[2])
+    return lambda a: fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6])
+
+
+def time_gpu(run, sets, target_s=0.03, min_reps=10, max_reps=200):
+    """Median milliseconds of run(set): warm-up, then one event pair per
+    call, enqueued back to back, read after one synchronisation."""
+    stream = torch.cuda.current_stream()
+    s0, e0 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warm, calls, last = 0.0, 0, 0.0
+    while calls < 2 or (warm < 20 and calls < 200):
+        s0.record(stream)
+        run(sets[calls % len(sets)])
+        e0.record(stream)
+        e0.synchronize()
+        last = s0.elapsed_time(e0)
+        warm += last
+        calls += 1
+    reps = max(min_reps, min(max_reps, int(math.ceil(target_s * 1e3 / max(last, 1e-3)))))
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(reps)]
+    for r, (a, b) in enumerate(ev):
+        a.record(stream)
+        run(sets[(calls + r) % len(sets)])
+        b.record(stream)
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ev)
+
+
+def tolerance(w):
+    """As bench/bench_check.c: storage rounding plus fp32 accumulation."""
+    u_store = {torch.float32: 2 ** -24, torch.float16: 2 ** -11,
+               torch.bfloat16: 2 ** -8}[w.dtype]
+    return 4 * u_store + 4 * math.sqrt(w.reduction()) * 2 ** -24
+
+
+def rel_err(y, ref):
+    y, ref = y.float(), ref.float()
+    if not torch.isfinite(y).all():
+        return float("inf")
+    return ((y - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default=os.environ.get("FUSEDBLAS_LIB",
+                                                    "./.libs/libfusedblas.so"))
+    ap.add_argument("--module", default=os.environ.get(
+        "FUSEDBLAS_CUDA_MODULE", "./lib/cuda/.libs/fusedblas_cuda.so"))
+    ap.add_argument("--csv", help="write the rows as CSV")
+    ap.add_argument("--budget", type=float, default=150,
+                    help="seconds; torch.compile is skipped once past it")
+    ap.add_argument("--compile-mode", default=None,
+                    help="torch.compile mode (default: inductor's default)")
+    ap.add_argument("--quick", action="store_true")
+    opt = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        print("torch_compare.py: no CUDA device; nothing to compare", file=sys.stderr)
+        return 0
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, as ours
+    # one graph per shape: raise the recompile limit (renamed in newer torch)
+    for knob in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 256)
+    lib = load_fusedblas(opt.lib, opt.module)
+    fb = FusedBlas(lib)
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 50 << 20)
+    print(f"GPU: {props.name}; PyTorch {torch.__version__}; "
+          f"CUDA {torch.version.cuda}; median of CUDA-event timings, inputs rotated "
+          f"through 2x L2 ({l2 >> 20} MB) where they fit")
+    start = time.time()
+    eager_mlp, eager_gemm = geglu_mlp, linear_gelu
+    rows, failures = [], 0
+    for w in workloads(opt.quick):
+        nsets = 1
+        if w.bytes_per_set() < l2:
+            nsets = min(16, math.ceil(2 * l2 / w.bytes_per_set()))
+        sets = [make_args(w, 1000 * i + 7) for i in range(nsets)]
+        base = eager_gemm if w.routine == "gemm" else eager_mlp
+        eager = torch_fn(w, base)
+        row = {"group": w.group, "dtype": DTYPE_NAME[w.dtype], "shape": w.shape()}
+        with torch.no_grad():
+            ref = eager(sets[0])
+            row["eager_us"] = 1e3 * time_gpu(eager, sets)
+            row["compile_us"] = None
+            if w.compile_it and time.time() - start < opt.budget:
+                t0 = time.time()
+                compiled = torch_fn(w, torch.compile(base, dynamic=False,
+                                                     mode=opt.compile_mode))
+                yc = compiled(sets[0])
+                row["compile_err"] = rel_err(yc, ref)
+                row["compile_us"] = 1e3 * time_gpu(compiled, sets)
+                print(f"  compiled {w.group} {w.shape()} in {time.time() - t0:.0f} s",
+                      file=sys.stderr)
+            for name, _ in FB_BACKENDS:
+                row[name + "_us"] = None
+                if name not in fb.handles:
+                    continue
+                y = sets[0][-1]
+                y.fill_(float("nan"))
+                st = fb.call(name, w, sets[0])
+                if st == FB_NOT_SUPPORTED:
+                    row[name + "_path"] = "n/a"
+                    continue
+                if st != FB_SUCCESS:
+                    row[name + "_path"] = "FAILED " + fb.describe(name, st)
+                    failures += 1
+                    continue
+                torch.cuda.synchronize()
+                row[name + "_path"] = fb.describe(name, st)
+                err = rel_err(y, ref)
+                row[name + "_err"] = err
+                if not err <= tolerance(w):
+                    row[name + "_path"] += f" MISMATCH rel err {err:.2g}"
+                    failures += 1
+                    continue
+                row[name + "_us"] = 1e3 * time_gpu(lambda a: fb.call(name, w, a), sets)
+        rows.append(row)
+        print(f"  {w.group} {row['dtype']} {w.shape()}: eager {row['eager_us']:.1f} us",
+              file=sys.stderr)
+        del sets
+        torch.cuda.empty_cache()
+    fb.close()
+
+    # the table: times in microseconds, ratios > 1 mean fusedblas is faster
+    cols = ["workload", "dtype", "shape", "eager", "compile", "cuda-lt",
+            "cuda-fused", "cuda", "best/eager", "best/compile", "cuda path"]
+    table = []
+    for r in rows:
+        ours = [r[n + "_us"] for n, _ in FB_BACKENDS if r.get(n + "_us")]
+        best = min(ours) if ours else None
+        fmt = lambda v: f"{v:.1f}" if v else "n/a" if v is None else "-"
+        table.append([r["group"], r["dtype"], r["shape"], fmt(r["eager_us"]),
+                      fmt(r["compile_us"]) if r["compile_us"] else "-",
+                      *(fmt(r.get(n + "_us")) for n, _ in FB_BACKENDS),
+                      f"{r['eager_us'] / best:.2f}x" if best else "-",
+                      f"{r['compile_us'] / best:.2f}x" if best and r["compile_us"] else "-",
+                      r.get("cuda_path", "")])
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *table)]
+    print("times in us (median); best = fastest fusedblas path; ratios > 1: "
+          "fusedblas faster")
+    for line in [cols] + table:
+        print("  ".join(str(v).ljust(wd) if i in (0, 1, 2, 10) else str(v).rjust(wd)
+                        for i, (v, wd) in enumerate(zip(line, widths))).rstrip())
+    if opt.csv:
+        keys = sorted({k for r in rows for k in r})
+        with open(opt.csv, "w") as f:
+            f.write(",".join(keys) + "\n")
+            for r in rows:
+                f.write(",".join('"%s"' % r[k] if isinstance(r.get(k), str)
+                                 else "" if r.get(k) is None else repr(r[k])
+                                 for k in keys) + "\n")
+    if failures:
+        print(f"{failures} fusedblas call(s) failed or disagreed with eager")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
