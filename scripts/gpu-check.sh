@@ -23,7 +23,7 @@
 #   FB_GPU_WORK           work directory        (/tmp/fb-gpu-check)
 #   FB_CUDA_ARCH          --with-cuda-arch list (the GPU's own, else 90)
 #   FB_GPU_PROGRAMS       GPU test programs, relative to the build dir
-#                         (tests/test_gpu)
+#                         (default: every tests/test_gpu* program built)
 #   FB_SANITIZER_TIMEOUT  seconds per sanitizer run (240)
 #   FB_CONFIGURE_FLAGS    more configure arguments
 #   JOBS                  make -j (the number of cores)
@@ -37,7 +37,7 @@ LOGS=$WORK/logs
 STATE=$WORK/state
 BUILD=$WORK/build
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 8)}
-PROGRAMS=${FB_GPU_PROGRAMS:-tests/test_gpu}
+PROGRAMS=${FB_GPU_PROGRAMS:-}
 SAN_TIMEOUT=${FB_SANITIZER_TIMEOUT:-240}
 
 mkdir -p "$LOGS" "$STATE" "$OUTDIR"
@@ -280,13 +280,29 @@ run_program() {
   rm -f "$tmp"
 }
 
+# The GPU test programs: FB_GPU_PROGRAMS, else every tests/test_gpu*
+# program that `make check` built (libtool wrappers: no extension).
+gpu_programs() {
+  if [ -n "$PROGRAMS" ]; then echo "$PROGRAMS"; return; fi
+  local list="" f
+  for f in "$BUILD"/tests/test_gpu*; do
+    case $f in *.*) continue ;; esac
+    [ -f "$f" ] && [ -x "$f" ] && list="$list tests/$(basename "$f")"
+  done
+  echo "${list:-tests/test_gpu}"
+}
+
 phase_sanitize() {
   local tools="$*"
   [ -n "$tools" ] || tools="memcheck racecheck initcheck"
   [ -d "$BUILD" ] || { say "no build: run the build phase first"; return 1; }
+  # The test programs are check_PROGRAMS: build them without running them.
+  (cd "$BUILD" && make -j"$JOBS" check TESTS=) >>"$LOGS/build.log" 2>&1 ||
+    say "building the test programs failed (see build.log)"
+  local prog
   command -v compute-sanitizer >/dev/null 2>&1 ||
     say "compute-sanitizer is not on PATH (looked after CUDA's bin)"
-  for prog in $PROGRAMS; do
+  for prog in $(gpu_programs); do
     run_program "$prog" plain
     for tool in $tools; do
       run_program "$prog" "$tool"

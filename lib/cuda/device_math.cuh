@@ -2,11 +2,11 @@
  * device_math.cuh -- the activations and storage-type conversions that the
  * module's own kernels apply, in device code.
  *
- * The formulas are DESIGN.md's, written the way the CPU backend writes them
- * so that every backend computes the same function: fp32 arithmetic with
- * the accurate libm-style device functions (tanhf, erff, expf; this module
- * is never built with --use_fast_math), and NaN in gives NaN out for every
- * activation, relu included.
+ * The formulas are DESIGN.md's, evaluated through the same identities as
+ * the CPU backend (lib/cpu/cpu_epilogue.c) so that every backend computes
+ * the same function: fp32 arithmetic with CUDA's accurate expf and erfcf
+ * (this module is never built with --use_fast_math), and NaN in gives NaN
+ * out for every activation, relu included.
  */
 #ifndef FB_CUDA_DEVICE_MATH_CUH
 #define FB_CUDA_DEVICE_MATH_CUH
@@ -47,21 +47,30 @@ __device__ __forceinline__ __nv_bfloat16 fb_store_as<__nv_bfloat16>(float x)
 /* relu that keeps NaN: (NaN < 0) is false, so NaN passes through. */
 __device__ __forceinline__ float fb_relu(float x) { return x < 0.0f ? 0.0f : x; }
 
+/* x * sigmoid(z) as x / (1 + exp(-z)), the CPU backend's form (no
+ * cancellation for negative x). exp's argument is clamped where the CPU's
+ * exp clamps, so that infinities come out the same; a NaN x stays NaN
+ * through the numerator. */
+__device__ __forceinline__ float fb_x_sigmoid(float x, float z)
+{
+    return x / (1.0f + expf(fminf(fmaxf(-z, -104.0f), 88.8f)));
+}
+
+/* 0.5x(1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi)(x + 0.044715 x^3). */
 __device__ __forceinline__ float fb_gelu_tanh(float x)
 {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    return fb_x_sigmoid(x, 2.0f * k * (x + 0.044715f * x * x * x));
 }
 
+/* 0.5x(1 + erf(x/sqrt 2)) = 0.5x erfc(-x/sqrt 2): erfc keeps its relative
+ * accuracy where 1 + erf would cancel. */
 __device__ __forceinline__ float fb_gelu_erf(float x)
 {
-    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    return 0.5f * x * erfcf(-x * 0.7071067811865476f);
 }
 
-__device__ __forceinline__ float fb_silu(float x)
-{
-    return x / (1.0f + expf(-x));
-}
+__device__ __forceinline__ float fb_silu(float x) { return fb_x_sigmoid(x, x); }
 
 /* The activation as a compile-time choice, for the elementwise kernels. */
 template <fb_activation A> __device__ __forceinline__ float fb_act(float x);
