@@ -260,7 +260,12 @@ fb_status fb_lt_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
         return st;
     }
 
-    int bias_in_lt = ep->bias != NULL && ep->bias_per_row;
+    /* A bias that is not 16-byte aligned goes to our kernel without asking
+     * cuBLASLt: its heuristic is documented to look at the bias pointer's
+     * alignment, but a misaligned bias is rare enough in practice that
+     * not depending on that costs nothing. */
+    int bias_in_lt = ep->bias != NULL && ep->bias_per_row &&
+                     alignment(ep->bias, 0, fb_dtype_size(p->dtype)) >= 16;
     int gelu_in_lt =
         ep->act == FB_ACT_GELU_TANH && (ep->bias == NULL || bias_in_lt);
     char why[128] = "";
