@@ -1,0 +1,48 @@
+/*
+ * fused_api.cu -- fused.h's two entry points: each call goes to the first
+ * kernel family that covers it (tiny widths, then decode sizes), or
+ * returns FB_STATUS_NOT_SUPPORTED having launched nothing.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "fused_internal.h"
+
+void fbf_set_path(char *path, size_t pathlen, const char *name)
+{
+    if (path && pathlen)
+        snprintf(path, pathlen, "cuda-fused/%s", name);
+}
+
+fb_status fbf_launch_status(cudaError_t e)
+{
+    if (e == cudaSuccess)
+        return FB_STATUS_SUCCESS;
+    (void)cudaGetLastError();
+    return FB_STATUS_EXECUTION_FAILED;
+}
+
+fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
+                        char *path, size_t pathlen)
+{
+    if (p->m == 0 || p->n == 0) { /* nothing to write */
+        fbf_set_path(path, pathlen, "empty");
+        return FB_STATUS_SUCCESS;
+    }
+    fb_status st = fbf_tiny_gemm(env, p, NULL, path, pathlen);
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    return fbf_decode_gemm(env, p, NULL, path, pathlen);
+}
+
+fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
+                       char *path, size_t pathlen)
+{
+    if (p->m == 0 || p->n == 0) {
+        fbf_set_path(path, pathlen, "empty");
+        return FB_STATUS_SUCCESS;
+    }
+    fb_status st = fbf_tiny_mlp(env, p, NULL, path, pathlen);
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    return fbf_decode_mlp(env, p, NULL, path, pathlen);
+}

@@ -1,0 +1,202 @@
+/*
+ * fused_device.cuh -- device-side building blocks of the cuda-fused kernels:
+ * cache-hinted loads, the bf16/fp16 tensor-core instruction, the grid
+ * barrier of the one-launch MLP, L2 prefetch. Only included from
+ * lib/cuda/fused_*.cu. The activations and the storage conversions are the
+ * module's own (device_math.cuh), so every GPU path computes the same
+ * function.
+ *
+ * Everything here builds for sm_80 and up; code that needs sm_90 is inside
+ * __CUDA_ARCH__ >= 900 with an sm_80 equivalent beside it.
+ */
+#ifndef FB_CUDA_FUSED_DEVICE_CUH
+#define FB_CUDA_FUSED_DEVICE_CUH
+
+#include <stdint.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "device_math.cuh"
+
+namespace fbf {
+
+/* ---- loads ----------------------------------------------------------- */
+
+/* 16 bytes of a weight stream that this launch reads exactly once:
+ * read-only path, not kept in L1 (it would only evict X), and a 256-byte
+ * L2 fetch, since the same row's next bytes are read by the next lanes. */
+__device__ __forceinline__ uint4 ld_stream16(const void *p)
+{
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    return r;
+}
+
+/* 16 bytes of read-only data that neighbouring lanes of the same warp
+ * finish reading from the same 32-byte sector (fp32 weights: one lane per
+ * row, two 16-byte loads per sector): L1 keeps the sector between them. */
+__device__ __forceinline__ float4 ld_cached16(const float *p)
+{
+    float4 r;
+    asm("ld.global.nc.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
+        : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+        : "l"(p));
+    return r;
+}
+
+/* ---- tensor cores ---------------------------------------------------- */
+
+/* D += A B, m16n8k16, fp32 accumulate. A row-major 16x16 (4 registers of
+ * two elements), B column-major 16x8 (2 registers). */
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0,
+                                         uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0,
+                                         uint32_t b1);
+
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(
+    float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+    uint32_t b0, uint32_t b1)
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&d)[4], uint32_t a0,
+                                                 uint32_t a1, uint32_t a2,
+                                                 uint32_t a3, uint32_t b0,
+                                                 uint32_t b1)
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Two floats as one register of two 16-bit values, low half first. */
+template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi)
+{
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+/* ---- memory ordering across the grid --------------------------------- */
+
+__device__ __forceinline__ unsigned long long ld_acquire_gpu(
+    const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];"
+                 : "=l"(v)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_gpu(unsigned long long *p,
+                                               unsigned long long v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+                 : "memory");
+}
+
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu(
+    const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+                 : "=l"(v)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+/*
+ * Grid-wide barrier for a cooperative launch (all CTAs resident), with no
+ * state that must be zero beforehand: the workspace it lives in is shared
+ * with cuBLASLt, so its contents between our launches are unknown.
+ *
+ * Each launch reads an epoch word E at its start and uses target = E + 1:
+ * CTA c announces its arrival by writing target into flags[c] (release),
+ * and every CTA leaves when it has read target in all flags (acquire).
+ * CTA 0 stores the new epoch after the barrier, when every CTA has read
+ * the old one. Flags only ever hold epochs up to the last one, so a stale
+ * flag cannot equal the target; after foreign writes the barrier could be
+ * passed early only if every flag happened to hold exactly E + 1, a
+ * coincidence of 64-bit values in every one of G words (constant fills
+ * and counting patterns cannot produce it: the epoch word then matches
+ * the flags, or the flags differ from each other).
+ */
+__device__ __forceinline__ void grid_barrier(unsigned long long *flags,
+                                             unsigned long long target)
+{
+    const int nblocks = (int)gridDim.x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        st_release_gpu(&flags[blockIdx.x], target);
+    }
+    for (;;) {
+        int ok = 1;
+        for (int i = (int)threadIdx.x; i < nblocks; i += (int)blockDim.x)
+            if (ld_acquire_gpu(&flags[i]) != target)
+                ok = 0;
+        if (__syncthreads_and(ok))
+            break;
+        __nanosleep(200);
+    }
+}
+
+/* ---- L2 prefetch ----------------------------------------------------- */
+
+/* Ask L2 to fetch [p, p + bytes); p and bytes multiples of 16. Nothing is
+ * waited for. */
+__device__ __forceinline__ void prefetch_l2(const void *p, uint32_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p),
+                 "r"(bytes)
+                 : "memory");
+#else
+    const char *c = static_cast<const char *>(p);
+    for (uint32_t o = 0; o < bytes; o += 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
+#endif
+}
+
+/* ---- small helpers --------------------------------------------------- */
+
+__host__ __device__ __forceinline__ int round_up_int(int x, int a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* The warp's lane 0 takes the next work unit from a counter in shared
+ * memory; every lane gets the number. */
+__device__ __forceinline__ int grab_unit(int *counter)
+{
+    int u = 0;
+    if ((threadIdx.x & 31) == 0)
+        u = atomicAdd(counter, 1);
+    return __shfl_sync(0xffffffffu, u, 0);
+}
+
+} /* namespace fbf */
+
+#endif /* FB_CUDA_FUSED_DEVICE_CUH */

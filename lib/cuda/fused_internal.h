@@ -1,0 +1,53 @@
+/*
+ * fused_internal.h -- how the cuda-fused files call each other: one
+ * launcher per kernel family (decode, tiny), the entry points of fused.h
+ * on top of them, and the knobs the standalone selftest sweeps.
+ *
+ * Each launcher has fused.h's contract: device pointers, env->stream,
+ * no synchronisation, FB_STATUS_NOT_SUPPORTED without launching anything
+ * for a call it does not cover.
+ */
+#ifndef FB_CUDA_FUSED_INTERNAL_H
+#define FB_CUDA_FUSED_INTERNAL_H
+
+#include <stddef.h>
+#include "fused.h"
+
+/* Tuning knobs; 0 means the launcher's own choice, which is what the
+ * library uses. Only the selftest sets them, to measure alternatives. */
+typedef struct fbf_tuning {
+    int unit_cols1;  /* weight columns per work unit: gate/up, or the gemm
+                        (multiple of 128) */
+    int unit_cols2;  /* the same for the down projection */
+    int hs;          /* stripes of h in the down projection (must divide
+                        the grid) */
+    int prefetch_kb; /* KiB of Wd each CTA asks L2 for before the grid
+                        barrier; negative: none */
+    int dry_run;     /* non-zero: decide coverage only, launch nothing
+                        (the shape rule asks this way) */
+} fbf_tuning;
+
+/* The one-launch gated MLP for few rows (decode: m <= 32). */
+fb_status fbf_decode_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
+                         const fbf_tuning *tune, char *path, size_t pathlen);
+
+/* gemm_bias_act with at most 32 columns on one side (decode), streaming
+ * the other operand's rows once. */
+fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
+                          const fbf_tuning *tune, char *path,
+                          size_t pathlen);
+
+/* Tiny widths (every weight held in shared memory), any number of rows. */
+fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
+                       const fbf_tuning *tune, char *path, size_t pathlen);
+fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
+                        const fbf_tuning *tune, char *path, size_t pathlen);
+
+/* Writes "cuda-fused/<name>" into path (if any). */
+void fbf_set_path(char *path, size_t pathlen, const char *name);
+
+/* FB_STATUS_SUCCESS, or FB_STATUS_EXECUTION_FAILED for a launch error
+ * (which is then cleared, since it is not sticky). */
+fb_status fbf_launch_status(cudaError_t e);
+
+#endif /* FB_CUDA_FUSED_INTERNAL_H */

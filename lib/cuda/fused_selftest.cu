@@ -1,0 +1,1066 @@
+/*
+ * fused_selftest.cu -- standalone check and benchmark of the cuda-fused
+ * kernels (not part of the module; scripts/fused-selftest.sh builds it
+ * with nvcc together with lib/cuda/fused_*.cu and runs it on a GPU).
+ *
+ * Checks: every case runs through fb_fused_mlp / fb_fused_gemm on fresh
+ * random inputs (seed printed) with the output poisoned (NaN) and the
+ * leading-dimension padding filled with a sentinel; the result is
+ * compared with a float64 reference computed on the GPU by a plain
+ * kernel from the same stored inputs: normwise relative error under a
+ * bound from the data type and the reduction lengths, no element left
+ * non-finite where the reference is finite, padding untouched.
+ * Then NaN propagation (relu keeps NaN), beta == 0 never reading C, and
+ * the grid barrier with a workspace full of foreign data.
+ *
+ * Timing: CUDA events around each launch, warm-up first, median of many,
+ * weights rotated among copies so that L2 never holds them, against
+ * cuBLAS GEMMs plus separate elementwise kernels (what PyTorch eager
+ * launches), and against the measured device-to-device copy bandwidth.
+ * The tables come last in the output.
+ *
+ * Usage: fused_selftest [--quick] [--small] [--no-bench] [--seed N]
+ *   --quick  fewer cases and benchmarks; --small  only small shapes (for
+ *   compute-sanitizer, which runs kernels far slower), implies --no-bench
+ */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+#include "fused_internal.h"
+#include "device_math.cuh"
+
+/* ---- plumbing -------------------------------------------------------- */
+
+static int g_failed = 0, g_passed = 0;
+
+static void cuda_check(cudaError_t e, const char *what, int line)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "FATAL line %d: %s: %s\n", line, what,
+                cudaGetErrorString(e));
+        exit(2);
+    }
+}
+#define CK(x) cuda_check((x), #x, __LINE__)
+
+static void blas_check(cublasStatus_t s, const char *what, int line)
+{
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "FATAL line %d: %s: cublas status %d\n", line, what,
+                (int)s);
+        exit(2);
+    }
+}
+#define BK(x) blas_check((x), #x, __LINE__)
+
+static void report(bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void report(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    (ok ? g_passed : g_failed)++;
+}
+
+static size_t esize(fb_dtype d) { return d == FB_DTYPE_F32 ? 4 : 2; }
+static const char *dname(fb_dtype d)
+{
+    return d == FB_DTYPE_F32 ? "f32" : d == FB_DTYPE_F16 ? "f16" : "bf16";
+}
+static const char *aname(fb_activation a)
+{
+    switch (a) {
+    case FB_ACT_NONE: return "none";
+    case FB_ACT_RELU: return "relu";
+    case FB_ACT_GELU_TANH: return "gelu_tanh";
+    case FB_ACT_GELU_ERF: return "gelu_erf";
+    case FB_ACT_SILU: return "silu";
+    }
+    return "?";
+}
+
+struct Device {
+    cudaDeviceProp prop;
+    fb_fused_env env;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    double copy_gbs; /* device-to-device copy, bytes read + written */
+};
+
+/* ---- device helpers -------------------------------------------------- */
+
+__device__ __host__ static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+template <typename T> __device__ static inline T from_f(float v);
+template <> __device__ inline float from_f<float>(float v) { return v; }
+template <> __device__ inline __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ inline __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+__device__ static inline double to_d(float v) { return v; }
+__device__ static inline double to_d(double v) { return v; }
+__device__ static inline double to_d(__half v) { return __half2float(v); }
+__device__ static inline double to_d(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/* Uniform in [-scale, scale), rounded to T. */
+template <typename T>
+__global__ void fill_random_k(T *p, size_t n, uint64_t seed, float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint64_t r = mix64(seed * 0x9e3779b97f4a7c15ull + i);
+        const float u = (float)((r >> 40) * (1.0 / 16777216.0)) * 2.f - 1.f;
+        p[i] = from_f<T>(u * scale);
+    }
+}
+
+__global__ void fill_bytes_random_k(unsigned char *p, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (unsigned char)mix64(seed + i);
+}
+
+/* The activations in double, DESIGN.md's formulas. */
+__device__ static double act_d(fb_activation a, double x)
+{
+    switch (a) {
+    case FB_ACT_RELU: return x < 0 ? 0.0 : x;
+    case FB_ACT_GELU_TANH:
+        return 0.5 * x *
+               (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case FB_ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    case FB_ACT_SILU: return x / (1.0 + exp(-x));
+    default: return x;
+    }
+}
+
+/* out[t * ldo + j] = sum_c x[t * ldx + c] w[j * ldw + c] (+ b[j]), double.
+ * One warp per (j, group of 8 tokens). */
+template <typename TX, typename TW>
+__global__ void ref_linear_k(const TX *x, int64_t ldx, const TW *w,
+                             int64_t ldw, const TW *b, double *out,
+                             int64_t ldo, int m, int k, int n)
+{
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    const int groups = (m + 7) / 8;
+    if (warp >= n * groups)
+        return;
+    const int j = warp / groups, t0 = (warp % groups) * 8;
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int c = lane; c < k; c += 32) {
+        const double wv = to_d(w[(int64_t)j * ldw + c]);
+        for (int q = 0; q < 8; ++q)
+            if (t0 + q < m)
+                acc[q] += wv * to_d(x[(int64_t)(t0 + q) * ldx + c]);
+    }
+    for (int q = 0; q < 8; ++q) {
+        double v = acc[q];
+        for (int o = 16; o; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && t0 + q < m)
+            out[(int64_t)(t0 + q) * ldo + j] = v + (b ? to_d(b[j]) : 0.0);
+    }
+}
+
+/* H = act(G) .* U in place of G. */
+__global__ void ref_gate_k(double *g, const double *u, size_t n,
+                           fb_activation act)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        g[i] = act_d(act, g[i]) * u[i];
+}
+
+/* The column-major gemm_bias_act, thread per element, double. */
+template <typename T>
+__global__ void ref_gemm_k(fb_gemm_problem p, const T *c0, double *out)
+{
+    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (idx >= p.m * p.n)
+        return;
+    const int64_t i = idx % p.m, j = idx / p.m;
+    const T *a = static_cast<const T *>(p.a);
+    const T *b = static_cast<const T *>(p.b);
+    double acc = 0;
+    for (int64_t c = 0; c < p.k; ++c) {
+        const double av = to_d(p.transa ? a[c + i * p.lda] : a[i + c * p.lda]);
+        const double bv = to_d(p.transb ? b[j + c * p.ldb] : b[c + j * p.ldb]);
+        acc += av * bv;
+    }
+    double v = (double)p.alpha * acc;
+    if (p.beta != 0.0f)
+        v += (double)p.beta * to_d(c0[i + j * p.ldc]);
+    if (p.ep.bias)
+        v += to_d(static_cast<const T *>(p.ep.bias)[p.ep.bias_per_row ? i : j]);
+    out[i + j * p.m] = act_d(p.ep.act, v);
+}
+
+/* Baseline elementwise kernels (what eager launches after cuBLAS). */
+template <typename T>
+__global__ void base_gate_k(T *g, const T *u, const T *bg, const T *bu,
+                            int rows, int h, fb_activation act)
+{
+    const size_t n = (size_t)rows * h;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int j = (int)(i % h);
+        float gv = (float)to_d(g[i]) + (bg ? (float)to_d(bg[j]) : 0.f);
+        float uv = (float)to_d(u[i]) + (bu ? (float)to_d(bu[j]) : 0.f);
+        g[i] = from_f<T>(fb_act_dynamic(act, gv) * uv);
+    }
+}
+
+template <typename T>
+__global__ void base_bias_act_k(T *y, const T *b, int rows, int n,
+                                fb_activation act)
+{
+    const size_t tot = (size_t)rows * n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < tot;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float v = (float)to_d(y[i]) + (b ? (float)to_d(b[i % n]) : 0.f);
+        y[i] = from_f<T>(fb_act_dynamic(act, v));
+    }
+}
+
+/* ---- typed dispatch helpers ------------------------------------------ */
+
+static void fill_random(fb_dtype d, void *p, size_t n, uint64_t seed,
+                        float scale, cudaStream_t s)
+{
+    const int grid = 1024, block = 256;
+    switch (d) {
+    case FB_DTYPE_F32:
+        fill_random_k<float><<<grid, block, 0, s>>>((float *)p, n, seed, scale);
+        break;
+    case FB_DTYPE_F16:
+        fill_random_k<__half><<<grid, block, 0, s>>>((__half *)p, n, seed, scale);
+        break;
+    case FB_DTYPE_BF16:
+        fill_random_k<__nv_bfloat16><<<grid, block, 0, s>>>((__nv_bfloat16 *)p, n, seed, scale);
+        break;
+    }
+    CK(cudaGetLastError());
+}
+
+static double host_to_double(fb_dtype d, const void *p, size_t i)
+{
+    switch (d) {
+    case FB_DTYPE_F32: return ((const float *)p)[i];
+    case FB_DTYPE_F16: return __half2float(((const __half *)p)[i]);
+    case FB_DTYPE_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    }
+    return 0;
+}
+
+static void host_store(fb_dtype d, void *p, size_t i, float v)
+{
+    switch (d) {
+    case FB_DTYPE_F32: ((float *)p)[i] = v; break;
+    case FB_DTYPE_F16: ((__half *)p)[i] = __float2half_rn(v); break;
+    case FB_DTYPE_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+    }
+}
+
+template <typename TX>
+static void ref_linear(fb_dtype wd, const TX *x, int64_t ldx, const void *w,
+                       int64_t ldw, const void *b, double *out, int64_t ldo,
+                       int m, int k, int n, cudaStream_t s)
+{
+    const int64_t warps = (int64_t)n * ((m + 7) / 8);
+    const int block = 256;
+    const int grid = (int)((warps * 32 + block - 1) / block);
+    switch (wd) {
+    case FB_DTYPE_F32:
+        ref_linear_k<TX, float><<<grid, block, 0, s>>>(x, ldx, (const float *)w, ldw, (const float *)b, out, ldo, m, k, n);
+        break;
+    case FB_DTYPE_F16:
+        ref_linear_k<TX, __half><<<grid, block, 0, s>>>(x, ldx, (const __half *)w, ldw, (const __half *)b, out, ldo, m, k, n);
+        break;
+    case FB_DTYPE_BF16:
+        ref_linear_k<TX, __nv_bfloat16><<<grid, block, 0, s>>>(x, ldx, (const __nv_bfloat16 *)w, ldw, (const __nv_bfloat16 *)b, out, ldo, m, k, n);
+        break;
+    }
+    CK(cudaGetLastError());
+}
+
+/* Unit roundoff of the storage type. */
+static double unit_roundoff(fb_dtype d)
+{
+    return d == FB_DTYPE_F32 ? ldexp(1.0, -24)
+                             : d == FB_DTYPE_F16 ? ldexp(1.0, -11)
+                                                 : ldexp(1.0, -8);
+}
+
+/* Normwise bound: the output is rounded to the storage type once (u/2),
+ * the mlp also rounds H (u/2 again, carried through Wd, about as large);
+ * fp32 accumulation of terms of a length-L reduction adds ~sqrt(L) u32
+ * for random signs; a factor 4 of headroom on each, never tuned. */
+static double tolerance(fb_dtype d, double reduction_len, int rounded_stores)
+{
+    const double u32 = ldexp(1.0, -24);
+    const double us = d == FB_DTYPE_F32 ? 0.0 : unit_roundoff(d);
+    return 4.0 * (0.5 * us * rounded_stores + sqrt(reduction_len) * u32) +
+           8.0 * u32;
+}
+
+/* Compare out (T, rows x cols at ld) with ref (double, rows x cols at
+ * ldr). Returns normwise relative error; counts bad elements. */
+struct Cmp {
+    double rel;
+    size_t nonfinite_bad; /* out not finite where ref is finite */
+    size_t pad_bad;       /* padding bytes changed */
+    double max_abs;
+};
+
+static Cmp compare(fb_dtype d, const std::vector<unsigned char> &out,
+                   const std::vector<double> &ref, int64_t rows, int64_t cols,
+                   int64_t ld, int64_t ldr, unsigned char sentinel)
+{
+    Cmp c = {0, 0, 0, 0};
+    double num = 0, den = 0;
+    const size_t es = esize(d);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < ld; ++j) {
+            const size_t idx = (size_t)(r * ld + j);
+            if (j >= cols) {
+                for (size_t b = 0; b < es; ++b)
+                    if (out[idx * es + b] != sentinel)
+                        c.pad_bad++;
+                continue;
+            }
+            const double o = host_to_double(d, out.data(), idx);
+            const double f = ref[(size_t)(r * ldr + j)];
+            if (!std::isfinite(f))
+                continue;
+            if (!std::isfinite(o)) {
+                c.nonfinite_bad++;
+                continue;
+            }
+            num += (o - f) * (o - f);
+            den += f * f;
+            c.max_abs = std::max(c.max_abs, fabs(o - f));
+        }
+    }
+    c.rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    return c;
+}
+
+/* ---- the MLP case ---------------------------------------------------- */
+
+struct MlpCase {
+    fb_dtype dtype;
+    fb_activation act;
+    int m, k, h, n;
+    int64_t ldx, ldy; /* 0: packed */
+    bool bias;
+};
+
+struct MlpBuffers {
+    void *x, *wg, *wu, *wd, *bg, *bu, *bd, *y;
+    int64_t ldx, ldy;
+};
+
+static void mlp_alloc(const MlpCase &c, MlpBuffers &b, uint64_t seed,
+                      cudaStream_t s)
+{
+    const size_t es = esize(c.dtype);
+    b.ldx = c.ldx ? c.ldx : c.k;
+    b.ldy = c.ldy ? c.ldy : c.n;
+    CK(cudaMalloc(&b.x, (size_t)c.m * b.ldx * es));
+    CK(cudaMalloc(&b.wg, (size_t)c.h * c.k * es));
+    CK(cudaMalloc(&b.wu, (size_t)c.h * c.k * es));
+    CK(cudaMalloc(&b.wd, (size_t)c.n * c.h * es));
+    CK(cudaMalloc(&b.bg, (size_t)c.h * es));
+    CK(cudaMalloc(&b.bu, (size_t)c.h * es));
+    CK(cudaMalloc(&b.bd, (size_t)c.n * es));
+    CK(cudaMalloc(&b.y, (size_t)c.m * b.ldy * es));
+    fill_random(c.dtype, b.x, (size_t)c.m * b.ldx, seed + 1, 1.0f, s);
+    fill_random(c.dtype, b.wg, (size_t)c.h * c.k, seed + 2, 1.0f / sqrtf((float)c.k), s);
+    fill_random(c.dtype, b.wu, (size_t)c.h * c.k, seed + 3, 1.0f / sqrtf((float)c.k), s);
+    fill_random(c.dtype, b.wd, (size_t)c.n * c.h, seed + 4, 1.0f / sqrtf((float)c.h), s);
+    fill_random(c.dtype, b.bg, c.h, seed + 5, 0.5f, s);
+    fill_random(c.dtype, b.bu, c.h, seed + 6, 0.5f, s);
+    fill_random(c.dtype, b.bd, c.n, seed + 7, 0.5f, s);
+}
+
+static void mlp_free(MlpBuffers &b)
+{
+    cudaFree(b.x); cudaFree(b.wg); cudaFree(b.wu); cudaFree(b.wd);
+    cudaFree(b.bg); cudaFree(b.bu); cudaFree(b.bd); cudaFree(b.y);
+}
+
+static fb_mlp_problem mlp_problem(const MlpCase &c, const MlpBuffers &b)
+{
+    fb_mlp_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = c.dtype;
+    p.gate_act = c.act;
+    p.m = c.m; p.k = c.k; p.h = c.h; p.n = c.n;
+    p.x = b.x; p.ldx = b.ldx;
+    p.wg = b.wg; p.wu = b.wu; p.wd = b.wd;
+    p.bg = c.bias ? b.bg : NULL;
+    p.bu = c.bias ? b.bu : NULL;
+    p.bd = c.bias ? b.bd : NULL;
+    p.y = b.y; p.ldy = b.ldy;
+    return p;
+}
+
+/* Reference Y (m x n, packed, double). */
+static std::vector<double> mlp_reference(const MlpCase &c, const MlpBuffers &b,
+                                         cudaStream_t s)
+{
+    double *g, *u, *y;
+    CK(cudaMalloc(&g, (size_t)c.m * c.h * 8));
+    CK(cudaMalloc(&u, (size_t)c.m * c.h * 8));
+    CK(cudaMalloc(&y, (size_t)c.m * c.n * 8));
+    const void *bg = c.bias ? b.bg : NULL, *bu = c.bias ? b.bu : NULL,
+               *bd = c.bias ? b.bd : NULL;
+#define REF_X(T)                                                              \
+    ref_linear<T>(c.dtype, (const T *)b.x, b.ldx, b.wg, c.k, bg, g, c.h, c.m, c.k, c.h, s); \
+    ref_linear<T>(c.dtype, (const T *)b.x, b.ldx, b.wu, c.k, bu, u, c.h, c.m, c.k, c.h, s);
+    switch (c.dtype) {
+    case FB_DTYPE_F32: REF_X(float) break;
+    case FB_DTYPE_F16: REF_X(__half) break;
+    case FB_DTYPE_BF16: REF_X(__nv_bfloat16) break;
+    }
+#undef REF_X
+    ref_gate_k<<<1024, 256, 0, s>>>(g, u, (size_t)c.m * c.h, c.act);
+    CK(cudaGetLastError());
+    ref_linear<double>(c.dtype, g, c.h, b.wd, c.h, bd, y, c.n, c.m, c.h, c.n, s);
+    std::vector<double> host((size_t)c.m * c.n);
+    CK(cudaMemcpyAsync(host.data(), y, host.size() * 8, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    cudaFree(g); cudaFree(u); cudaFree(y);
+    return host;
+}
+
+static const unsigned char kSentinel = 0x5a;
+
+/* Poison Y (NaN everywhere in the window, sentinel in the padding). */
+static void poison_rows(void *y, fb_dtype d, int64_t rows, int64_t cols,
+                        int64_t ld, cudaStream_t s)
+{
+    const size_t es = esize(d);
+    CK(cudaMemsetAsync(y, kSentinel, (size_t)rows * ld * es, s));
+    CK(cudaMemset2DAsync(y, ld * es, 0xff, cols * es, rows, s));
+}
+
+static std::vector<unsigned char> download(const void *p, size_t bytes,
+                                           cudaStream_t s)
+{
+    std::vector<unsigned char> h(bytes);
+    CK(cudaMemcpyAsync(h.data(), p, bytes, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    return h;
+}
+
+static std::string mlp_label(const MlpCase &c)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, "mlp %s m=%d %d->%d->%d %s%s ldx=%lld ldy=%lld",
+             dname(c.dtype), c.m, c.k, c.h, c.n, aname(c.act),
+             c.bias ? " bias" : "", (long long)(c.ldx ? c.ldx : c.k),
+             (long long)(c.ldy ? c.ldy : c.n));
+    return buf;
+}
+
+static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
+                      const char *want_path)
+{
+    MlpBuffers b;
+    mlp_alloc(c, b, seed, dev.stream);
+    const std::vector<double> ref = mlp_reference(c, b, dev.stream);
+    const fb_mlp_problem p = mlp_problem(c, b);
+    const size_t es = esize(c.dtype);
+    const double tol = tolerance(c.dtype, (double)c.k + c.h, 2);
+    double spread = 0;
+    std::vector<unsigned char> first;
+    for (int rep = 0; rep < 3; ++rep) {
+        poison_rows(b.y, c.dtype, c.m, c.n, b.ldy, dev.stream);
+        char path[96] = "";
+        const fb_status st = fb_fused_mlp(&dev.env, &p, path, sizeof path);
+        CK(cudaStreamSynchronize(dev.stream));
+        CK(cudaGetLastError());
+        if (st != FB_STATUS_SUCCESS || (want_path && !strstr(path, want_path))) {
+            report(false, "%s seed=%llu: status %d path '%s' (want %s)",
+                   mlp_label(c).c_str(), (unsigned long long)seed, (int)st,
+                   path, want_path ? want_path : "any");
+            mlp_free(b);
+            return;
+        }
+        std::vector<unsigned char> out =
+            download(b.y, (size_t)c.m * b.ldy * es, dev.stream);
+        const Cmp r = compare(c.dtype, out, ref, c.m, c.n, b.ldy, c.n, kSentinel);
+        if (rep == 0) {
+            first = out;
+            const bool ok = r.rel <= tol && !r.nonfinite_bad && !r.pad_bad;
+            report(ok, "%s seed=%llu path=%s rel=%.3g tol=%.3g nonfinite=%zu pad=%zu",
+                   mlp_label(c).c_str(), (unsigned long long)seed, path, r.rel,
+                   tol, r.nonfinite_bad, r.pad_bad);
+        } else {
+            for (int64_t t = 0; t < c.m; ++t)
+                for (int j = 0; j < c.n; ++j) {
+                    const size_t i = (size_t)(t * b.ldy + j);
+                    spread = std::max(spread, fabs(host_to_double(c.dtype, out.data(), i) -
+                                                   host_to_double(c.dtype, first.data(), i)));
+                }
+        }
+    }
+    /* Run-to-run: shared-memory atomics add partial sums in any order,
+     * so results may differ by rounding, never by more. */
+    double refmax = 0;
+    for (double v : ref)
+        refmax = std::max(refmax, fabs(v));
+    report(spread <= tol * refmax * 4, "%s repeat spread=%.3g (bound %.3g)",
+           mlp_label(c).c_str(), spread, tol * refmax * 4);
+    mlp_free(b);
+}
+
+/* NaN in X row 2 must make Y row 2 NaN (relu keeps NaN); the other rows
+ * stay equal to the reference. */
+static void check_mlp_nan(Device &dev, fb_dtype d, uint64_t seed)
+{
+    MlpCase c = {d, FB_ACT_RELU, 5, 256, 512, 128, 0, 0, true};
+    MlpBuffers b;
+    mlp_alloc(c, b, seed, dev.stream);
+    std::vector<double> ref = mlp_reference(c, b, dev.stream);
+    std::vector<unsigned char> one(esize(d));
+    host_store(d, one.data(), 0, NAN);
+    CK(cudaMemcpy((char *)b.x + (2 * b.ldx + 17) * esize(d), one.data(), esize(d),
+                  cudaMemcpyHostToDevice));
+    for (int j = 0; j < c.n; ++j)
+        ref[2 * c.n + j] = NAN;
+    const fb_mlp_problem p = mlp_problem(c, b);
+    poison_rows(b.y, d, c.m, c.n, b.ldy, dev.stream);
+    char path[96] = "";
+    const fb_status st = fb_fused_mlp(&dev.env, &p, path, sizeof path);
+    std::vector<unsigned char> out = download(b.y, (size_t)c.m * b.ldy * esize(d), dev.stream);
+    size_t not_nan = 0;
+    for (int j = 0; j < c.n; ++j)
+        if (!std::isnan(host_to_double(d, out.data(), 2 * b.ldy + j)))
+            not_nan++;
+    const Cmp r = compare(d, out, ref, c.m, c.n, b.ldy, c.n, kSentinel);
+    const double tol = tolerance(d, (double)c.k + c.h, 2);
+    report(st == FB_STATUS_SUCCESS && not_nan == 0 && r.rel <= tol && !r.nonfinite_bad,
+           "mlp %s NaN in X row 2 (relu): path=%s row 2 non-NaN=%zu, other rows rel=%.3g",
+           dname(d), path, not_nan, r.rel);
+    mlp_free(b);
+}
+
+/* ---- the gemm case --------------------------------------------------- */
+
+struct GemmCase {
+    fb_dtype dtype;
+    int transa, transb;
+    int64_t m, n, k;
+    float alpha, beta;
+    bool bias;
+    int bias_per_row;
+    fb_activation act;
+    int64_t pad; /* added to every leading dimension */
+};
+
+static std::string gemm_label(const GemmCase &c)
+{
+    char buf[200];
+    snprintf(buf, sizeof buf,
+             "gemm %s %c%c m=%lld n=%lld k=%lld alpha=%g beta=%g %s%s pad=%lld",
+             dname(c.dtype), c.transa ? 'T' : 'N', c.transb ? 'T' : 'N',
+             (long long)c.m, (long long)c.n, (long long)c.k, c.alpha, c.beta,
+             aname(c.act), c.bias ? (c.bias_per_row ? " bias/row" : " bias/col") : "",
+             (long long)c.pad);
+    return buf;
+}
+
+static void check_gemm(Device &dev, const GemmCase &c, uint64_t seed,
+                       const char *want_path, bool nan_c)
+{
+    const size_t es = esize(c.dtype);
+    fb_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = c.dtype;
+    p.transa = c.transa;
+    p.transb = c.transb;
+    p.m = c.m; p.n = c.n; p.k = c.k;
+    p.alpha = c.alpha; p.beta = c.beta;
+    const int64_t arows = c.transa ? c.k : c.m, acols = c.transa ? c.m : c.k;
+    const int64_t brows = c.transb ? c.n : c.k, bcols = c.transb ? c.k : c.n;
+    p.lda = arows + c.pad;
+    p.ldb = brows + c.pad;
+    p.ldc = c.m + c.pad;
+    void *a, *b, *cc, *c0, *bias;
+    CK(cudaMalloc(&a, (size_t)p.lda * acols * es));
+    CK(cudaMalloc(&b, (size_t)p.ldb * bcols * es));
+    CK(cudaMalloc(&cc, (size_t)p.ldc * c.n * es));
+    CK(cudaMalloc(&c0, (size_t)p.ldc * c.n * es));
+    CK(cudaMalloc(&bias, (size_t)std::max(c.m, c.n) * es));
+    fill_random(c.dtype, a, (size_t)p.lda * acols, seed + 11, 1.0f, dev.stream);
+    fill_random(c.dtype, b, (size_t)p.ldb * bcols, seed + 12, 1.0f / sqrtf((float)c.k), dev.stream);
+    fill_random(c.dtype, c0, (size_t)p.ldc * c.n, seed + 13, 1.0f, dev.stream);
+    fill_random(c.dtype, bias, (size_t)std::max(c.m, c.n), seed + 14, 0.5f, dev.stream);
+    p.a = a; p.b = b; p.c = cc;
+    p.ep.bias = c.bias ? bias : NULL;
+    p.ep.bias_per_row = c.bias_per_row;
+    p.ep.act = c.act;
+
+    double *refd;
+    CK(cudaMalloc(&refd, (size_t)c.m * c.n * 8));
+    const int block = 256;
+    const int grid = (int)((c.m * c.n + block - 1) / block);
+    switch (c.dtype) {
+    case FB_DTYPE_F32: ref_gemm_k<float><<<grid, block, 0, dev.stream>>>(p, (const float *)c0, refd); break;
+    case FB_DTYPE_F16: ref_gemm_k<__half><<<grid, block, 0, dev.stream>>>(p, (const __half *)c0, refd); break;
+    case FB_DTYPE_BF16: ref_gemm_k<__nv_bfloat16><<<grid, block, 0, dev.stream>>>(p, (const __nv_bfloat16 *)c0, refd); break;
+    }
+    CK(cudaGetLastError());
+    std::vector<double> ref((size_t)c.m * c.n);
+    CK(cudaMemcpyAsync(ref.data(), refd, ref.size() * 8, cudaMemcpyDeviceToHost, dev.stream));
+
+    /* C: the original values (beta != 0), or NaN (beta == 0 must not read
+     * it); padding rows of each column hold the sentinel. C is
+     * column-major: "rows" of the comparison are the n columns. */
+    CK(cudaMemsetAsync(cc, kSentinel, (size_t)p.ldc * c.n * es, dev.stream));
+    if (c.beta != 0.0f && !nan_c)
+        CK(cudaMemcpy2DAsync(cc, p.ldc * es, c0, p.ldc * es, c.m * es, c.n,
+                             cudaMemcpyDeviceToDevice, dev.stream));
+    else
+        CK(cudaMemset2DAsync(cc, p.ldc * es, 0xff, c.m * es, c.n, dev.stream));
+    char path[96] = "";
+    const fb_status st = fb_fused_gemm(&dev.env, &p, path, sizeof path);
+    CK(cudaStreamSynchronize(dev.stream));
+    CK(cudaGetLastError());
+    if (st != FB_STATUS_SUCCESS || (want_path && !strstr(path, want_path))) {
+        report(false, "%s: status %d path '%s' (want %s)", gemm_label(c).c_str(),
+               (int)st, path, want_path ? want_path : "any");
+    } else {
+        std::vector<unsigned char> out = download(cc, (size_t)p.ldc * c.n * es, dev.stream);
+        const Cmp r = compare(c.dtype, out, ref, c.n, c.m, p.ldc, c.m, kSentinel);
+        const double tol = tolerance(c.dtype, (double)c.k, 1);
+        report(r.rel <= tol && !r.nonfinite_bad && !r.pad_bad,
+               "%s%s seed=%llu path=%s rel=%.3g tol=%.3g nonfinite=%zu pad=%zu",
+               gemm_label(c).c_str(), nan_c ? " C=NaN" : "",
+               (unsigned long long)seed, path, r.rel, tol, r.nonfinite_bad,
+               r.pad_bad);
+    }
+    cudaFree(a); cudaFree(b); cudaFree(cc); cudaFree(c0); cudaFree(bias);
+    cudaFree(refd);
+}
+
+/* ---- timing ---------------------------------------------------------- */
+
+/* Median microseconds of fn(i) over iters launches (after warm-up), each
+ * timed with its own pair of events. */
+static double time_us(cudaStream_t s, int warm, int iters,
+                      const std::function<void(int)> &fn)
+{
+    for (int i = 0; i < warm; ++i)
+        fn(i);
+    CK(cudaStreamSynchronize(s));
+    std::vector<cudaEvent_t> ev(2 * iters);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    for (int i = 0; i < iters; ++i) {
+        CK(cudaEventRecord(ev[2 * i], s));
+        fn(i);
+        CK(cudaEventRecord(ev[2 * i + 1], s));
+    }
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    std::vector<double> t(iters);
+    for (int i = 0; i < iters; ++i) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+        t[i] = ms * 1e3;
+    }
+    for (auto &e : ev)
+        cudaEventDestroy(e);
+    std::sort(t.begin(), t.end());
+    return t[iters / 2];
+}
+
+static double measure_copy_gbs(cudaStream_t s)
+{
+    const size_t bytes = (size_t)1 << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemsetAsync(a, 1, bytes, s));
+    const double us = time_us(s, 2, 7, [&](int) {
+        CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    });
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * bytes / (us * 1e-6) / 1e9;
+}
+
+struct Row {
+    std::string name;
+    double ours_us, base_us, bytes, floor_us;
+    std::string path;
+};
+static std::vector<Row> g_rows;
+static std::vector<std::string> g_tune_lines;
+
+static cudaDataType_t blas_type(fb_dtype d)
+{
+    return d == FB_DTYPE_F32 ? CUDA_R_32F : d == FB_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+/* Y = X W^T (+ bias/act later) for row-major X (rows x k) and nn.Linear
+ * W (out x k): column-major Y^T (out x rows) = W^T^T X^T. */
+static void blas_linear(Device &dev, fb_dtype d, const void *x, int64_t ldx,
+                        const void *w, void *y, int64_t ldy, int rows, int k,
+                        int out)
+{
+    const float one = 1.0f, zero = 0.0f;
+    BK(cublasGemmEx(dev.blas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, k, &one, w,
+                    blas_type(d), k, x, blas_type(d), (int)ldx, &zero, y,
+                    blas_type(d), (int)ldy, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT));
+}
+
+template <typename T>
+static void base_mlp_t(Device &dev, const MlpCase &c, const MlpBuffers &b,
+                       void *g, void *u)
+{
+    blas_linear(dev, c.dtype, b.x, b.ldx, b.wg, g, c.h, c.m, c.k, c.h);
+    blas_linear(dev, c.dtype, b.x, b.ldx, b.wu, u, c.h, c.m, c.k, c.h);
+    base_gate_k<T><<<1024, 256, 0, dev.stream>>>((T *)g, (const T *)u,
+        c.bias ? (const T *)b.bg : NULL, c.bias ? (const T *)b.bu : NULL, c.m, c.h, c.act);
+    blas_linear(dev, c.dtype, g, c.h, b.wd, b.y, b.ldy, c.m, c.h, c.n);
+    if (c.bias)
+        base_bias_act_k<T><<<1024, 256, 0, dev.stream>>>((T *)b.y, (const T *)b.bd, c.m, c.n, FB_ACT_NONE);
+}
+
+static void base_mlp(Device &dev, const MlpCase &c, const MlpBuffers &b,
+                     void *g, void *u)
+{
+    switch (c.dtype) {
+    case FB_DTYPE_F32: base_mlp_t<float>(dev, c, b, g, u); break;
+    case FB_DTYPE_F16: base_mlp_t<__half>(dev, c, b, g, u); break;
+    case FB_DTYPE_BF16: base_mlp_t<__nv_bfloat16>(dev, c, b, g, u); break;
+    }
+}
+
+/* Weight sets: enough copies that one pass over all of them is more than
+ * twice the L2 (the timed call never finds its weights cached). */
+static int weight_sets(const Device &dev, size_t weight_bytes)
+{
+    const size_t l2 = (size_t)dev.prop.l2CacheSize;
+    int sets = (int)((3 * l2) / weight_bytes) + 1;
+    return std::min(sets, 32);
+}
+
+static void bench_mlp(Device &dev, const MlpCase &c, bool sweep)
+{
+    const size_t es = esize(c.dtype);
+    const size_t wbytes = (size_t)(2 * c.h * c.k + c.n * c.h) * es;
+    const int sets = weight_sets(dev, wbytes);
+    std::vector<MlpBuffers> bufs(sets);
+    for (int i = 0; i < sets; ++i)
+        mlp_alloc(c, bufs[i], 1000 + i, dev.stream);
+    void *g, *u;
+    CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
+    CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    std::vector<fb_mlp_problem> probs;
+    for (auto &b : bufs)
+        probs.push_back(mlp_problem(c, b));
+    char path[96] = "";
+    const int iters = 60;
+    const double ours = time_us(dev.stream, 5, iters, [&](int i) {
+        if (fb_fused_mlp(&dev.env, &probs[i % sets], path, sizeof path) != FB_STATUS_SUCCESS) {
+            fprintf(stderr, "bench: fused mlp refused %s\n", mlp_label(c).c_str());
+            exit(3);
+        }
+    });
+    const double base = time_us(dev.stream, 5, iters, [&](int i) {
+        base_mlp(dev, c, bufs[i % sets], g, u);
+    });
+    const double bytes = (double)wbytes + (double)c.m * (c.k + c.n) * es;
+    Row r = {mlp_label(c), ours, base, bytes, bytes / (dev.copy_gbs * 1e3), path};
+    g_rows.push_back(r);
+    printf("bench %s: fused %.1f us, cublas+elementwise %.1f us (%s)\n",
+           r.name.c_str(), ours, base, path);
+    fflush(stdout);
+
+    if (sweep) {
+        const int ucols[] = {128, 256, 512};
+        const int pref[] = {-1, 64, 256};
+        for (int u1 : ucols)
+            for (int u2 : ucols)
+                for (int pk : pref) {
+                    fbf_tuning t = {u1, u2, 0, pk, 0};
+                    const double us = time_us(dev.stream, 3, 30, [&](int i) {
+                        if (fbf_decode_mlp(&dev.env, &probs[i % sets], &t, path, sizeof path) != FB_STATUS_SUCCESS)
+                            exit(3);
+                    });
+                    char line[200];
+                    snprintf(line, sizeof line, "%-40s unit1=%3d unit2=%3d prefetch=%4d KiB: %7.1f us  %5.0f GB/s",
+                             (std::string(dname(c.dtype)) + " m=" + std::to_string(c.m) + " " +
+                              std::to_string(c.k) + "-" + std::to_string(c.h) + "-" + std::to_string(c.n)).c_str(),
+                             u1, u2, pk < 0 ? 0 : pk, us, bytes / (us * 1e3));
+                    g_tune_lines.push_back(line);
+                }
+        const int hss[] = {1, 2, 3, 4, 6, 11, 12, 22, 33};
+        for (int hs : hss) {
+            fbf_tuning t = {0, 0, hs, 0, 0};
+            if (fbf_decode_mlp(&dev.env, &probs[0], &t, path, sizeof path) != FB_STATUS_SUCCESS) {
+                CK(cudaStreamSynchronize(dev.stream));
+                continue;
+            }
+            const double us = time_us(dev.stream, 3, 30, [&](int i) {
+                (void)fbf_decode_mlp(&dev.env, &probs[i % sets], &t, path, sizeof path);
+            });
+            char line[200];
+            snprintf(line, sizeof line, "%-40s hs=%d: %7.1f us  %5.0f GB/s",
+                     (std::string(dname(c.dtype)) + " m=" + std::to_string(c.m)).c_str(),
+                     hs, us, bytes / (us * 1e3));
+            g_tune_lines.push_back(line);
+        }
+    }
+    for (auto &b : bufs)
+        mlp_free(b);
+    cudaFree(g);
+    cudaFree(u);
+}
+
+/* Decode gemm as nn.Linear: Y (tokens x out) = act(X W^T + b). */
+static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
+                         fb_activation act)
+{
+    const size_t es = esize(d);
+    const size_t wbytes = (size_t)out * k * es;
+    const int sets = weight_sets(dev, wbytes);
+    std::vector<void *> ws(sets), xs(sets), ys(sets), bs(sets);
+    for (int i = 0; i < sets; ++i) {
+        CK(cudaMalloc(&ws[i], wbytes));
+        CK(cudaMalloc(&xs[i], (size_t)tokens * k * es));
+        CK(cudaMalloc(&ys[i], (size_t)tokens * out * es));
+        CK(cudaMalloc(&bs[i], (size_t)out * es));
+        fill_random(d, ws[i], (size_t)out * k, 200 + i, 1.0f / sqrtf((float)k), dev.stream);
+        fill_random(d, xs[i], (size_t)tokens * k, 300 + i, 1.0f, dev.stream);
+        fill_random(d, bs[i], out, 400 + i, 0.5f, dev.stream);
+    }
+    std::vector<fb_gemm_problem> probs(sets);
+    for (int i = 0; i < sets; ++i) {
+        fb_gemm_problem &p = probs[i];
+        memset(&p, 0, sizeof p);
+        p.dtype = d;
+        p.transa = 1;
+        p.transb = 0;
+        p.m = out; p.n = tokens; p.k = k;
+        p.alpha = 1.0f; p.beta = 0.0f;
+        p.a = ws[i]; p.lda = k;
+        p.b = xs[i]; p.ldb = k;
+        p.c = ys[i]; p.ldc = out;
+        p.ep.bias = bs[i];
+        p.ep.bias_per_row = 1;
+        p.ep.act = act;
+    }
+    char path[96] = "";
+    const double ours = time_us(dev.stream, 5, 60, [&](int i) {
+        if (fb_fused_gemm(&dev.env, &probs[i % sets], path, sizeof path) != FB_STATUS_SUCCESS) {
+            fprintf(stderr, "bench: fused gemm refused\n");
+            exit(3);
+        }
+    });
+    const double base = time_us(dev.stream, 5, 60, [&](int i) {
+        blas_linear(dev, d, xs[i % sets], k, ws[i % sets], ys[i % sets], out, tokens, k, out);
+        switch (d) {
+        case FB_DTYPE_F32: base_bias_act_k<float><<<1024, 256, 0, dev.stream>>>((float *)ys[i % sets], (const float *)bs[i % sets], tokens, out, act); break;
+        case FB_DTYPE_F16: base_bias_act_k<__half><<<1024, 256, 0, dev.stream>>>((__half *)ys[i % sets], (const __half *)bs[i % sets], tokens, out, act); break;
+        case FB_DTYPE_BF16: base_bias_act_k<__nv_bfloat16><<<1024, 256, 0, dev.stream>>>((__nv_bfloat16 *)ys[i % sets], (const __nv_bfloat16 *)bs[i % sets], tokens, out, act); break;
+        }
+    });
+    char name[160];
+    snprintf(name, sizeof name, "linear %s %d x %d->%d %s bias", dname(d), tokens, k, out, aname(act));
+    const double bytes = (double)wbytes + (double)tokens * (k + out) * es;
+    Row r = {name, ours, base, bytes, bytes / (dev.copy_gbs * 1e3), path};
+    g_rows.push_back(r);
+    printf("bench %s: fused %.1f us, cublas+elementwise %.1f us (%s)\n", name, ours, base, path);
+    fflush(stdout);
+    for (int i = 0; i < sets; ++i) {
+        cudaFree(ws[i]); cudaFree(xs[i]); cudaFree(ys[i]); cudaFree(bs[i]);
+    }
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    bool quick = false, bench = true, small = false;
+    uint64_t seed = 20261121;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--no-bench"))
+            bench = false;
+        else if (!strcmp(argv[i], "--small")) {
+            small = true;
+            bench = false;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+    }
+    Device dev;
+    memset(&dev.env, 0, sizeof dev.env);
+    int device = 0;
+    CK(cudaSetDevice(device));
+    CK(cudaGetDeviceProperties(&dev.prop, device));
+    CK(cudaStreamCreateWithFlags(&dev.stream, cudaStreamNonBlocking));
+    BK(cublasCreate(&dev.blas));
+    BK(cublasSetStream(dev.blas, dev.stream));
+    int optin = 0;
+    CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    dev.env.stream = dev.stream;
+    dev.env.device = device;
+    dev.env.sm_count = dev.prop.multiProcessorCount;
+    dev.env.cc_major = dev.prop.major;
+    dev.env.cc_minor = dev.prop.minor;
+    dev.env.smem_optin = (size_t)optin;
+    dev.env.math = FB_MATH_DEFAULT;
+    dev.env.workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
+    CK(cudaMalloc(&dev.env.workspace, dev.env.workspace_bytes));
+    /* Foreign data in the workspace (it is shared with cuBLASLt): the
+     * barrier must not need it zeroed. */
+    fill_bytes_random_k<<<1024, 256, 0, dev.stream>>>((unsigned char *)dev.env.workspace,
+                                                      dev.env.workspace_bytes, seed);
+    CK(cudaGetLastError());
+    printf("device %s, cc %d.%d, %d SMs, L2 %d MB, smem opt-in %d KB, seed %llu\n",
+           dev.prop.name, dev.prop.major, dev.prop.minor, dev.prop.multiProcessorCount,
+           dev.prop.l2CacheSize >> 20, optin >> 10, (unsigned long long)seed);
+    fflush(stdout);
+
+    /* ---- correctness ---- */
+    const MlpCase mlp_cases[] = {
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, true},
+        {FB_DTYPE_BF16, FB_ACT_SILU, 1, 768, 3072, 768, 0, 0, false},
+        {FB_DTYPE_F16, FB_ACT_RELU, 5, 1024, 2816, 1024, 1040, 1030, true},
+        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 32, 4096, 11008, 4096, 0, 0, true},
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 17, 2048, 5504, 2048, 0, 0, false},
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 7, 200, 136, 72, 203, 75, true},
+        {FB_DTYPE_F16, FB_ACT_SILU, 32, 768, 3072, 768, 0, 0, true},
+        {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 1024, 4096, 1024, 0, 0, true},
+        {FB_DTYPE_F32, FB_ACT_SILU, 32, 768, 3072, 768, 770, 769, true},
+        {FB_DTYPE_F32, FB_ACT_RELU, 3, 4096, 11008, 4096, 0, 0, false},
+        {FB_DTYPE_F32, FB_ACT_GELU_ERF, 9, 100, 40, 24, 0, 0, true},
+    };
+    int ci = 0;
+    for (const MlpCase &c : mlp_cases) {
+        ci++;
+        if (quick && ci > 4)
+            break;
+        if (small && (double)c.k * c.h > 4e6)
+            continue;
+        check_mlp(dev, c, seed + 100 * ci, NULL);
+    }
+    /* The barrier after foreign writes of the usual shapes: zeros (a
+     * memset), all ones, then a counting pattern. */
+    for (int pat = 0; pat < 3; ++pat) {
+        if (pat == 0)
+            CK(cudaMemsetAsync(dev.env.workspace, 0, dev.env.workspace_bytes, dev.stream));
+        else if (pat == 1)
+            CK(cudaMemsetAsync(dev.env.workspace, 0xff, dev.env.workspace_bytes, dev.stream));
+        else if (!small) {
+            std::vector<unsigned long long> iota(dev.env.workspace_bytes / 8);
+            for (size_t i = 0; i < iota.size(); ++i)
+                iota[i] = i;
+            CK(cudaMemcpy(dev.env.workspace, iota.data(), dev.env.workspace_bytes, cudaMemcpyHostToDevice));
+        }
+        check_mlp(dev, mlp_cases[1], seed + 7000 + pat, NULL);
+    }
+    check_mlp_nan(dev, FB_DTYPE_BF16, seed + 9000);
+    check_mlp_nan(dev, FB_DTYPE_F32, seed + 9001);
+
+    const GemmCase gemm_cases[] = {
+        /* nn.Linear decode: 16 x 4096 -> 11008, gelu_tanh, bias */
+        {FB_DTYPE_BF16, 1, 0, 11008, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0},
+        {FB_DTYPE_F16, 1, 1, 3000, 7, 1024, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 3},
+        {FB_DTYPE_BF16, 0, 0, 3, 5000, 1024, 1.0f, 1.0f, true, 1, FB_ACT_SILU, 0},
+        {FB_DTYPE_F16, 1, 0, 24, 2048, 512, 2.0f, 0.0f, false, 1, FB_ACT_GELU_ERF, 1},
+        {FB_DTYPE_F32, 1, 0, 3000, 8, 2048, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 0},
+        {FB_DTYPE_F32, 1, 0, 4096, 32, 1024, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 2},
+        {FB_DTYPE_BF16, 1, 0, 11008, 32, 4096, 1.0f, 0.0f, true, 1, FB_ACT_NONE, 0},
+    };
+    ci = 0;
+    for (const GemmCase &c : gemm_cases) {
+        ci++;
+        if (quick && ci > 3)
+            break;
+        if (small && (double)c.k * std::max(c.m, c.n) > 4e6)
+            continue;
+        check_gemm(dev, c, seed + 500 + 10 * ci, NULL, false);
+    }
+    /* beta == 0 must not read C: C full of NaN, output finite. */
+    if (!small)
+        check_gemm(dev, gemm_cases[0], seed + 800, NULL, true);
+    check_gemm(dev, gemm_cases[3], seed + 801, NULL, true);
+    if (!small)
+        check_gemm(dev, gemm_cases[5], seed + 802, NULL, true);
+
+    /* ---- timing ---- */
+    if (bench) {
+        dev.copy_gbs = measure_copy_gbs(dev.stream);
+        printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        const MlpCase bm[] = {
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1, 4096, 11008, 4096, 0, 0, false},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 4, 4096, 11008, 4096, 0, 0, false},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 32, 4096, 11008, 4096, 0, 0, false},
+            {FB_DTYPE_F16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
+            {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true},
+        };
+        int bi = 0;
+        for (const MlpCase &c : bm) {
+            if (quick && bi > 0)
+                break;
+            bench_mlp(dev, c, bi++ == 0 && !quick);
+        }
+        bench_linear(dev, FB_DTYPE_BF16, 16, 4096, 11008, FB_ACT_GELU_TANH);
+        if (!quick)
+            bench_linear(dev, FB_DTYPE_BF16, 1, 4096, 11008, FB_ACT_GELU_TANH);
+
+        printf("\n== tuning sweep (decode mlp) ==\n");
+        for (auto &l : g_tune_lines)
+            printf("%s\n", l.c_str());
+        printf("\n== benchmark (%s, copy %.0f GB/s; floor = min bytes / copy bandwidth) ==\n",
+               dev.prop.name, dev.copy_gbs);
+        printf("%-58s %9s %9s %8s %7s %10s %8s  %s\n", "case", "fused_us", "floor_us",
+               "GB/s", "%copy", "cublas_us", "speedup", "path");
+        for (auto &r : g_rows)
+            printf("%-58s %9.1f %9.1f %8.0f %6.0f%% %10.1f %7.2fx  %s\n", r.name.c_str(),
+                   r.ours_us, r.floor_us, r.bytes / (r.ours_us * 1e3),
+                   100.0 * r.floor_us / r.ours_us, r.base_us, r.base_us / r.ours_us,
+                   r.path.c_str());
+    }
+    printf("\n%d passed, %d failed\n", g_passed, g_failed);
+    cudaFree(dev.env.workspace);
+    cublasDestroy(dev.blas);
+    cudaStreamDestroy(dev.stream);
+    return g_failed ? 1 : 0;
+}

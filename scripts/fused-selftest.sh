@@ -1,0 +1,115 @@
+#!/bin/sh
+# fused-selftest.sh -- build and run the cuda-fused selftest on a GPU
+# machine: correctness of every fused kernel against a float64 reference,
+# compute-sanitizer (memcheck, racecheck) on the small shapes, the SASS
+# check, then the benchmark tables (fused vs cuBLAS + elementwise kernels,
+# and PyTorch eager when python3 has torch). Run from the repository root.
+#   scripts/fused-selftest.sh [--quick] [--no-sanitize] [--no-torch]
+# Logs go to $OUT (or ./fused-selftest-out); the tables come last.
+set -u
+quick=; sanitize=1; torch=1
+for a in "$@"; do
+    case $a in
+    --quick) quick=--quick ;;
+    --no-sanitize) sanitize= ;;
+    --no-torch) torch= ;;
+    *) echo "usage: $0 [--quick] [--no-sanitize] [--no-torch]" >&2; exit 2 ;;
+    esac
+done
+out=${OUT:-fused-selftest-out}
+mkdir -p "$out"
+bin=$out/fused_selftest
+srcs=
+for f in lib/cuda/fused_*.cu lib/cuda/shape_rule.cu; do
+    case $f in
+    */fused_selftest.cu|*/fused_stub.cu) ;;
+    *) srcs="$srcs $f" ;;
+    esac
+done
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 | tee "$out/gpu.txt"
+echo "== build (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+# -lineinfo: compute-sanitizer then names source lines.
+if ! nvcc -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a \
+        -Xptxas -v -Iinclude -Ilib/common -Ilib/cuda \
+        -o "$bin" lib/cuda/fused_selftest.cu $srcs -lcublas \
+        >"$out/build.log" 2>&1; then
+    cat "$out/build.log"; echo "BUILD FAILED"; exit 1
+fi
+grep -E "spill|stack frame" "$out/build.log" | sort | uniq -c | sed 's/^/  /'
+status=0
+if [ -n "$sanitize" ]; then
+    for tool in memcheck racecheck; do
+        echo "== compute-sanitizer --tool $tool (small shapes)"
+        if compute-sanitizer --tool $tool --error-exitcode 9 "$bin" --small \
+                >"$out/sanitize-$tool.log" 2>&1; then
+            tail -n 1 "$out/sanitize-$tool.log"
+        else
+            tail -n 30 "$out/sanitize-$tool.log"; echo "SANITIZER $tool FAILED"
+            status=1
+        fi
+    done
+fi
+echo "== SASS"
+sh scripts/check-sass.sh "$bin" || status=1
+if [ -n "$torch" ] && python3 -c 'import torch' 2>/dev/null; then
+    echo "== PyTorch eager on the same GPU (median of CUDA-event timings)"
+    python3 - $quick >"$out/torch.log" 2>&1 <<'PY'
+import sys, torch
+import torch.nn.functional as F
+quick = '--quick' in sys.argv
+dev = 'cuda'
+L2 = torch.cuda.get_device_properties(0).L2_cache_size
+def med(fn, sets, iters=60, warm=5):
+    for i in range(warm): fn(i % sets)
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for i, (a, b) in enumerate(ev):
+        a.record(); fn(i % sets); b.record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) * 1e3 for a, b in ev)
+    return t[len(t) // 2]
+def nsets(wbytes):
+    return min(32, 3 * L2 // wbytes + 1)
+def mlp(dt, m, k, h, n, bias, act='tanh'):
+    es = torch.tensor([], dtype=dt).element_size()
+    S = nsets((2 * h * k + n * h) * es)
+    W = [dict(x=torch.randn(m, k, device=dev, dtype=dt),
+              wg=torch.randn(h, k, device=dev, dtype=dt) / k**.5,
+              wu=torch.randn(h, k, device=dev, dtype=dt) / k**.5,
+              wd=torch.randn(n, h, device=dev, dtype=dt) / h**.5,
+              bg=torch.randn(h, device=dev, dtype=dt) if bias else None,
+              bu=torch.randn(h, device=dev, dtype=dt) if bias else None,
+              bd=torch.randn(n, device=dev, dtype=dt) if bias else None) for _ in range(S)]
+    def fn(i):
+        w = W[i]
+        g = F.gelu(F.linear(w['x'], w['wg'], w['bg']), approximate=act)
+        return F.linear(g * F.linear(w['x'], w['wu'], w['bu']), w['wd'], w['bd'])
+    us = med(fn, S)
+    print(f"torch eager mlp {str(dt)[6:]} m={m} {k}->{h}->{n}{' bias' if bias else ''}: {us:.1f} us")
+def linear(dt, m, k, n):
+    es = torch.tensor([], dtype=dt).element_size()
+    S = nsets(n * k * es)
+    W = [(torch.randn(m, k, device=dev, dtype=dt), torch.randn(n, k, device=dev, dtype=dt) / k**.5,
+          torch.randn(n, device=dev, dtype=dt)) for _ in range(S)]
+    us = med(lambda i: F.gelu(F.linear(*W[i]), approximate='tanh'), S)
+    print(f"torch eager linear+gelu_tanh {str(dt)[6:]} {m} x {k}->{n} bias: {us:.1f} us")
+torch.backends.cuda.matmul.allow_tf32 = False
+for m in ([16] if quick else [1, 4, 16, 32]):
+    mlp(torch.bfloat16, m, 4096, 11008, 4096, False)
+if not quick:
+    mlp(torch.float16, 16, 4096, 11008, 4096, False)
+    mlp(torch.float32, 16, 4096, 11008, 4096, False)
+mlp(torch.bfloat16, 16, 768, 3072, 768, True)
+mlp(torch.bfloat16, 65536, 64, 256, 64, False)
+linear(torch.bfloat16, 16, 4096, 11008)
+linear(torch.bfloat16, 1024, 32, 64)
+PY
+fi
+echo "== selftest"
+"$bin" $quick >"$out/selftest.log" 2>&1
+grep -v -e '^PASS' -e '^bench ' "$out/selftest.log"
+grep -q '^FAIL' "$out/selftest.log" && status=1
+grep -q ' 0 failed$' "$out/selftest.log" || status=1
+[ -s "$out/torch.log" ] && { echo "== PyTorch eager"; cat "$out/torch.log"; }
+echo "fused-selftest: $( [ $status = 0 ] && echo OK || echo FAILED )"
+exit $status
