@@ -1,0 +1,864 @@
+/*
+ * bad_args.c -- the bad-argument tables. See bad_args.h.
+ *
+ * A table row is one bad value for one argument: where it goes (arg, the
+ * position in fusedblas.h), which position the library must report
+ * (expect; the same as arg except for dimensions so large that a matrix
+ * built on them no longer fits, which the matrix's leading dimension or
+ * pointer reports) and how to make it. Pairs of rows whose expect equals
+ * their arg are then combined: the lower position must win, as reference
+ * BLAS's xerbla reports it.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bad_args.h"
+#include "gemm_check.h"
+#include "mlp_check.h"
+#include "oracle.h"
+
+typedef enum mut_kind {
+    MK_SET,          /* the argument takes value v */
+    MK_NULL,         /* a NULL pointer */
+    MK_SHIFT,        /* the pointer moved by v bytes (misaligned if v is
+                        not a multiple of the element size) */
+    MK_BELOW,        /* a leading dimension v below its minimum */
+    MK_BOGUS_HANDLE, /* a pointer that fb_create never returned */
+    MK_DEAD_HANDLE   /* a handle already destroyed */
+} mut_kind;
+
+typedef struct mutation {
+    int arg, expect;
+    mut_kind kind;
+    int64_t v;
+    const char *what;
+} mutation;
+
+#define TWO62 ((int64_t)1 << 62) /* ld x (cols - 1) overflows int64 */
+#define TWO60 ((int64_t)1 << 60) /* fits as elements, not as bytes */
+
+/* Aligned, zero-filled, never a handle. */
+static union {
+    long double align;
+    unsigned char bytes[512];
+} bogus_block;
+
+static fb_handle bogus_handle(void)
+{
+    return (fb_handle)(void *)bogus_block.bytes;
+}
+
+/* A handle pointer that was live a moment ago. Made just before the call
+ * that uses it, after the thread's default handle exists, so that no
+ * other allocation can have reused its address. */
+static fb_handle dead_handle(void)
+{
+    fb_handle h = NULL;
+    if (fb_create(&h) != FB_STATUS_SUCCESS)
+        tap_bail("fb_create failed");
+    if (fb_destroy(h) != FB_STATUS_SUCCESS)
+        tap_bail("fb_destroy failed");
+    return h;
+}
+
+/* Whether a row applies to data of esize bytes: a shift must misalign. */
+static int applies(const mutation *mu, size_t esize)
+{
+    return mu->kind != MK_SHIFT || mu->v % (int64_t)esize != 0;
+}
+
+static int plain(const mutation *mu)
+{
+    return mu->arg == mu->expect;
+}
+
+/* Check the outcome of one bad call; returns 1 if it was right. */
+static int verdict(tcheck *chk, const char *what, fb_status st,
+                   fb_handle h, int handle_bad, int expect)
+{
+    /* After a bad handle the library can only record on the thread's
+     * default handle. */
+    fb_handle where = handle_bad ? NULL : h;
+    const int arg = fb_handle_last_arg(where);
+    const fb_status last = fb_handle_last_status(where);
+    const char *msg = fb_handle_last_message(where);
+    if (st == FB_STATUS_INVALID_ARGUMENT && arg == expect &&
+        last == FB_STATUS_INVALID_ARGUMENT && msg != NULL && *msg != '\0')
+        return 1;
+    tcheck_fail(chk, "%s: status %s, argument %d (last status %s, message "
+                "\"%s\"), expected invalid argument %d",
+                what, fb_status_string(st), arg, fb_status_string(last),
+                msg ? msg : "(null)", expect);
+    return 0;
+}
+
+/* ---- gemm ------------------------------------------------------------------ */
+
+static const mutation gemm_muts[] = {
+    {1, 1, MK_BOGUS_HANDLE, 0, "handle not from fb_create"},
+    {1, 1, MK_DEAD_HANDLE, 0, "handle already destroyed"},
+    {2, 2, MK_SET, 0, "layout 0"},
+    {2, 2, MK_SET, 100, "layout 100"},
+    {2, 2, MK_SET, 103, "layout 103"},
+    {2, 2, MK_SET, FB_NO_TRANS, "layout = a transpose value"},
+    {2, 2, MK_SET, -1, "layout -1"},
+    {3, 3, MK_SET, 0, "transa 0"},
+    {3, 3, MK_SET, 110, "transa 110"},
+    {3, 3, MK_SET, 114, "transa 114"},
+    {3, 3, MK_SET, FB_ROW_MAJOR, "transa = a layout value"},
+    {4, 4, MK_SET, 0, "transb 0"},
+    {4, 4, MK_SET, 110, "transb 110"},
+    {4, 4, MK_SET, 114, "transb 114"},
+    {4, 4, MK_SET, FB_COL_MAJOR, "transb = a layout value"},
+    {5, 5, MK_SET, -1, "m -1"},
+    {5, 5, MK_SET, INT64_MIN, "m INT64_MIN"},
+    {6, 6, MK_SET, -1, "n -1"},
+    {6, 6, MK_SET, INT64_MIN, "n INT64_MIN"},
+    {7, 7, MK_SET, -1, "k -1"},
+    {7, 7, MK_SET, INT64_MIN, "k INT64_MIN"},
+    {5, 10, MK_SET, TWO62, "m 2^62: A no longer fits"},
+    {6, 12, MK_SET, TWO62, "n 2^62: B no longer fits"},
+    {7, 10, MK_SET, TWO62, "k 2^62: A no longer fits"},
+    {9, 9, MK_NULL, 0, "A NULL"},
+    {9, 9, MK_SHIFT, 1, "A at an odd address"},
+    {9, 9, MK_SHIFT, 2, "A 2 bytes off its 4-byte alignment"},
+    {10, 10, MK_BELOW, 1, "lda one below max(1, rows)"},
+    {10, 10, MK_SET, 0, "lda 0"},
+    {10, 10, MK_SET, -1, "lda -1"},
+    {10, 10, MK_SET, INT64_MIN, "lda INT64_MIN"},
+    {10, 10, MK_SET, TWO62, "lda 2^62: element count overflows int64"},
+    {10, 10, MK_SET, TWO60, "lda 2^60: byte count overflows"},
+    {11, 11, MK_NULL, 0, "B NULL"},
+    {11, 11, MK_SHIFT, 1, "B at an odd address"},
+    {11, 11, MK_SHIFT, 2, "B 2 bytes off its 4-byte alignment"},
+    {12, 12, MK_BELOW, 1, "ldb one below max(1, rows)"},
+    {12, 12, MK_SET, 0, "ldb 0"},
+    {12, 12, MK_SET, -1, "ldb -1"},
+    {12, 12, MK_SET, INT64_MIN, "ldb INT64_MIN"},
+    {12, 12, MK_SET, TWO62, "ldb 2^62: element count overflows int64"},
+    {12, 12, MK_SET, TWO60, "ldb 2^60: byte count overflows"},
+    {14, 14, MK_NULL, 0, "C NULL"},
+    {14, 14, MK_SHIFT, 1, "C at an odd address"},
+    {14, 14, MK_SHIFT, 2, "C 2 bytes off its 4-byte alignment"},
+    {15, 15, MK_BELOW, 1, "ldc one below max(1, rows)"},
+    {15, 15, MK_SET, 0, "ldc 0"},
+    {15, 15, MK_SET, -1, "ldc -1"},
+    {15, 15, MK_SET, INT64_MIN, "ldc INT64_MIN"},
+    {15, 15, MK_SET, TWO62, "ldc 2^62: element count overflows int64"},
+    {15, 15, MK_SET, TWO60, "ldc 2^60: byte count overflows"},
+    {16, 16, MK_SHIFT, 1, "bias at an odd address"},
+    {16, 16, MK_SHIFT, 2, "bias 2 bytes off its 4-byte alignment"},
+    {17, 17, MK_SET, -1, "act -1"},
+    {17, 17, MK_SET, 5, "act 5"},
+    {17, 17, MK_SET, 99, "act 99"},
+};
+#define N_GEMM_MUTS ((int)(sizeof gemm_muts / sizeof gemm_muts[0]))
+
+typedef struct gemm_args {
+    fb_handle h;
+    fb_layout layout;
+    fb_transpose ta, tb;
+    int64_t m, n, k;
+    float alpha;
+    const void *A;
+    int64_t lda;
+    const void *B;
+    int64_t ldb;
+    float beta;
+    void *C;
+    int64_t ldc;
+    const void *bias;
+    fb_activation act;
+} gemm_args;
+
+/* A valid call placed in a target's memory, to be spoiled. */
+typedef struct gemm_base {
+    const target *t;
+    gemm_case c;
+    gemm_data d;
+    void *alloc[4]; /* A, B, C, bias */
+    gemm_args args;
+    int64_t min_ld[3];
+} gemm_base;
+
+static void gemm_base_make(gemm_base *g, const target *t, fb_dtype dtype,
+                           fb_layout layout, fb_transpose ta,
+                           fb_transpose tb)
+{
+    gemm_case c = {0};
+    c.dtype = dtype;
+    c.layout = layout;
+    c.transa = ta;
+    c.transb = tb;
+    c.m = 5, c.n = 6, c.k = 7; /* distinct, so a rule on the wrong one fails */
+    c.alpha = 0.7f;
+    c.beta = 1.3f;
+    c.has_bias = 1;
+    c.act = FB_ACT_GELU_TANH;
+    gemm_case_set_lds(&c, 0, 0, 0);
+    g->min_ld[0] = c.lda, g->min_ld[1] = c.ldb, g->min_ld[2] = c.ldc;
+    gemm_case_set_lds(&c, 2, 2, 2);
+    g->t = t;
+    g->c = c;
+    gemm_data_make(&g->d, &c);
+    void *p[4];
+    g->alloc[0] = tbuf_place(&g->d.A, t->mem, &p[0]);
+    g->alloc[1] = tbuf_place(&g->d.B, t->mem, &p[1]);
+    g->alloc[2] = tbuf_place(&g->d.C, t->mem, &p[2]);
+    g->alloc[3] = tbuf_place(&g->d.bias, t->mem, &p[3]);
+    const gemm_args a = {t->handle, layout, ta,   tb,     c.m,  c.n,
+                         c.k,       c.alpha, p[0], c.lda, p[1], c.ldb,
+                         c.beta,    p[2],    c.ldc, p[3], c.act};
+    g->args = a;
+}
+
+static void gemm_base_free(gemm_base *g)
+{
+    for (int i = 0; i < 4; i++)
+        g->t->mem->release(g->alloc[i]);
+    gemm_data_free(&g->d);
+}
+
+static const void *shifted(const void *p, int64_t bytes)
+{
+    return (const unsigned char *)p + bytes;
+}
+
+static void gemm_apply(gemm_args *a, const gemm_base *g, const mutation *mu)
+{
+    const int64_t v = mu->v;
+    switch (mu->kind) {
+    case MK_BOGUS_HANDLE:
+        a->h = bogus_handle();
+        return;
+    case MK_DEAD_HANDLE:
+        a->h = dead_handle();
+        return;
+    case MK_NULL:
+    case MK_SHIFT: {
+        const int64_t by = mu->kind == MK_NULL ? 0 : v;
+        switch (mu->arg) {
+        case 9: a->A = by ? shifted(a->A, by) : NULL; break;
+        case 11: a->B = by ? shifted(a->B, by) : NULL; break;
+        case 14: a->C = by ? (void *)shifted(a->C, by) : NULL; break;
+        case 16: a->bias = by ? shifted(a->bias, by) : NULL; break;
+        }
+        return;
+    }
+    case MK_BELOW:
+        switch (mu->arg) {
+        case 10: a->lda = g->min_ld[0] - v; break;
+        case 12: a->ldb = g->min_ld[1] - v; break;
+        case 15: a->ldc = g->min_ld[2] - v; break;
+        }
+        return;
+    case MK_SET:
+        switch (mu->arg) {
+        case 2: a->layout = (fb_layout)v; break;
+        case 3: a->ta = (fb_transpose)v; break;
+        case 4: a->tb = (fb_transpose)v; break;
+        case 5: a->m = v; break;
+        case 6: a->n = v; break;
+        case 7: a->k = v; break;
+        case 10: a->lda = v; break;
+        case 12: a->ldb = v; break;
+        case 15: a->ldc = v; break;
+        case 17: a->act = (fb_activation)v; break;
+        }
+        return;
+    }
+}
+
+/* C must be bit-for-bit what was placed; if not, record it and put the
+ * original back so that the next case starts clean. */
+static void output_unchanged(tcheck *chk, const char *what, const tbuf *img,
+                             const target *t, void *alloc)
+{
+    tbuf after;
+    tbuf_fetch(img, t->mem, alloc, &after);
+    tcheck probe;
+    tcheck_init(&probe);
+    check_untouched(&probe, "output", img, &after, NULL);
+    if (probe.failed) {
+        tcheck_fail(chk, "%s: %s", what, probe.diag[0]);
+        t->mem->put(alloc, img->img, img->bytes);
+    }
+    tbuf_free(&after);
+}
+
+/* One bad call (one or two mutations). */
+static void gemm_try(tcheck *chk, const gemm_base *g, const mutation *m1,
+                     const mutation *m2)
+{
+    gemm_args a = g->args;
+    gemm_apply(&a, g, m1);
+    if (m2 != NULL)
+        gemm_apply(&a, g, m2);
+    const int expect = m2 && m2->expect < m1->expect ? m2->expect : m1->expect;
+    const int handle_bad = m1->arg == 1 || (m2 && m2->arg == 1);
+    const fb_status st = gemm_call(a.h, g->c.dtype, a.layout, a.ta, a.tb,
+                                   a.m, a.n, a.k, a.alpha, a.A, a.lda, a.B,
+                                   a.ldb, a.beta, a.C, a.ldc, a.bias, a.act);
+    char what[256], label[160];
+    gemm_case_label(&g->c, label, sizeof label);
+    snprintf(what, sizeof what, "%s%s%s [%s]", m1->what, m2 ? " + " : "",
+             m2 ? m2->what : "", label);
+    verdict(chk, what, st, g->t->handle, handle_bad, expect);
+    output_unchanged(chk, what, &g->d.C, g->t, g->alloc[2]);
+}
+
+long badargs_gemm(const target *t)
+{
+    static const fb_layout layouts[2] = {FB_ROW_MAJOR, FB_COL_MAJOR};
+    static const fb_transpose tr[2] = {FB_NO_TRANS, FB_TRANS};
+    long tried = 0;
+    (void)fb_handle_last_status(NULL); /* make the default handle now */
+    for (int di = 0; di < 3; di++) {
+        const fb_dtype dt = all_dtypes[di];
+        gemm_base base[8];
+        for (int cfg = 0; cfg < 8; cfg++)
+            gemm_base_make(&base[cfg], t, dt, layouts[cfg / 4],
+                           tr[(cfg / 2) % 2], tr[cfg % 2]);
+        /* Each row alone, under every layout and transpose pair. */
+        for (int i = 0; i < N_GEMM_MUTS; i++) {
+            const mutation *mu = &gemm_muts[i];
+            if (!applies(mu, dt_size(dt)))
+                continue;
+            tcheck chk;
+            tcheck_init(&chk);
+            for (int cfg = 0; cfg < 8; cfg++, tried++)
+                gemm_try(&chk, &base[cfg], mu, NULL);
+            tap_check(&chk, "%s: %cgemm_bias_act %s -> argument %d, C "
+                      "unchanged (8 layouts/transposes)",
+                      t->name, dt_prefix(dt), mu->what, mu->expect);
+        }
+        /* Every pair of rows for different arguments: the lower wins. */
+        tcheck chk;
+        tcheck_init(&chk);
+        long pairs = 0;
+        for (int cfg = 0; cfg < 8; cfg += 7) /* row NN and col TT */
+            for (int i = 0; i < N_GEMM_MUTS; i++)
+                for (int j = i + 1; j < N_GEMM_MUTS; j++) {
+                    const mutation *a = &gemm_muts[i], *b = &gemm_muts[j];
+                    if (a->arg == b->arg || !plain(a) || !plain(b) ||
+                        !applies(a, dt_size(dt)) || !applies(b, dt_size(dt)))
+                        continue;
+                    gemm_try(&chk, &base[cfg], a, b);
+                    gemm_try(&chk, &base[cfg], b, a);
+                    pairs += 2;
+                }
+        tried += pairs;
+        tap_check(&chk, "%s: %cgemm_bias_act, %ld calls with two bad "
+                  "arguments report the lower position, C unchanged",
+                  t->name, dt_prefix(dt), pairs);
+        for (int cfg = 0; cfg < 8; cfg++)
+            gemm_base_free(&base[cfg]);
+    }
+    return tried;
+}
+
+/* ---- mlp --------------------------------------------------------------------- */
+
+static const mutation mlp_muts[] = {
+    {1, 1, MK_BOGUS_HANDLE, 0, "handle not from fb_create"},
+    {1, 1, MK_DEAD_HANDLE, 0, "handle already destroyed"},
+    {2, 2, MK_SET, -1, "dtype -1"},
+    {2, 2, MK_SET, 3, "dtype 3"},
+    {2, 2, MK_SET, 99, "dtype 99"},
+    {3, 3, MK_SET, -1, "gate_act -1"},
+    {3, 3, MK_SET, 5, "gate_act 5"},
+    {3, 3, MK_SET, 99, "gate_act 99"},
+    {4, 4, MK_SET, -1, "m -1"},
+    {4, 4, MK_SET, INT64_MIN, "m INT64_MIN"},
+    {5, 5, MK_SET, -1, "k -1"},
+    {5, 5, MK_SET, INT64_MIN, "k INT64_MIN"},
+    {6, 6, MK_SET, -1, "h -1"},
+    {6, 6, MK_SET, INT64_MIN, "h INT64_MIN"},
+    {7, 7, MK_SET, -1, "n -1"},
+    {7, 7, MK_SET, INT64_MIN, "n INT64_MIN"},
+    {4, 9, MK_SET, TWO62, "m 2^62: X no longer fits"},
+    {5, 9, MK_SET, TWO62, "k 2^62: X no longer fits"},
+    {6, 10, MK_SET, TWO62, "h 2^62: Wg no longer fits"},
+    {7, 14, MK_SET, TWO62, "n 2^62: Wd no longer fits"},
+    {8, 8, MK_NULL, 0, "X NULL"},
+    {8, 8, MK_SHIFT, 1, "X at an odd address"},
+    {8, 8, MK_SHIFT, 2, "X 2 bytes off its 4-byte alignment"},
+    {9, 9, MK_BELOW, 1, "ldx one below max(1, k)"},
+    {9, 9, MK_SET, 0, "ldx 0"},
+    {9, 9, MK_SET, -1, "ldx -1"},
+    {9, 9, MK_SET, INT64_MIN, "ldx INT64_MIN"},
+    {9, 9, MK_SET, TWO62, "ldx 2^62: element count overflows int64"},
+    {9, 9, MK_SET, TWO60, "ldx 2^60: byte count overflows"},
+    {10, 10, MK_NULL, 0, "Wg NULL"},
+    {10, 10, MK_SHIFT, 1, "Wg at an odd address"},
+    {10, 10, MK_SHIFT, 2, "Wg 2 bytes off its 4-byte alignment"},
+    {11, 11, MK_SHIFT, 1, "bg at an odd address"},
+    {11, 11, MK_SHIFT, 2, "bg 2 bytes off its 4-byte alignment"},
+    {12, 12, MK_NULL, 0, "Wu NULL"},
+    {12, 12, MK_SHIFT, 1, "Wu at an odd address"},
+    {12, 12, MK_SHIFT, 2, "Wu 2 bytes off its 4-byte alignment"},
+    {13, 13, MK_SHIFT, 1, "bu at an odd address"},
+    {13, 13, MK_SHIFT, 2, "bu 2 bytes off its 4-byte alignment"},
+    {14, 14, MK_NULL, 0, "Wd NULL"},
+    {14, 14, MK_SHIFT, 1, "Wd at an odd address"},
+    {14, 14, MK_SHIFT, 2, "Wd 2 bytes off its 4-byte alignment"},
+    {15, 15, MK_SHIFT, 1, "bd at an odd address"},
+    {15, 15, MK_SHIFT, 2, "bd 2 bytes off its 4-byte alignment"},
+    {16, 16, MK_NULL, 0, "Y NULL"},
+    {16, 16, MK_SHIFT, 1, "Y at an odd address"},
+    {16, 16, MK_SHIFT, 2, "Y 2 bytes off its 4-byte alignment"},
+    {17, 17, MK_BELOW, 1, "ldy one below max(1, n)"},
+    {17, 17, MK_SET, 0, "ldy 0"},
+    {17, 17, MK_SET, -1, "ldy -1"},
+    {17, 17, MK_SET, INT64_MIN, "ldy INT64_MIN"},
+    {17, 17, MK_SET, TWO62, "ldy 2^62: element count overflows int64"},
+    {17, 17, MK_SET, TWO60, "ldy 2^60: byte count overflows"},
+};
+#define N_MLP_MUTS ((int)(sizeof mlp_muts / sizeof mlp_muts[0]))
+
+/* Argument slots of mlp_geglu_forward, by position. */
+typedef struct mlp_args {
+    fb_handle h;
+    fb_dtype dtype;
+    fb_activation act;
+    int64_t dim[4];      /* positions 4..7: m, k, h, n */
+    const void *ptr[10]; /* positions 8..17 that are pointers (8, 10..16) */
+    int64_t ldx, ldy;
+} mlp_args;
+
+typedef struct mlp_base {
+    const target *t;
+    mlp_case c;
+    mlp_data d;
+    void *alloc[8]; /* X, Wg, bg, Wu, bu, Wd, bd, Y in argument order */
+    mlp_args args;
+} mlp_base;
+
+static void mlp_base_make(mlp_base *g, const target *t, fb_dtype dtype)
+{
+    mlp_case c = {0};
+    c.dtype = dtype;
+    c.act = FB_ACT_GELU_TANH;
+    c.m = 5, c.k = 7, c.h = 9, c.n = 6;
+    c.ldx = c.k + 2;
+    c.ldy = c.n + 2;
+    c.biases = MLP_ALL_BIASES;
+    g->t = t;
+    g->c = c;
+    mlp_data_make(&g->d, &c);
+    const tbuf *order[8] = {&g->d.X,  &g->d.Wg, &g->d.bg, &g->d.Wu,
+                            &g->d.bu, &g->d.Wd, &g->d.bd, &g->d.Y};
+    static const int pos[8] = {8, 10, 11, 12, 13, 14, 15, 16};
+    memset(&g->args, 0, sizeof g->args);
+    for (int i = 0; i < 8; i++) {
+        void *p;
+        g->alloc[i] = tbuf_place(order[i], t->mem, &p);
+        g->args.ptr[pos[i] - 8] = p;
+    }
+    g->args.h = t->handle;
+    g->args.dtype = dtype;
+    g->args.act = c.act;
+    g->args.dim[0] = c.m, g->args.dim[1] = c.k;
+    g->args.dim[2] = c.h, g->args.dim[3] = c.n;
+    g->args.ldx = c.ldx;
+    g->args.ldy = c.ldy;
+}
+
+static void mlp_base_free(mlp_base *g)
+{
+    for (int i = 0; i < 8; i++)
+        g->t->mem->release(g->alloc[i]);
+    mlp_data_free(&g->d);
+}
+
+static void mlp_apply(mlp_args *a, const mlp_base *g, const mutation *mu)
+{
+    const int64_t v = mu->v;
+    switch (mu->kind) {
+    case MK_BOGUS_HANDLE:
+        a->h = bogus_handle();
+        return;
+    case MK_DEAD_HANDLE:
+        a->h = dead_handle();
+        return;
+    case MK_NULL:
+        a->ptr[mu->arg - 8] = NULL;
+        return;
+    case MK_SHIFT:
+        a->ptr[mu->arg - 8] = shifted(a->ptr[mu->arg - 8], v);
+        return;
+    case MK_BELOW:
+        if (mu->arg == 9)
+            a->ldx = (g->c.k > 1 ? g->c.k : 1) - v;
+        else
+            a->ldy = (g->c.n > 1 ? g->c.n : 1) - v;
+        return;
+    case MK_SET:
+        if (mu->arg == 2)
+            a->dtype = (fb_dtype)v;
+        else if (mu->arg == 3)
+            a->act = (fb_activation)v;
+        else if (mu->arg >= 4 && mu->arg <= 7)
+            a->dim[mu->arg - 4] = v;
+        else if (mu->arg == 9)
+            a->ldx = v;
+        else if (mu->arg == 17)
+            a->ldy = v;
+        return;
+    }
+}
+
+static void mlp_try(tcheck *chk, const mlp_base *g, const mutation *m1,
+                    const mutation *m2)
+{
+    mlp_args a = g->args;
+    mlp_apply(&a, g, m1);
+    if (m2 != NULL)
+        mlp_apply(&a, g, m2);
+    const int expect = m2 && m2->expect < m1->expect ? m2->expect : m1->expect;
+    const int handle_bad = m1->arg == 1 || (m2 && m2->arg == 1);
+    const fb_status st = mlp_geglu_forward(
+        a.h, a.dtype, a.act, a.dim[0], a.dim[1], a.dim[2], a.dim[3],
+        a.ptr[0], a.ldx, a.ptr[2], a.ptr[3], a.ptr[4], a.ptr[5], a.ptr[6],
+        a.ptr[7], (void *)a.ptr[8], a.ldy);
+    char what[256];
+    snprintf(what, sizeof what, "%s%s%s [mlp %s]", m1->what, m2 ? " + " : "",
+             m2 ? m2->what : "", dt_name(g->c.dtype));
+    verdict(chk, what, st, g->t->handle, handle_bad, expect);
+    output_unchanged(chk, what, &g->d.Y, g->t, g->alloc[7]);
+}
+
+long badargs_mlp(const target *t)
+{
+    long tried = 0;
+    (void)fb_handle_last_status(NULL);
+    for (int di = 0; di < 3; di++) {
+        const fb_dtype dt = all_dtypes[di];
+        mlp_base base;
+        mlp_base_make(&base, t, dt);
+        for (int i = 0; i < N_MLP_MUTS; i++) {
+            const mutation *mu = &mlp_muts[i];
+            if (!applies(mu, dt_size(dt)))
+                continue;
+            tcheck chk;
+            tcheck_init(&chk);
+            mlp_try(&chk, &base, mu, NULL);
+            tried++;
+            tap_check(&chk, "%s: mlp_geglu_forward %s %s -> argument %d, Y "
+                      "unchanged", t->name, dt_name(dt), mu->what,
+                      mu->expect);
+        }
+        tcheck chk;
+        tcheck_init(&chk);
+        long pairs = 0;
+        for (int i = 0; i < N_MLP_MUTS; i++)
+            for (int j = i + 1; j < N_MLP_MUTS; j++) {
+                const mutation *a = &mlp_muts[i], *b = &mlp_muts[j];
+                if (a->arg == b->arg || !plain(a) || !plain(b) ||
+                    !applies(a, dt_size(dt)) || !applies(b, dt_size(dt)))
+                    continue;
+                mlp_try(&chk, &base, a, b);
+                mlp_try(&chk, &base, b, a);
+                pairs += 2;
+            }
+        tried += pairs;
+        tap_check(&chk, "%s: mlp_geglu_forward %s, %ld calls with two bad "
+                  "arguments report the lower position, Y unchanged",
+                  t->name, dt_name(dt), pairs);
+        mlp_base_free(&base);
+    }
+    return tried;
+}
+
+/* ---- handles ------------------------------------------------------------------- */
+
+long badargs_handle(void)
+{
+    long tried = 0;
+    tcheck chk;
+    (void)fb_handle_last_status(NULL);
+    fb_handle h = handle_on(FB_BACKEND_CPU);
+
+    /* Bad values for the setters: argument 2, setting kept. */
+    tcheck_init(&chk);
+    static const int bad_backends[] = {-1, 5, 99, INT_MIN};
+    for (size_t i = 0; i < sizeof bad_backends / sizeof bad_backends[0];
+         i++, tried++) {
+        fb_status st = fb_set_backend(h, (fb_backend)bad_backends[i]);
+        verdict(&chk, "fb_set_backend", st, h, 0, 2);
+        fb_backend b = FB_BACKEND_AUTO;
+        if (fb_get_backend(h, &b) != FB_STATUS_SUCCESS || b != FB_BACKEND_CPU)
+            tcheck_fail(&chk, "fb_set_backend(%d) changed the backend to %d",
+                        bad_backends[i], (int)b);
+    }
+    tap_check(&chk, "fb_set_backend: unknown backends -> argument 2, setting "
+              "kept");
+
+    tcheck_init(&chk);
+    verdict(&chk, "fb_get_backend(h, NULL)", fb_get_backend(h, NULL), h, 0,
+            2);
+    tried++;
+    tap_check(&chk, "fb_get_backend with a NULL result pointer -> argument 2");
+
+    tcheck_init(&chk);
+    verdict(&chk, "fb_set_threads(-1)", fb_set_threads(h, -1), h, 0, 2);
+    verdict(&chk, "fb_set_threads(INT_MIN)", fb_set_threads(h, INT_MIN), h, 0,
+            2);
+    tried += 2;
+    tap_check(&chk, "fb_set_threads: negative counts -> argument 2");
+
+    tcheck_init(&chk);
+    static const int bad_modes[] = {-1, 2, 99};
+    for (size_t i = 0; i < sizeof bad_modes / sizeof bad_modes[0]; i++, tried++)
+        verdict(&chk, "fb_set_math_mode",
+                fb_set_math_mode(h, (fb_math_mode)bad_modes[i]), h, 0, 2);
+    tap_check(&chk, "fb_set_math_mode: unknown modes -> argument 2");
+
+    tcheck_init(&chk);
+    verdict(&chk, "fb_set_cuda_device(-1)", fb_set_cuda_device(h, -1), h, 0,
+            2);
+    verdict(&chk, "fb_set_cuda_device(INT_MIN)",
+            fb_set_cuda_device(h, INT_MIN), h, 0, 2);
+    tried += 2;
+    tap_check(&chk, "fb_set_cuda_device: negative devices -> argument 2");
+
+    /* fb_create(NULL): argument 1, recorded on the default handle. */
+    tcheck_init(&chk);
+    verdict(&chk, "fb_create(NULL)", fb_create(NULL), NULL, 1, 1);
+    tried++;
+    tap_check(&chk, "fb_create(NULL) -> argument 1");
+
+    /* Every setter and getter with a handle that is not one: argument 1,
+     * even when the value is bad too. */
+    for (int kind = 0; kind < 2; kind++) {
+        const char *name = kind ? "destroyed handle" : "handle not from fb_create";
+        tcheck_init(&chk);
+        fb_backend b;
+#define BAD_HANDLE(call)                                                       \
+    do {                                                                       \
+        fb_handle x = kind ? dead_handle() : bogus_handle();                   \
+        verdict(&chk, #call, call, NULL, 1, 1);                                \
+        tried++;                                                               \
+    } while (0)
+        BAD_HANDLE(fb_set_backend(x, FB_BACKEND_CPU));
+        BAD_HANDLE(fb_set_backend(x, (fb_backend)99));
+        BAD_HANDLE(fb_get_backend(x, &b));
+        BAD_HANDLE(fb_get_backend(x, NULL));
+        BAD_HANDLE(fb_set_threads(x, 1));
+        BAD_HANDLE(fb_set_threads(x, -1));
+        BAD_HANDLE(fb_set_math_mode(x, FB_MATH_DEFAULT));
+        BAD_HANDLE(fb_set_verbose(x, 0));
+        BAD_HANDLE(fb_set_cuda_device(x, 0));
+        BAD_HANDLE(fb_set_cuda_stream(x, NULL));
+#undef BAD_HANDLE
+        fb_handle x = kind ? dead_handle() : bogus_handle();
+        const fb_status last = fb_handle_last_status(x);
+        const int arg = fb_handle_last_arg(x);
+        const char *msg = fb_handle_last_message(x);
+        const char *path = fb_handle_last_path(x);
+        const fb_backend ran = fb_handle_last_backend(x);
+        tried++;
+        if (last != FB_STATUS_INVALID_ARGUMENT || arg != 1 || msg == NULL ||
+            path == NULL || ran != FB_BACKEND_AUTO)
+            tcheck_fail(&chk, "the getters on a %s: status %s, arg %d, "
+                        "message %s, path %s, backend %s", name,
+                        fb_status_string(last), arg, msg ? "set" : "NULL",
+                        path ? "set" : "NULL", fb_backend_name(ran));
+        x = kind ? dead_handle() : bogus_handle();
+        if (fb_destroy(x) != FB_STATUS_INVALID_ARGUMENT)
+            tcheck_fail(&chk, "fb_destroy of a %s did not say invalid "
+                        "argument", name);
+        tried++;
+        tap_check(&chk, "setters, getters and fb_destroy with a %s -> "
+                  "argument 1", name);
+    }
+    fb_destroy(h);
+    return tried;
+}
+
+/* ---- legal edge cases ------------------------------------------------------------ */
+
+/* A success that must leave every byte of C as it was. */
+static void quick_success(tcheck *chk, const target *t, const char *what,
+                          fb_dtype dt, int64_t m, int64_t n, int null_ops)
+{
+    gemm_case c = {0};
+    c.dtype = dt;
+    c.layout = FB_COL_MAJOR;
+    c.transa = c.transb = FB_NO_TRANS;
+    c.m = m, c.n = n, c.k = 7;
+    c.alpha = 0.7f, c.beta = 1.3f;
+    c.has_bias = 1;
+    c.act = FB_ACT_SILU;
+    gemm_case_set_lds(&c, 1, 1, 1);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    void *pa, *pb, *pc, *pbias;
+    void *aa = tbuf_place(&d.A, t->mem, &pa);
+    void *ab = tbuf_place(&d.B, t->mem, &pb);
+    void *ac = tbuf_place(&d.C, t->mem, &pc);
+    void *abias = tbuf_place(&d.bias, t->mem, &pbias);
+    const fb_status st = gemm_call(
+        t->handle, dt, c.layout, c.transa, c.transb, c.m, c.n, c.k, c.alpha,
+        null_ops ? NULL : pa, c.lda, null_ops ? NULL : pb, c.ldb, c.beta,
+        null_ops ? NULL : pc, c.ldc, pbias, c.act);
+    if (st != FB_STATUS_SUCCESS)
+        tcheck_fail(chk, "%s: status %s (%s)", what, fb_status_string(st),
+                    fb_handle_last_message(t->handle));
+    tbuf after;
+    tbuf_fetch(&d.C, t->mem, ac, &after);
+    check_untouched(chk, what, &d.C, &after, NULL);
+    tbuf_free(&after);
+    t->mem->release(aa);
+    t->mem->release(ab);
+    t->mem->release(ac);
+    t->mem->release(abias);
+    gemm_data_free(&d);
+}
+
+/* k == 0 with A and B NULL: C = act(beta C + bias), checked element by
+ * element against the oracle. */
+static void k_zero(tcheck *chk, const target *t, fb_dtype dt, float beta,
+                   int has_bias, fb_activation act)
+{
+    gemm_case c = {0};
+    c.dtype = dt;
+    c.layout = FB_ROW_MAJOR;
+    c.transa = FB_NO_TRANS;
+    c.transb = FB_TRANS;
+    c.m = 6, c.n = 5, c.k = 0;
+    c.alpha = 0.7f, c.beta = beta;
+    c.has_bias = has_bias;
+    c.act = act;
+    gemm_case_set_lds(&c, 0, 0, 3);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    void *pc, *pbias;
+    void *ac = tbuf_place(&d.C, t->mem, &pc);
+    void *abias = tbuf_place(&d.bias, t->mem, &pbias);
+    const fb_status st = gemm_call(t->handle, dt, c.layout, c.transa,
+                                   c.transb, c.m, c.n, c.k, c.alpha, NULL,
+                                   c.lda, NULL, c.ldb, c.beta, pc, c.ldc,
+                                   has_bias ? pbias : NULL, act);
+    tbuf after;
+    tbuf_fetch(&d.C, t->mem, ac, &after);
+    t->mem->release(ac);
+    t->mem->release(abias);
+    if (st != FB_STATUS_SUCCESS) {
+        tcheck_fail(chk, "k = 0, beta %g: status %s (%s)", (double)beta,
+                    fb_status_string(st), fb_handle_last_message(t->handle));
+    } else {
+        check_untouched(chk, "C", &d.C, &after, &d.sc);
+        const tol tl = target_tol(t, dt);
+        int64_t i, j;
+        for (int64_t e = 0; e < d.C.nelem; e++) {
+            if (!tshape_window(&d.sc, e, &i, &j))
+                continue;
+            double z = 0.0, g = 0.0;
+            if (beta != 0.0f) {
+                const double c0 = dt_get(dt, tbuf_data(&d.C), e);
+                z += (double)beta * c0;
+                g += fabs((double)beta * c0);
+            }
+            if (has_bias) {
+                const double b = dt_get(dt, tbuf_data(&d.bias), j);
+                z += b;
+                g += fabs(b);
+            }
+            const double want = oracle_act(act, z);
+            const double got = dt_get(dt, tbuf_data(&after), e);
+            double ratio;
+            if (judge(got, want, z, act, tol_gemm(&tl, 0, act, g, want),
+                      &ratio))
+                tcheck_fail(chk, "k = 0, beta %g, %s, %s: C(%lld,%lld) = "
+                            "%.9g, expected %.9g", (double)beta,
+                            has_bias ? "bias" : "no bias", act_name(act),
+                            (long long)i, (long long)j, got, want);
+        }
+    }
+    tbuf_free(&after);
+    gemm_data_free(&d);
+}
+
+long edge_cases(const target *t)
+{
+    long tried = 0;
+    for (int di = 0; di < 3; di++) {
+        const fb_dtype dt = all_dtypes[di];
+        tcheck chk;
+        tcheck_init(&chk);
+        quick_success(&chk, t, "m = 0", dt, 0, 6, 0);
+        quick_success(&chk, t, "n = 0", dt, 5, 0, 0);
+        quick_success(&chk, t, "m = n = 0", dt, 0, 0, 0);
+        quick_success(&chk, t, "m = 0, A, B, C NULL", dt, 0, 6, 1);
+        quick_success(&chk, t, "n = 0, A, B, C NULL", dt, 5, 0, 1);
+        tried += 5;
+        tap_check(&chk, "%s: %cgemm_bias_act with m = 0 or n = 0 succeeds "
+                  "and writes nothing", t->name, dt_prefix(dt));
+
+        tcheck_init(&chk);
+        for (int a = 0; a < N_ACTS; a++)
+            for (int b = 0; b < 2; b++, tried += 2) {
+                k_zero(&chk, t, dt, 1.3f, b, all_acts[a]);
+                k_zero(&chk, t, dt, 0.0f, b, all_acts[a]);
+            }
+        tap_check(&chk, "%s: %cgemm_bias_act with k = 0 and A, B NULL gives "
+                  "act(beta C + bias)", t->name, dt_prefix(dt));
+
+        /* The ld rule holds for an empty matrix too: lda >= max(1, rows). */
+        tcheck_init(&chk);
+        void *pc;
+        tbuf cimg;
+        tbuf_init(&cimg, dt, 8, 0);
+        void *ac = tbuf_place(&cimg, t->mem, &pc);
+        fb_status st = gemm_call(t->handle, dt, FB_COL_MAJOR, FB_NO_TRANS,
+                                 FB_NO_TRANS, 0, 4, 3, 1.0f, NULL, 0, NULL,
+                                 3, 0.0f, pc, 1, NULL, FB_ACT_NONE);
+        verdict(&chk, "m = 0, lda = 0", st, t->handle, 0, 10);
+        st = gemm_call(t->handle, dt, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS,
+                       4, 0, 3, 1.0f, NULL, 3, NULL, 0, 0.0f, pc, 1, NULL,
+                       FB_ACT_NONE);
+        verdict(&chk, "n = 0 row-major, ldb = 0", st, t->handle, 0, 12);
+        st = gemm_call(t->handle, dt, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS,
+                       0, 0, 0, 1.0f, NULL, 1, NULL, 1, 0.0f, pc, 0, NULL,
+                       FB_ACT_NONE);
+        verdict(&chk, "m = n = k = 0, ldc = 0", st, t->handle, 0, 15);
+        tried += 3;
+        output_unchanged(&chk, "empty calls", &cimg, t, ac);
+        t->mem->release(ac);
+        tbuf_free(&cimg);
+        tap_check(&chk, "%s: %cgemm_bias_act checks ld >= max(1, rows) for "
+                  "empty matrices too", t->name, dt_prefix(dt));
+
+        /* mlp with m = 0 or n = 0: a success that writes nothing. */
+        tcheck_init(&chk);
+        for (int which = 0; which < 2; which++, tried++) {
+            mlp_case c = {0};
+            c.dtype = dt;
+            c.act = FB_ACT_SILU;
+            c.m = which ? 4 : 0, c.k = 7, c.h = 9, c.n = which ? 0 : 6;
+            c.ldx = 8, c.ldy = 7;
+            c.biases = MLP_ALL_BIASES;
+            mlp_data d;
+            mlp_data_make(&d, &c);
+            void *py;
+            void *ay = tbuf_place(&d.Y, t->mem, &py);
+            st = mlp_geglu_forward(t->handle, dt, c.act, c.m, c.k, c.h, c.n,
+                                   NULL, c.ldx, NULL, NULL, NULL, NULL, NULL,
+                                   NULL, py, c.ldy);
+            if (st != FB_STATUS_SUCCESS)
+                tcheck_fail(&chk, "mlp m = %lld, n = %lld with NULL inputs: "
+                            "status %s (%s)", (long long)c.m, (long long)c.n,
+                            fb_status_string(st),
+                            fb_handle_last_message(t->handle));
+            output_unchanged(&chk, "mlp empty", &d.Y, t, ay);
+            t->mem->release(ay);
+            mlp_data_free(&d);
+        }
+        tap_check(&chk, "%s: mlp_geglu_forward %s with m = 0 or n = 0 "
+                  "succeeds and writes nothing", t->name, dt_name(dt));
+    }
+    return tried;
+}

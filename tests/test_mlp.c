@@ -1,0 +1,24 @@
+/*
+ * test_mlp.c -- mlp_geglu_forward on the CPU backend against the double
+ * oracle, across dtypes, gate activations, bias patterns and widths that
+ * are multiples of nothing.
+ */
+#include "mlp_check.h"
+
+int main(void)
+{
+    tap_begin("test_mlp");
+    target cpu = target_cpu();
+    mlp_sweep_conformance(&cpu, 1, NULL);
+    /* A wider case, close to a small real layer. */
+    for (int di = 0; di < 3; di++) {
+        mlp_case c = {0};
+        c.dtype = all_dtypes[di];
+        c.act = FB_ACT_GELU_TANH;
+        c.m = 40, c.k = 96, c.h = 257, c.n = 80;
+        c.biases = MLP_ALL_BIASES;
+        mlp_run_case(&c, &cpu, 1, NULL);
+    }
+    fb_destroy(cpu.handle);
+    return tap_end();
+}
