@@ -165,7 +165,7 @@ FB_INLINE void loop_gate_nobias(float *g, const float *u, int64_t n,
     case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
     }
 
-FB_CLONES void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
+FB_CLONES static void bias_act_clones(float *x, const float *bias, int64_t n,
                      fb_activation act)
 {
     if (bias == NULL && act == FB_ACT_NONE)
@@ -181,14 +181,14 @@ FB_CLONES void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
     }
 }
 
-FB_CLONES void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
+FB_CLONES static void scalar_bias_act_clones(float *x, float b, int64_t n, fb_activation act)
 {
 #define CALL(A) loop_scalar_bias_act(x, b, n, A)
     FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
 }
 
-FB_CLONES void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
+FB_CLONES static void gate_clones(float *g, const float *u, const float *bg, const float *bu,
                  int64_t n, fb_activation act)
 {
     if (bg == NULL && bu == NULL) {
@@ -202,7 +202,7 @@ FB_CLONES void fb_cpu_gate(float *g, const float *u, const float *bg, const floa
         for (int64_t i = 0; i < n; i += 256) {
             float zero[256] = {0};
             int64_t c = n - i < 256 ? n - i : 256;
-            fb_cpu_gate(g + i, u + i, bg ? bg + i : zero, bu ? bu + i : zero,
+            gate_clones(g + i, u + i, bg ? bg + i : zero, bu ? bu + i : zero,
                         c, act);
         }
         return;
@@ -210,4 +210,23 @@ FB_CLONES void fb_cpu_gate(float *g, const float *u, const float *bg, const floa
 #define CALL(A) loop_gate(g, u, bg, bu, n, A)
     FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
+}
+
+/* GCC gives the ifunc symbols of target_clones default visibility whatever
+ * -fvisibility says, so the clones are static and these plain wrappers are
+ * the (hidden) entry points. */
+void fb_cpu_bias_act(float *x, const float *bias, int64_t n, fb_activation act)
+{
+    bias_act_clones(x, bias, n, act);
+}
+
+void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
+{
+    scalar_bias_act_clones(x, b, n, act);
+}
+
+void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
+                 int64_t n, fb_activation act)
+{
+    gate_clones(g, u, bg, bu, n, act);
 }
