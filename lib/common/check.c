@@ -1,6 +1,7 @@
 /*
  * check.c -- argument checks for every public routine.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include "check.h"
 
@@ -75,7 +76,7 @@ static void check_matrix(verdict *v, int pos_ptr, int pos_ld, const void *p,
     }
     if (ld < (rows > 1 ? rows : 1)) {
         snprintf(text, sizeof text,
-                 "ld%s = %lld < max(1, %lld), the rows of %s as stored", name,
+                 "ld%c = %lld < max(1, %lld), the rows of %s as stored", tolower((unsigned char)name[0]),
                  (long long)ld, (long long)rows, name);
         fail(v, pos_ld, text);
     }
