@@ -5,10 +5,11 @@
  * Runs the same sweeps as test_gemm, test_mlp and test_badargs, with
  * operands in device memory, on FB_BACKEND_CUDA_LT, FB_BACKEND_CUDA_FUSED
  * (FB_STATUS_NOT_SUPPORTED there is a skip, not a pass) and FB_BACKEND_CUDA
- * (either path), plus: TF32 handles (fp32 only, TF32 bound), host operands
- * given to the GPU paths (staged), shapes larger than one wave of the GPU
- * and not multiples of 8 or 16, decode-sized and tiny-width MLPs, and
- * device pointers given to the CPU backend. Every point asserts the path
+ * (either path), NaN and Inf included, plus: TF32 handles (fp32 only,
+ * TF32 bound), host operands given to the GPU paths (staged), shapes
+ * larger than one wave of the GPU and not multiples of 8 or 16,
+ * decode-sized and tiny-width MLPs, and device pointers given to the CPU
+ * backend. Every point asserts the path
  * that ran.
  *
  * Prints "1..0 # SKIP no CUDA device" where there is none.
@@ -21,6 +22,7 @@
 #include "cuda_mem.h"
 #include "gemm_check.h"
 #include "mlp_check.h"
+#include "special_values.h"
 
 static int quick(void)
 {
@@ -235,6 +237,7 @@ int main(void)
 
     gemm_sweep_conformance(t, nt, &cpu);
     gemm_sweep_activations(t, nt, &cpu);
+    special_sweep(t, nt, &cpu);
     mlp_sweep_conformance(t, nt, &cpu);
     if (!quick()) {
         /* The large shapes on the device-memory paths only. */
