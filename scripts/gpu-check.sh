@@ -25,6 +25,9 @@
 #   FB_GPU_PROGRAMS       GPU test programs, relative to the build dir
 #                         (default: every tests/test_gpu* program built)
 #   FB_SANITIZER_TIMEOUT  seconds per sanitizer run (240)
+#   FB_SANITIZER_ENV      environment of the sanitizer runs
+#                         (FB_TEST_QUICK=1: test_gpu's sweeps without the
+#                         large shapes, which would take hours under them)
 #   FB_CONFIGURE_FLAGS    more configure arguments
 #   JOBS                  make -j (the number of cores)
 set -u
@@ -39,6 +42,7 @@ BUILD=$WORK/build
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 8)}
 PROGRAMS=${FB_GPU_PROGRAMS:-}
 SAN_TIMEOUT=${FB_SANITIZER_TIMEOUT:-240}
+SAN_ENV=${FB_SANITIZER_ENV-FB_TEST_QUICK=1}
 
 mkdir -p "$LOGS" "$STATE" "$OUTDIR"
 
@@ -243,21 +247,25 @@ run_program() {
   local prog=$1 tool=$2
   local log="$LOGS/$tool.log"
   local key
-  key=$(printf '%s' "$prog-$tool" | tr '/' '_')
+  local order
+  case $tool in plain) order=0 ;; memcheck) order=1 ;; racecheck) order=2 ;;
+    initcheck) order=3 ;; *) order=4 ;; esac
+  key=$(printf '%s' "$prog-$order$tool" | tr '/' '_')
   if [ ! -e "$BUILD/$prog" ]; then
     record "run_$key" "$prog|$tool|missing|||||"
     return 1
   fi
   local tmp="$WORK/run.$$.log"
-  local -a cmd
+  local -a cmd extra_env
   case $tool in
-    plain) cmd=() ;;
-    *) cmd=(compute-sanitizer --tool "$tool" --print-limit 50) ;;
+    plain) cmd=(); extra_env=() ;;
+    *) cmd=(compute-sanitizer --tool "$tool" --print-limit 50)
+       read -r -a extra_env <<<"$SAN_ENV" ;;
   esac
-  say "running $prog${cmd:+ under ${cmd[*]}}"
+  say "running $prog${cmd:+ under ${cmd[*]}} ${extra_env[*]}"
   (cd "$BUILD" &&
    env FUSEDBLAS_CUDA_MODULE="$BUILD/lib/cuda/.libs/fusedblas_cuda.so" \
-       top_srcdir="$(recall srcdir)" top_builddir="$BUILD" \
+       top_srcdir="$(recall srcdir)" top_builddir="$BUILD" "${extra_env[@]}" \
        timeout "$SAN_TIMEOUT" ./libtool --mode=execute "${cmd[@]}" "./$prog") \
       >"$tmp" 2>&1
   local rc=$?
