@@ -257,7 +257,10 @@ void fz_mlp_expectations(const fz_mlp *p, const double *X, const double *Wg,
     double *dH = calloc((size_t)(h > 0 ? h : 1), sizeof *dH);
     if (Y == NULL || H == NULL || dH == NULL)
         abort();
-    oracle_mlp_geglu(p->dtype, p->act, m, k, h, n, X, p->ldx, Wg, bg, Wu, bu,
+    /* With k == 0, X is not read and ldx may be huge: keep the oracle's
+     * row addresses inside the image. */
+    const int64_t ldx = k > 0 ? p->ldx : 1;
+    oracle_mlp_geglu(p->dtype, p->act, m, k, h, n, X, ldx, Wg, bg, Wu, bu,
                      Wd, bd, Y, p->ldy, H);
 
     const int wide = p->dtype != FB_DTYPE_F32;
@@ -279,7 +282,7 @@ void fz_mlp_expectations(const fz_mlp *p, const double *X, const double *Wg,
     }
 
     for (int64_t i = 0; i < m; i++) {
-        const double *x = &X[i * p->ldx];
+        const double *x = &X[i * ldx];
         int nan_x = 0, inf_x = 0, ovf_row = 0;
         if (h > 0 && k > 0)
             scan(x, k, &nan_x, &inf_x);
