@@ -38,8 +38,8 @@ static int misaligned(const void *p, int64_t esize)
 static int extent_overflows(int64_t rows, int64_t cols, int64_t ld,
                             int64_t esize)
 {
-    if (rows == 0 || cols == 0)
-        return 0;
+    if (rows == 0 || cols == 0 || ld < rows)
+        return 0; /* empty, or already refused by the ld rule */
     const int64_t max_elems = PTRDIFF_MAX / esize;
     if (cols - 1 > 0 && ld > (max_elems - rows) / (cols - 1))
         return 1;
