@@ -67,6 +67,7 @@ typedef struct bench_options {
     int list;               /* print the cases and exit */
     uint64_t seed;
     const char *csv;
+    const char *markdown;   /* --md FILE */
     const char *plot_dir;
     const char *gnuplot;    /* NULL: look for "gnuplot" in PATH */
 } bench_options;

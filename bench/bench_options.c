@@ -37,6 +37,7 @@ void bench_usage(FILE *f)
 "  --tf32                     fp32 on the GPU may use TF32 (ours and cuBLAS)\n"
 "  --no-check                 do not compare outputs with the baseline\n"
 "  --csv FILE                 write every row as CSV (ceilings beside it)\n"
+"  --md FILE                  write the table as Markdown (for bench/RESULTS.md)\n"
 "  --plot-dir DIR             write gnuplot PNGs (and their data) into DIR\n"
 "  --gnuplot PATH             the gnuplot to use (default: gnuplot in PATH)\n"
 "  --seed N                   random data seed (default 1)\n"
@@ -222,6 +223,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         } else if (!strcmp(a, "--csv")) {
             NEED_VALUE;
             o->csv = v;
+        } else if (!strcmp(a, "--md")) {
+            NEED_VALUE;
+            o->markdown = v;
         } else if (!strcmp(a, "--plot-dir")) {
             NEED_VALUE;
             o->plot_dir = v;

@@ -255,6 +255,38 @@ void bench_print_ceilings(FILE *f, const bench_ceilings *cl, int have_gpu)
             BENCH_IMPL_CUDA_LT);
 }
 
+int bench_write_markdown(const char *path, const bench_report *r,
+                         const bench_ceilings *cl)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "<!-- written by fusedblas-bench --md -->\n");
+    fprintf(f, "```text\n");
+    bench_print_ceilings(f, cl, cl->gpu_name[0] != '\0');
+    fprintf(f, "```\n");
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->v[i];
+        int first = i == 0 || strcmp(r->v[i - 1].device, w->device) ||
+                    strcmp(r->v[i - 1].c.group, w->c.group);
+        if (first) {
+            /* a group's rows are together unless the catalogue interleaves
+             * it; a repeated heading is harmless */
+            fprintf(f, "\n#### %s: %s (%s)\n\n", w->device, w->c.group,
+                    bench_act_name(w->c.act));
+            fprintf(f, "| dtype | shape | impl | median | spread | FLOP/s | GB/s | "
+                       "roof | x base | x alt | x gemm | check |\n");
+            fprintf(f, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+        }
+        cells c;
+        make_cells(w, &c);
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                c.dtype, c.shape, c.impl, c.time, c.spread, c.rate, c.gbs, c.roof,
+                c.xb, c.xa, c.xg, w->outcome == BENCH_RAN ? c.check : w->note);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
 /* CSV fields never contain commas except path/note: quote those. */
 static void csv_quoted(FILE *f, const char *s)
 {

@@ -32,6 +32,11 @@ void bench_progress(const bench_row *row);
 void bench_print_ceilings(FILE *f, const bench_ceilings *cl, int have_gpu);
 void bench_print_table(FILE *f, const bench_report *r);
 
+/* The table in Markdown, one section per device and workload group, for
+ * bench/RESULTS.md. 0 or -1. */
+int bench_write_markdown(const char *path, const bench_report *r,
+                         const bench_ceilings *cl);
+
 /* CSV of every row; and the ceilings as name,value rows. 0 or -1. */
 int bench_write_csv(const char *path, const bench_report *r);
 int bench_write_ceilings_csv(const char *path, const bench_ceilings *cl);

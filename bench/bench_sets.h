@@ -10,7 +10,7 @@
 #include "bench.h"
 
 #define BENCH_MAX_BUFFERS 10
-#define BENCH_MAX_SETS 64
+#define BENCH_MAX_SETS 256
 
 /* One buffer of a set: where it sits in bench_set, how many elements,
  * and the scale of its random values (0 for the output). */

@@ -137,6 +137,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "fusedblas-bench: wrote %s and %s\n", opt.csv, cpath);
         }
     }
+    if (opt.markdown && bench_write_markdown(opt.markdown, &rep, &cl) != 0) {
+        fprintf(stderr, "fusedblas-bench: cannot write %s\n", opt.markdown);
+        status = 1;
+    }
     if (opt.plot_dir && bench_plot(&rep, opt.plot_dir, opt.gnuplot) < 0)
         status = 1;
     bench_report_free(&rep);

@@ -6,7 +6,7 @@
 # Runs fusedblas-bench on the GPU paths (cuda-lt, cuda-fused, cuda; the
 # eager and GEMM-only baselines come with them), then torch_compare.py
 # (PyTorch eager and torch.compile) when PyTorch is importable. Writes into
-# $OUT (default BUILD_DIR/gpu-bench-out): gpu-table.txt, gpu.csv,
+# $OUT (default BUILD_DIR/gpu-bench-out): gpu-table.txt (and .md), gpu.csv,
 # gpu-ceilings.csv, plots/*.png, torch-table.txt, torch.csv, and the
 # progress logs; prints a short table last. About 4 minutes on an H100/H200;
 # each step has its own time limit so that one hung step cannot eat the rest.
@@ -43,7 +43,8 @@ status=0
 
 # 1. fusedblas-bench, GPU paths and their baselines (about 2 minutes).
 echo "== fusedblas-bench --backend gpu (progress: $OUT/gpu-progress.txt)"
-timeout 170 "$bench" --backend gpu --csv "$OUT/gpu.csv" --plot-dir "$OUT/plots" \
+timeout 170 "$bench" --backend gpu --csv "$OUT/gpu.csv" --md "$OUT/gpu-table.md" \
+  --plot-dir "$OUT/plots" \
   >"$OUT/gpu-table.txt" 2>"$OUT/gpu-progress.txt"
 rc=$?
 if test $rc -ne 0; then
