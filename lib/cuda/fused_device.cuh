@@ -163,6 +163,29 @@ __device__ __forceinline__ void grid_barrier(unsigned long long *flags,
     }
 }
 
+/* ---- asynchronous copies (sm_80) -------------------------------------- */
+
+/* 16 bytes global -> shared, bypassing registers; src_bytes < 16 fills the
+ * rest with zeros (0: all zeros, src is then not read). */
+__device__ __forceinline__ void cp_async16(void *smem_dst, const void *src,
+                                           int src_bytes)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
 /* ---- L2 prefetch ----------------------------------------------------- */
 
 /* Ask L2 to fetch [p, p + bytes); p and bytes multiples of 16. Nothing is
@@ -178,6 +201,91 @@ __device__ __forceinline__ void prefetch_l2(const void *p, uint32_t bytes)
     for (uint32_t o = 0; o < bytes; o += 128)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
 #endif
+}
+
+/* ---- activations where there are many of them ------------------------
+ * The tiny kernels apply one activation per hidden unit per row (m h of
+ * them: 16.8 M for 65536 rows x 256): with the accurate tanhf/erff that is
+ * as much issue time as the matrix products. For 16-bit storage they use
+ * the overflow-safe sigmoid forms of DESIGN.md's formulas (the CPU
+ * backend's identities, cpu_epilogue.c) with the hardware exp2 and
+ * reciprocal: a few fp32 ulps, far under the bf16/fp16 rounding of H and
+ * Y, and no cancellation for negative x (tanh.approx would lose 1 + tanh).
+ *   gelu_tanh(x) = x / (1 + exp(-2u)), u = sqrt(2/pi)(x + 0.044715 x^3)
+ *   silu(x)      = x / (1 + exp(-x))
+ * relu keeps NaN; gelu_erf keeps the accurate erff (no cheap identity).
+ * NaN in gives NaN out. */
+__device__ __forceinline__ float ex2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float rcp_approx(float x)
+{
+    float y;
+    asm("rcp.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* x / (1 + 2^z) without overflow trouble: 2^z = inf gives x * 0 = 0 for
+ * finite x (the limit), as the sigmoid form means. */
+__device__ __forceinline__ float x_over_1p_exp2(float x, float z)
+{
+    return x * rcp_approx(1.0f + ex2_approx(z));
+}
+
+__device__ __forceinline__ float act_fast(fb_activation a, float x)
+{
+    const float log2e = 1.4426950408889634f;
+    switch (a) {
+    case FB_ACT_RELU:
+        return fb_relu(x);
+    case FB_ACT_GELU_TANH: {
+        /* -2u log2(e) = x (c1 + c3 x^2) */
+        const float c1 = -2.0f * 0.7978845608028654f * log2e;
+        const float c3 = c1 * 0.044715f;
+        return x_over_1p_exp2(x, x * fmaf(c3, x * x, c1));
+    }
+    case FB_ACT_GELU_ERF:
+        return fb_gelu_erf(x);
+    case FB_ACT_SILU:
+        return x_over_1p_exp2(x, -log2e * x);
+    default:
+        return x;
+    }
+}
+
+/* act_fast over a register array, the choice made once outside the loop
+ * (one uniform branch per call instead of one per element). */
+template <int N>
+__device__ __forceinline__ void act_fast_all(fb_activation a, float (&v)[N])
+{
+    switch (a) {
+    case FB_ACT_RELU:
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            v[i] = act_fast(FB_ACT_RELU, v[i]);
+        break;
+    case FB_ACT_GELU_TANH:
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            v[i] = act_fast(FB_ACT_GELU_TANH, v[i]);
+        break;
+    case FB_ACT_GELU_ERF:
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            v[i] = act_fast(FB_ACT_GELU_ERF, v[i]);
+        break;
+    case FB_ACT_SILU:
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            v[i] = act_fast(FB_ACT_SILU, v[i]);
+        break;
+    default:
+        break;
+    }
 }
 
 /* ---- small helpers --------------------------------------------------- */

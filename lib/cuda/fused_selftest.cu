@@ -767,12 +767,13 @@ static void base_mlp(Device &dev, const MlpCase &c, const MlpBuffers &b,
     }
 }
 
-/* Weight sets: enough copies that one pass over all of them is more than
- * twice the L2 (the timed call never finds its weights cached). */
-static int weight_sets(const Device &dev, size_t weight_bytes)
+/* Input sets: enough copies of everything a call reads and writes that
+ * one pass over all of them is more than twice the L2 (the timed call
+ * never finds its data cached). */
+static int weight_sets(const Device &dev, size_t call_bytes)
 {
     const size_t l2 = (size_t)dev.prop.l2CacheSize;
-    int sets = (int)((3 * l2) / weight_bytes) + 1;
+    int sets = (int)((3 * l2) / call_bytes) + 1;
     return std::min(sets, 32);
 }
 
@@ -780,7 +781,8 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep)
 {
     const size_t es = esize(c.dtype);
     const size_t wbytes = (size_t)(2 * c.h * c.k + c.n * c.h) * es;
-    const int sets = weight_sets(dev, wbytes);
+    const int sets =
+        weight_sets(dev, wbytes + (size_t)c.m * (c.k + c.n) * es);
     std::vector<MlpBuffers> bufs(sets);
     for (int i = 0; i < sets; ++i)
         mlp_alloc(c, bufs[i], 1000 + i, dev.stream);
@@ -855,7 +857,8 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
 {
     const size_t es = esize(d);
     const size_t wbytes = (size_t)out * k * es;
-    const int sets = weight_sets(dev, wbytes);
+    const int sets =
+        weight_sets(dev, wbytes + (size_t)tokens * (k + out) * es);
     std::vector<void *> ws(sets), xs(sets), ys(sets), bs(sets);
     for (int i = 0; i < sets; ++i) {
         CK(cudaMalloc(&ws[i], wbytes));
@@ -968,6 +971,12 @@ int main(int argc, char **argv)
         {FB_DTYPE_F32, FB_ACT_SILU, 32, 768, 3072, 768, 770, 769, true},
         {FB_DTYPE_F32, FB_ACT_RELU, 3, 4096, 11008, 4096, 0, 0, false},
         {FB_DTYPE_F32, FB_ACT_GELU_ERF, 9, 100, 40, 24, 0, 0, true},
+        /* tiny widths (mlp_tiny) */
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false},
+        {FB_DTYPE_F16, FB_ACT_SILU, 1000, 40, 72, 24, 48, 30, true},
+        {FB_DTYPE_BF16, FB_ACT_RELU, 4096, 256, 64, 128, 0, 0, true},
+        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 5, 32, 64, 32, 0, 0, true},
+        {FB_DTYPE_F16, FB_ACT_GELU_TANH, 777, 128, 192, 100, 136, 101, true},
     };
     int ci = 0;
     for (const MlpCase &c : mlp_cases) {
@@ -1005,6 +1014,12 @@ int main(int argc, char **argv)
         {FB_DTYPE_F32, 1, 0, 3000, 8, 2048, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 0},
         {FB_DTYPE_F32, 1, 0, 4096, 32, 1024, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 2},
         {FB_DTYPE_BF16, 1, 0, 11008, 32, 4096, 1.0f, 0.0f, true, 1, FB_ACT_NONE, 0},
+        /* tiny widths (gemm_tiny): the seed's Linear 32 -> 64 at batch
+         * 1024; features on the other side; more k and features */
+        {FB_DTYPE_BF16, 1, 0, 64, 1024, 32, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0},
+        {FB_DTYPE_F16, 1, 0, 3000, 100, 128, 2.0f, 0.5f, true, 1, FB_ACT_RELU, 8},
+        {FB_DTYPE_BF16, 1, 0, 120, 5000, 200, 1.0f, 0.0f, true, 0, FB_ACT_SILU, 0},
+        {FB_DTYPE_F16, 1, 0, 128, 333, 256, 0.5f, 1.0f, false, 1, FB_ACT_GELU_ERF, 8},
     };
     ci = 0;
     for (const GemmCase &c : gemm_cases) {
@@ -1021,6 +1036,7 @@ int main(int argc, char **argv)
     check_gemm(dev, gemm_cases[3], seed + 801, NULL, true);
     if (!small)
         check_gemm(dev, gemm_cases[5], seed + 802, NULL, true);
+    check_gemm(dev, gemm_cases[7], seed + 803, NULL, true);
 
     /* ---- timing ---- */
     if (bench) {
@@ -1034,16 +1050,23 @@ int main(int argc, char **argv)
             {FB_DTYPE_F16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
             {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
             {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1 << 20, 64, 256, 64, 0, 0, false},
+            {FB_DTYPE_F16, FB_ACT_SILU, 65536, 128, 128, 128, 0, 0, true},
         };
         int bi = 0;
         for (const MlpCase &c : bm) {
-            if (quick && bi > 0)
-                break;
-            bench_mlp(dev, c, bi++ == 0 && !quick);
+            const int i = bi++;
+            if (quick && i != 0 && i != 6 && i != 7)
+                continue;
+            bench_mlp(dev, c, i == 0 && !quick);
         }
         bench_linear(dev, FB_DTYPE_BF16, 16, 4096, 11008, FB_ACT_GELU_TANH);
-        if (!quick)
+        bench_linear(dev, FB_DTYPE_BF16, 1024, 32, 64, FB_ACT_NONE);
+        if (!quick) {
             bench_linear(dev, FB_DTYPE_BF16, 1, 4096, 11008, FB_ACT_GELU_TANH);
+            bench_linear(dev, FB_DTYPE_BF16, 65536, 128, 128, FB_ACT_GELU_TANH);
+        }
 
         printf("\n== tuning sweep (decode mlp) ==\n");
         for (auto &l : g_tune_lines)
