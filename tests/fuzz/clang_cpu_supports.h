@@ -2,9 +2,10 @@
  * clang_cpu_supports.h -- __builtin_cpu_supports() for the feature names
  * that lib/cpu/cpu_convert.c asks about ("f16c", "avx") and that clang 14
  * rejects at compile time ("invalid cpu feature string"; gcc accepts
- * them). Force-included (-include) into the fuzzer's clang build only, so
- * that the library's sources compile unchanged; with a library that no
- * longer uses these names, it is inert.
+ * them). Force-included (-include) into the clang builds of
+ * .ci/reliability.sh (the fuzzer, ThreadSanitizer) only, so that the
+ * library's sources compile unchanged; with a library that no longer uses
+ * these names, it is inert.
  *
  * The answers come from CPUID leaf 1 and, for AVX, XGETBV (the OS saves
  * the YMM state), as the compiler's own runtime does.

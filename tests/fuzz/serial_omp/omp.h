@@ -2,13 +2,15 @@
  * omp.h -- the OpenMP queries the library makes, answered as a program
  * built without OpenMP would: one thread, never in a parallel region.
  *
- * Only the fuzzer is built against this (with clang, and no -fopenmp), for
- * two reasons: clang's own OpenMP runtime and header come with libomp-dev,
- * which CI does not install, and gcc's omp.h does not compile under clang;
- * and a second OpenMP runtime (libomp) beside OpenBLAS's libgomp would
- * only add threads that the fuzzer's calls never use: its sizes (at most
- * 40) stay far below the CPU backend's threading threshold, so the
- * library's parallel regions run on one thread there anyway.
+ * Only the clang builds of .ci/reliability.sh use it (the fuzzer and the
+ * ThreadSanitizer build, both without -fopenmp): clang's own OpenMP
+ * runtime and header come with libomp-dev, which CI does not install, and
+ * gcc's omp.h does not compile under clang. Nothing is lost: the fuzzer's
+ * sizes (at most 40) stay far below the CPU backend's threading
+ * threshold, so the library's parallel regions run on one thread there
+ * anyway; and TSan could not judge OpenMP teams (it cannot see the
+ * barriers of an uninstrumented OpenMP runtime), so its run wants one
+ * OpenMP thread per call.
  */
 #ifndef FB_FUZZ_SERIAL_OMP_H
 #define FB_FUZZ_SERIAL_OMP_H
