@@ -15,10 +15,7 @@ void fbf_set_path(char *path, size_t pathlen, const char *name)
 
 fb_status fbf_launch_status(cudaError_t e)
 {
-    if (e == cudaSuccess)
-        return FB_STATUS_SUCCESS;
-    (void)cudaGetLastError();
-    return FB_STATUS_EXECUTION_FAILED;
+    return e == cudaSuccess ? FB_STATUS_SUCCESS : FB_STATUS_EXECUTION_FAILED;
 }
 
 fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,

@@ -591,9 +591,9 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
         return FB_STATUS_NOT_SUPPORTED;
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;
-    decode_gemm_kernel<T, NTOK>
-        <<<G, threads, smem, env->stream>>>(a);
-    fb_status st = fbf_launch_status(cudaGetLastError());
+    void *args[] = {&a};
+    fb_status st = fbf_launch_status(cudaLaunchKernel(
+        func, dim3(G), dim3(threads), args, smem, env->stream));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "gemm_decode_%s", dtype_suffix(dtype));

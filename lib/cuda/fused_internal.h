@@ -46,8 +46,9 @@ fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);
 
-/* FB_STATUS_SUCCESS, or FB_STATUS_EXECUTION_FAILED for a launch error
- * (which is then cleared, since it is not sticky). */
+/* FB_STATUS_SUCCESS, or FB_STATUS_EXECUTION_FAILED for a launch error.
+ * The error is left for cudaGetLastError(): the module's dispatcher reads
+ * its text from there (module.cu, fused_outcome). */
 fb_status fbf_launch_status(cudaError_t e);
 
 #endif /* FB_CUDA_FUSED_INTERNAL_H */

@@ -158,8 +158,9 @@ static fb_status run_tiny_gemm(const fb_fused_env *env,
         return FB_STATUS_SUCCESS;
     const int ROWS = TinyShape<KQ, NJ>::ROWS;
     const int grid = tiny_grid(env, (a.m + ROWS - 1) / ROWS);
-    tiny_gemm_kernel<T, KQ, NJ><<<grid, kTinyThreads, smem, env->stream>>>(a);
-    fb_status st = fbf_launch_status(cudaGetLastError());
+    void *args[] = {&a};
+    fb_status st = fbf_launch_status(cudaLaunchKernel(
+        func, dim3(grid), dim3(kTinyThreads), args, smem, env->stream));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "gemm_tiny_%s", tiny_suffix(dtype));

@@ -240,8 +240,9 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
     const int ROWS = TinyShape<KQ, NJ>::ROWS;
     const int grid = tiny_grid(env, (p->m + ROWS - 1) / ROWS);
-    tiny_mlp_kernel<T, KQ, NJ><<<grid, kTinyThreads, smem, env->stream>>>(a);
-    fb_status st = fbf_launch_status(cudaGetLastError());
+    void *args[] = {&a};
+    fb_status st = fbf_launch_status(cudaLaunchKernel(
+        func, dim3(grid), dim3(kTinyThreads), args, smem, env->stream));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "mlp_tiny_%s", tiny_suffix(p->dtype));
