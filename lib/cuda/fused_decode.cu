@@ -80,6 +80,31 @@ static BarrierState barrier_state(const fb_fused_env *env)
     return b;
 }
 
+/* Ask L2 for the first `budget` bytes of rows [row0, row0 + nrows) of w
+ * (and of w2, paired), columns [c0, c1): the rows the CTA's warps read
+ * first (units go tile by tile). Issued before X or H is staged, so HBM
+ * streams while shared memory fills. */
+template <typename T>
+__device__ __forceinline__ void prefetch_rows(const T *w, const T *w2,
+                                              int64_t ldw, int row0,
+                                              int nrows, int c0, int c1,
+                                              int budget)
+{
+    if (budget <= 0 || c1 <= c0 || nrows <= 0)
+        return;
+    const int cap = 32 << 10; /* bytes asked per row at most */
+    const int full = (int)((c1 - c0) * sizeof(T));
+    const int row_bytes = full < cap ? full : cap;
+    const int per_row = w2 ? 2 * row_bytes : row_bytes;
+    const int rows = min(nrows, max(1, budget / per_row));
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+        prefetch_l2(w + (int64_t)(row0 + i) * ldw + c0, (uint32_t)row_bytes);
+        if (w2)
+            prefetch_l2(w2 + (int64_t)(row0 + i) * ldw + c0,
+                        (uint32_t)row_bytes);
+    }
+}
+
 /* ---- the MLP kernel -------------------------------------------------- */
 
 template <typename T> struct MlpArgs {
@@ -147,6 +172,8 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     J.ms = ms;
     J.counter = counter;
     J.unit_cols = a.unit_cols1;
+    prefetch_rows<T>(a.wg, a.wu, a.k, j0, nr1, 0, min(a.k, a.kc),
+                     2 * a.prefetch_bytes);
     for (int kb = 0; kb < a.k; kb += a.kc) {
         const int ke = min(a.k, kb + a.kc);
         __syncthreads(); /* the previous chunk's readers are done */
@@ -178,12 +205,8 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     const int nr2 = (int)((int64_t)(r + 1) * a.n / P) - i0;
     const int c0 = stripe_start(s, a.hs, a.h);
     const int c1 = s + 1 == a.hs ? a.h : stripe_start(s + 1, a.hs, a.h);
-    if (a.prefetch_bytes > 0 && c1 > c0) {
-        const uint32_t row_bytes = (uint32_t)((c1 - c0) * sizeof(T));
-        const int rows = min(nr2, max(1, a.prefetch_bytes / (int)row_bytes));
-        for (int i = tid; i < rows; i += kThreads)
-            prefetch_l2(a.wd + (int64_t)(i0 + i) * a.h + c0, row_bytes);
-    }
+    prefetch_rows<T>(a.wd, (const T *)NULL, a.h, i0, nr2, c0, c1,
+                     a.prefetch_bytes);
 
     grid_barrier(a.flags, target);
     if (c == 0 && tid == 0)
@@ -262,6 +285,7 @@ template <typename T> struct GemmArgs {
     int kc, xstride, unit_cols;
     int sacc_off, xs_off;
     int x_vec;
+    int prefetch_bytes;
 };
 
 template <typename T, int NTOK>
@@ -293,6 +317,8 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     J.ms = ms;
     J.counter = counter;
     J.unit_cols = a.unit_cols;
+    prefetch_rows<T>(a.w, (const T *)NULL, a.ldw, r0, nr, 0,
+                     min(a.k, a.kc), a.prefetch_bytes);
     for (int kb = 0; kb < a.k; kb += a.kc) {
         const int ke = min(a.k, kb + a.kc);
         __syncthreads();
@@ -578,6 +604,10 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
     a.kc = kc;
     a.xstride = kc + 32;
     a.unit_cols = (tune && tune->unit_cols1 > 0) ? tune->unit_cols1 : 256;
+    a.prefetch_bytes =
+        tune && tune->prefetch_kb != 0
+            ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb << 10)
+            : 128 << 10;
     a.sacc_off = kHeaderBytes;
     a.xs_off = (int)xs_off;
     const size_t smem = xs_off + (size_t)a.m * a.xstride * esz;

@@ -378,6 +378,7 @@ struct MlpCase {
     int m, k, h, n;
     int64_t ldx, ldy; /* 0: packed */
     bool bias;
+    const char *want; /* part of the path that must have run, or NULL */
 };
 
 struct MlpBuffers {
@@ -545,7 +546,7 @@ static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
  * stay equal to the reference. */
 static void check_mlp_nan(Device &dev, fb_dtype d, uint64_t seed)
 {
-    MlpCase c = {d, FB_ACT_RELU, 5, 256, 512, 128, 0, 0, true};
+    MlpCase c = {d, FB_ACT_RELU, 5, 256, 512, 128, 0, 0, true, NULL};
     MlpBuffers b;
     mlp_alloc(c, b, seed, dev.stream);
     std::vector<double> ref = mlp_reference(c, b, dev.stream);
@@ -583,6 +584,7 @@ struct GemmCase {
     int bias_per_row;
     fb_activation act;
     int64_t pad; /* added to every leading dimension */
+    const char *want; /* part of the path that must have run, or NULL */
 };
 
 static std::string gemm_label(const GemmCase &c)
@@ -960,23 +962,23 @@ int main(int argc, char **argv)
 
     /* ---- correctness ---- */
     const MlpCase mlp_cases[] = {
-        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, true},
-        {FB_DTYPE_BF16, FB_ACT_SILU, 1, 768, 3072, 768, 0, 0, false},
-        {FB_DTYPE_F16, FB_ACT_RELU, 5, 1024, 2816, 1024, 1040, 1030, true},
-        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 32, 4096, 11008, 4096, 0, 0, true},
-        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 17, 2048, 5504, 2048, 0, 0, false},
-        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 7, 200, 136, 72, 203, 75, true},
-        {FB_DTYPE_F16, FB_ACT_SILU, 32, 768, 3072, 768, 0, 0, true},
-        {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 1024, 4096, 1024, 0, 0, true},
-        {FB_DTYPE_F32, FB_ACT_SILU, 32, 768, 3072, 768, 770, 769, true},
-        {FB_DTYPE_F32, FB_ACT_RELU, 3, 4096, 11008, 4096, 0, 0, false},
-        {FB_DTYPE_F32, FB_ACT_GELU_ERF, 9, 100, 40, 24, 0, 0, true},
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, true, "mlp_decode_bf16"},
+        {FB_DTYPE_BF16, FB_ACT_SILU, 1, 768, 3072, 768, 0, 0, false, "mlp_decode_bf16"},
+        {FB_DTYPE_F16, FB_ACT_RELU, 5, 1024, 2816, 1024, 1040, 1030, true, NULL},
+        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 32, 4096, 11008, 4096, 0, 0, true, NULL},
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 17, 2048, 5504, 2048, 0, 0, false, NULL},
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 7, 200, 136, 72, 203, 75, true, NULL},
+        {FB_DTYPE_F16, FB_ACT_SILU, 32, 768, 3072, 768, 0, 0, true, NULL},
+        {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 1024, 4096, 1024, 0, 0, true, "mlp_decode_f32"},
+        {FB_DTYPE_F32, FB_ACT_SILU, 32, 768, 3072, 768, 770, 769, true, NULL},
+        {FB_DTYPE_F32, FB_ACT_RELU, 3, 4096, 11008, 4096, 0, 0, false, NULL},
+        {FB_DTYPE_F32, FB_ACT_GELU_ERF, 9, 100, 40, 24, 0, 0, true, NULL},
         /* tiny widths (mlp_tiny) */
-        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false},
-        {FB_DTYPE_F16, FB_ACT_SILU, 1000, 40, 72, 24, 48, 30, true},
-        {FB_DTYPE_BF16, FB_ACT_RELU, 4096, 256, 64, 128, 0, 0, true},
-        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 5, 32, 64, 32, 0, 0, true},
-        {FB_DTYPE_F16, FB_ACT_GELU_TANH, 777, 128, 192, 100, 136, 101, true},
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false, "mlp_tiny_bf16"},
+        {FB_DTYPE_F16, FB_ACT_SILU, 1000, 40, 72, 24, 48, 30, true, "mlp_tiny_f16"},
+        {FB_DTYPE_BF16, FB_ACT_RELU, 4096, 256, 64, 128, 0, 0, true, "mlp_tiny_bf16"},
+        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 5, 32, 64, 32, 0, 0, true, "mlp_tiny_bf16"},
+        {FB_DTYPE_F16, FB_ACT_GELU_TANH, 777, 128, 192, 100, 136, 101, true, "mlp_tiny_f16"},
     };
     int ci = 0;
     for (const MlpCase &c : mlp_cases) {
@@ -985,7 +987,7 @@ int main(int argc, char **argv)
             break;
         if (small && (double)c.k * c.h > 4e6)
             continue;
-        check_mlp(dev, c, seed + 100 * ci, NULL);
+        check_mlp(dev, c, seed + 100 * ci, c.want);
     }
     /* The barrier after foreign writes of the usual shapes: zeros (a
      * memset), all ones, then a counting pattern. */
@@ -1007,19 +1009,19 @@ int main(int argc, char **argv)
 
     const GemmCase gemm_cases[] = {
         /* nn.Linear decode: 16 x 4096 -> 11008, gelu_tanh, bias */
-        {FB_DTYPE_BF16, 1, 0, 11008, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0},
-        {FB_DTYPE_F16, 1, 1, 3000, 7, 1024, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 3},
-        {FB_DTYPE_BF16, 0, 0, 3, 5000, 1024, 1.0f, 1.0f, true, 1, FB_ACT_SILU, 0},
-        {FB_DTYPE_F16, 1, 0, 24, 2048, 512, 2.0f, 0.0f, false, 1, FB_ACT_GELU_ERF, 1},
-        {FB_DTYPE_F32, 1, 0, 3000, 8, 2048, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 0},
-        {FB_DTYPE_F32, 1, 0, 4096, 32, 1024, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 2},
-        {FB_DTYPE_BF16, 1, 0, 11008, 32, 4096, 1.0f, 0.0f, true, 1, FB_ACT_NONE, 0},
+        {FB_DTYPE_BF16, 1, 0, 11008, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, "gemm_decode_bf16"},
+        {FB_DTYPE_F16, 1, 1, 3000, 7, 1024, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 3, "gemm_decode_f16"},
+        {FB_DTYPE_BF16, 0, 0, 3, 5000, 1024, 1.0f, 1.0f, true, 1, FB_ACT_SILU, 0, NULL},
+        {FB_DTYPE_F16, 1, 0, 24, 2048, 512, 2.0f, 0.0f, false, 1, FB_ACT_GELU_ERF, 1, NULL},
+        {FB_DTYPE_F32, 1, 0, 3000, 8, 2048, 0.5f, 0.25f, true, 0, FB_ACT_RELU, 0, NULL},
+        {FB_DTYPE_F32, 1, 0, 4096, 32, 1024, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 2, NULL},
+        {FB_DTYPE_BF16, 1, 0, 11008, 32, 4096, 1.0f, 0.0f, true, 1, FB_ACT_NONE, 0, NULL},
         /* tiny widths (gemm_tiny): the seed's Linear 32 -> 64 at batch
          * 1024; features on the other side; more k and features */
-        {FB_DTYPE_BF16, 1, 0, 64, 1024, 32, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0},
-        {FB_DTYPE_F16, 1, 0, 3000, 100, 128, 2.0f, 0.5f, true, 1, FB_ACT_RELU, 8},
-        {FB_DTYPE_BF16, 1, 0, 120, 5000, 200, 1.0f, 0.0f, true, 0, FB_ACT_SILU, 0},
-        {FB_DTYPE_F16, 1, 0, 128, 333, 256, 0.5f, 1.0f, false, 1, FB_ACT_GELU_ERF, 8},
+        {FB_DTYPE_BF16, 1, 0, 64, 1024, 32, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, "gemm_tiny_bf16"},
+        {FB_DTYPE_F16, 1, 0, 3000, 100, 128, 2.0f, 0.5f, true, 1, FB_ACT_RELU, 8, "gemm_tiny_f16"},
+        {FB_DTYPE_BF16, 1, 0, 120, 5000, 200, 1.0f, 0.0f, true, 0, FB_ACT_SILU, 0, "gemm_tiny_bf16"},
+        {FB_DTYPE_F16, 1, 0, 128, 333, 256, 0.5f, 1.0f, false, 1, FB_ACT_GELU_ERF, 8, "gemm_tiny_f16"},
     };
     ci = 0;
     for (const GemmCase &c : gemm_cases) {
@@ -1028,7 +1030,7 @@ int main(int argc, char **argv)
             break;
         if (small && (double)c.k * std::max(c.m, c.n) > 4e6)
             continue;
-        check_gemm(dev, c, seed + 500 + 10 * ci, NULL, false);
+        check_gemm(dev, c, seed + 500 + 10 * ci, c.want, false);
     }
     /* beta == 0 must not read C: C full of NaN, output finite. */
     if (!small)
@@ -1043,16 +1045,16 @@ int main(int argc, char **argv)
         dev.copy_gbs = measure_copy_gbs(dev.stream);
         printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
         const MlpCase bm[] = {
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1, 4096, 11008, 4096, 0, 0, false},
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 4, 4096, 11008, 4096, 0, 0, false},
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 32, 4096, 11008, 4096, 0, 0, false},
-            {FB_DTYPE_F16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
-            {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false},
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true},
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false},
-            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1 << 20, 64, 256, 64, 0, 0, false},
-            {FB_DTYPE_F16, FB_ACT_SILU, 65536, 128, 128, 128, 0, 0, true},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false, NULL},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1, 4096, 11008, 4096, 0, 0, false, NULL},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 4, 4096, 11008, 4096, 0, 0, false, NULL},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 32, 4096, 11008, 4096, 0, 0, false, NULL},
+            {FB_DTYPE_F16, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false, NULL},
+            {FB_DTYPE_F32, FB_ACT_GELU_TANH, 16, 4096, 11008, 4096, 0, 0, false, NULL},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true, NULL},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false, NULL},
+            {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1 << 20, 64, 256, 64, 0, 0, false, NULL},
+            {FB_DTYPE_F16, FB_ACT_SILU, 65536, 128, 128, 128, 0, 0, true, NULL},
         };
         int bi = 0;
         for (const MlpCase &c : bm) {
