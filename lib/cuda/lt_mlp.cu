@@ -8,7 +8,8 @@
  * whose bias is per row of Z^T: cuBLASLt's BIAS epilogue exactly.
  *
  * Launches, when cuBLASLt takes every operand:
- *   1. gate GEMM, bias (and gelu_tanh, cuBLASLt's GELU) in its epilogue;
+ *   1. gate GEMM, bias (and gelu_tanh, cuBLASLt's GELU, for 16-bit data)
+ *      in its epilogue;
  *   2. up GEMM, bias in its epilogue;
  *   3. H = act_g(G) .* U (act_g here unless step 1 applied it), written
  *      over G in the input dtype, as PyTorch stores it;
@@ -136,9 +137,14 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         g = scratch + (gate_first ? 0 : bbytes);
         u = scratch + (gate_first ? bbytes : 0);
     } else {
-        /* gelu_tanh is cuBLASLt's GELU: apply it in the gate's epilogue. */
+        /* gelu_tanh is cuBLASLt's GELU: apply it in the gate's epilogue,
+         * for 16-bit data only (lt_gemm.cu says why); fp32 leaves it to
+         * the gated product, which saves the second pass lt_gemm would
+         * make for it. */
         const fb_activation gate_act =
-            p->gate_act == FB_ACT_GELU_TANH ? FB_ACT_GELU_TANH : FB_ACT_NONE;
+            (p->gate_act == FB_ACT_GELU_TANH && p->dtype != FB_DTYPE_F32)
+                ? FB_ACT_GELU_TANH
+                : FB_ACT_NONE;
         if (gate_act != FB_ACT_NONE)
             product_act = FB_ACT_NONE;
         st = project(ctx, p, p->wg, h, k, p->x, p->ldx, p->bg, gate_act,
