@@ -47,15 +47,18 @@
 
 namespace fbf {
 
-/* Threads per CTA (one CTA per SM): 16 warps keep enough loads in
- * flight; fp32 with 32 tokens needs 64 accumulators per lane, so it gets
- * 12 warps and the registers that leaves (fp32 m = 32 is bound by its
- * FMAs, not by loads in flight). */
+/* Threads per CTA (one CTA per SM). Each warp keeps two steps of loads
+ * in flight (8 KB for 16-bit weights), so 12 warps hold ~96 KB per SM,
+ * about three times what HBM's bandwidth-latency product asks (4.8 TB/s x
+ * ~1 us / 132 SMs); 12 warps leave 168 registers a thread, which the two
+ * steps of 16-byte vectors and the accumulators need. fp32 with <= 16
+ * tokens fits in 128 registers and takes 16 warps (its FMAs want the
+ * issue slots). */
 template <typename T, int NTOK> struct CtaShape {
     static const int THREADS =
-        std::is_same<T, float>::value && NTOK > 16 ? 384 : 512;
+        std::is_same<T, float>::value && NTOK <= 16 ? 512 : 384;
 };
-static const int kHeaderBytes = 128; /* work counter, last-CTA flag */
+static const int kHeaderBytes = 128; /* the last-CTA flag */
 
 /* Barrier state at the end of the workspace (the start is where the
  * intermediates go, and where cuBLASLt's split-k data would be). */
@@ -80,31 +83,6 @@ static BarrierState barrier_state(const fb_fused_env *env)
     return b;
 }
 
-/* Ask L2 for the first `budget` bytes of rows [row0, row0 + nrows) of w
- * (and of w2, paired), columns [c0, c1): the rows the CTA's warps read
- * first (units go tile by tile). Issued before X or H is staged, so HBM
- * streams while shared memory fills. */
-template <typename T>
-__device__ __forceinline__ void prefetch_rows(const T *w, const T *w2,
-                                              int64_t ldw, int row0,
-                                              int nrows, int c0, int c1,
-                                              int budget)
-{
-    if (budget <= 0 || c1 <= c0 || nrows <= 0)
-        return;
-    const int cap = 32 << 10; /* bytes asked per row at most */
-    const int full = (int)((c1 - c0) * sizeof(T));
-    const int row_bytes = full < cap ? full : cap;
-    const int per_row = w2 ? 2 * row_bytes : row_bytes;
-    const int rows = min(nrows, max(1, budget / per_row));
-    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
-        prefetch_l2(w + (int64_t)(row0 + i) * ldw + c0, (uint32_t)row_bytes);
-        if (w2)
-            prefetch_l2(w2 + (int64_t)(row0 + i) * ldw + c0,
-                        (uint32_t)row_bytes);
-    }
-}
-
 /* ---- the MLP kernel -------------------------------------------------- */
 
 template <typename T> struct MlpArgs {
@@ -117,14 +95,13 @@ template <typename T> struct MlpArgs {
     fb_activation act;
     int kc, xstride1;   /* phase-1 chunk of X columns, its row stride */
     int hs, xstride2;   /* phase-2 stripes, the H stripe's row stride */
-    int unit_cols1, unit_cols2;
-    int prefetch_bytes;
-    int sacc_off, xs_off;
+    int prefetch1, prefetch2; /* steps per warp asked of L2 ahead */
+    int sacc_off, slots_off, xs_off;
     int x_vec;
     unsigned long long *epoch, *flags;
     unsigned int *counters;
-    T *hbuf;     /* m x h */
-    float *slots; /* hs x m x n */
+    T *hbuf;      /* m x h */
+    float *parts; /* hs x m x n */
 };
 
 /* Column where stripe s of HS starts: multiples of 8 elements, the last
@@ -139,8 +116,7 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     decode_mlp_kernel(const MlpArgs<T> a)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    int *counter = reinterpret_cast<int *>(smem);
-    int *last_flag = counter + 1;
+    int *last_flag = reinterpret_cast<int *>(smem);
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
     const int kThreads = CtaShape<T, NTOK>::THREADS;
@@ -170,22 +146,23 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     J.m = m;
     J.sacc = sacc;
     J.ms = ms;
-    J.counter = counter;
-    J.unit_cols = a.unit_cols1;
-    prefetch_rows<T>(a.wg, a.wu, a.k, j0, nr1, 0, min(a.k, a.kc),
-                     2 * a.prefetch_bytes);
+    J.slots = reinterpret_cast<float *>(smem + a.slots_off);
+    /* HBM starts streaming while X fills shared memory. */
+    J.kb = 0;
+    J.ke = min(a.k, a.kc);
+    stream_prefetch<T, NTOK, true>(J, a.prefetch1);
     for (int kb = 0; kb < a.k; kb += a.kc) {
         const int ke = min(a.k, kb + a.kc);
         __syncthreads(); /* the previous chunk's readers are done */
         stage_tokens<T>(xs, a.xstride1, m, kb, ke,
                         round_up_int(ke - kb, 128), a.x, a.ldx, 1,
                         a.x_vec != 0, false);
-        if (tid == 0)
-            *counter = 0;
         __syncthreads();
         J.kb = kb;
         J.ke = ke;
         stream_pass<T, NTOK, true>(J);
+        __syncthreads();
+        reduce_slots<T, NTOK, true>(J);
     }
     __syncthreads();
     for (int i = tid; i < m * nr1; i += kThreads) {
@@ -203,10 +180,15 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     const int s = c % a.hs, r = c / a.hs;
     const int i0 = (int)((int64_t)r * a.n / P);
     const int nr2 = (int)((int64_t)(r + 1) * a.n / P) - i0;
-    const int c0 = stripe_start(s, a.hs, a.h);
-    const int c1 = s + 1 == a.hs ? a.h : stripe_start(s + 1, a.hs, a.h);
-    prefetch_rows<T>(a.wd, (const T *)NULL, a.h, i0, nr2, c0, c1,
-                     a.prefetch_bytes);
+    J.wa = a.wd;
+    J.wb = a.wd;
+    J.ldw = a.h;
+    J.row0 = i0;
+    J.nrows = nr2;
+    J.kb = stripe_start(s, a.hs, a.h);
+    J.ke = s + 1 == a.hs ? a.h : stripe_start(s + 1, a.hs, a.h);
+    J.xstride = a.xstride2;
+    stream_prefetch<T, NTOK, false>(J, a.prefetch2);
 
     grid_barrier(a.flags, target);
     if (c == 0 && tid == 0)
@@ -215,21 +197,13 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     /* ---- phase 2: this CTA's block of Y = H Wd^T ---- */
     for (int i = tid; i < nr2 * ms; i += kThreads)
         sacc[i] = 0.0f;
-    stage_tokens<T>(xs, a.xstride2, m, c0, c1, round_up_int(c1 - c0, 128),
-                    a.hbuf, a.h, 1, true, true);
-    if (tid == 0)
-        *counter = 0;
+    stage_tokens<T>(xs, a.xstride2, m, J.kb, J.ke,
+                    round_up_int(J.ke - J.kb, 128), a.hbuf, a.h, 1, true,
+                    true);
     __syncthreads();
-    J.wa = a.wd;
-    J.wb = a.wd;
-    J.ldw = a.h;
-    J.row0 = i0;
-    J.nrows = nr2;
-    J.kb = c0;
-    J.ke = c1;
-    J.xstride = a.xstride2;
-    J.unit_cols = a.unit_cols2;
     stream_pass<T, NTOK, false>(J);
+    __syncthreads();
+    reduce_slots<T, NTOK, false>(J);
     __syncthreads();
 
     if (a.hs == 1) {
@@ -242,10 +216,10 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
         }
         return;
     }
-    float *slot = a.slots + (size_t)s * m * a.n;
+    float *part = a.parts + (size_t)s * m * a.n;
     for (int i = tid; i < m * nr2; i += kThreads) {
         const int t = i / nr2, il = i - t * nr2;
-        __stcg(&slot[(size_t)t * a.n + i0 + il], sacc[il * ms + t]);
+        __stcg(&part[(size_t)t * a.n + i0 + il], sacc[il * ms + t]);
     }
     __threadfence();
     __syncthreads();
@@ -261,7 +235,7 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
         const int t = i / nr2, il = i - t * nr2;
         float v = 0.0f;
         for (int q = 0; q < a.hs; ++q)
-            v += __ldcg(&a.slots[((size_t)q * m + t) * a.n + i0 + il]);
+            v += __ldcg(&a.parts[((size_t)q * m + t) * a.n + i0 + il]);
         if (a.bd)
             v += fb_load_f32(a.bd[i0 + il]);
         a.y[(int64_t)t * a.ldy + i0 + il] = fb_store_as<T>(v);
@@ -282,10 +256,10 @@ template <typename T> struct GemmArgs {
     float alpha, beta;
     fb_activation act;
     int rows, m, k;
-    int kc, xstride, unit_cols;
-    int sacc_off, xs_off;
+    int kc, xstride;
+    int sacc_off, slots_off, xs_off;
     int x_vec;
-    int prefetch_bytes;
+    int prefetch;
 };
 
 template <typename T, int NTOK>
@@ -293,7 +267,6 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     decode_gemm_kernel(const GemmArgs<T> a)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    int *counter = reinterpret_cast<int *>(smem);
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
     const int kThreads = CtaShape<T, NTOK>::THREADS;
@@ -315,21 +288,21 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     J.m = m;
     J.sacc = sacc;
     J.ms = ms;
-    J.counter = counter;
-    J.unit_cols = a.unit_cols;
-    prefetch_rows<T>(a.w, (const T *)NULL, a.ldw, r0, nr, 0,
-                     min(a.k, a.kc), a.prefetch_bytes);
+    J.slots = reinterpret_cast<float *>(smem + a.slots_off);
+    J.kb = 0;
+    J.ke = min(a.k, a.kc);
+    stream_prefetch<T, NTOK, false>(J, a.prefetch);
     for (int kb = 0; kb < a.k; kb += a.kc) {
         const int ke = min(a.k, kb + a.kc);
         __syncthreads();
         stage_tokens<T>(xs, a.xstride, m, kb, ke, round_up_int(ke - kb, 128),
                         a.x, a.xs_t, a.xs_k, a.x_vec != 0, false);
-        if (tid == 0)
-            *counter = 0;
         __syncthreads();
         J.kb = kb;
         J.ke = ke;
         stream_pass<T, NTOK, false>(J);
+        __syncthreads();
+        reduce_slots<T, NTOK, false>(J);
     }
     __syncthreads();
 
@@ -454,8 +427,11 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
      * partials of Y and pays a counter round trip, counted as 4 MB) and
      * whose H stripe fits in shared memory with the accumulators. */
     const int ms = m + 1;
+    const int threads = CtaShape<T, NTOK>::THREADS;
     const size_t budget = env->smem_optin;
     const size_t sacc1 = (size_t)2 * ((h + G - 1) / G) * ms * 4;
+    /* per warp, two tiles' partial sums (fused_decode_stream.cuh) */
+    const size_t slot_bytes = (size_t)(threads / 32) * 2 * 16 * ms * 4;
     const size_t ws_avail = env->workspace_bytes - kBarrierRegion;
     const size_t hbytes = ((size_t)m * h * esz + 255) / 256 * 256;
     int hs = 0;
@@ -472,7 +448,7 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
         const size_t xs2 = (size_t)m * (round_up_int(wmax, 128) + 32) * esz;
         const size_t sacc2 = (size_t)((n + P - 1) / P) * ms * 4;
         const size_t sacc = sacc1 > sacc2 ? sacc1 : sacc2;
-        if ((kHeaderBytes + sacc + 15) / 16 * 16 + xs2 > budget)
+        if ((kHeaderBytes + sacc + slot_bytes + 15) / 16 * 16 + xs2 > budget)
             continue;
         if (d > 1 && hbytes + (size_t)d * m * n * 4 > ws_avail)
             continue;
@@ -493,7 +469,8 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     const size_t sacc2 = (size_t)((n + P - 1) / P) * ms * 4;
     const size_t sacc = sacc1 > sacc2 ? sacc1 : sacc2;
     const size_t sacc_off = kHeaderBytes;
-    const size_t xs_off = (sacc_off + sacc + 15) / 16 * 16;
+    const size_t slots_off = (sacc_off + sacc + 15) / 16 * 16;
+    const size_t xs_off = (slots_off + slot_bytes + 15) / 16 * 16;
     const int kc = choose_chunk(k, m, esz, budget - xs_off);
     if (kc == 0)
         return FB_STATUS_NOT_SUPPORTED;
@@ -505,7 +482,6 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
         return FB_STATUS_NOT_SUPPORTED;
 
     bool fits = false;
-    const int threads = CtaShape<T, NTOK>::THREADS;
     cudaError_t e = prepare_kernel(state, func, threads, env, &fits);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
@@ -535,13 +511,16 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     a.xstride1 = xstride1;
     a.hs = hs;
     a.xstride2 = xstride2;
-    a.unit_cols1 = (tune && tune->unit_cols1 > 0) ? tune->unit_cols1 : 256;
-    a.unit_cols2 = (tune && tune->unit_cols2 > 0) ? tune->unit_cols2 : 256;
-    a.prefetch_bytes =
-        tune && tune->prefetch_kb != 0
-            ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb << 10)
-            : 64 << 10;
+    /* L2 prefetch, as steps per warp: phase 1 asks for twice the knob
+     * (the CTA's first two rounds of loads, 128 KiB by default) while X is
+     * staged, phase 2 for the knob (64 KiB) before the barrier. */
+    const int kb_knob =
+        tune && tune->prefetch_kb != 0 ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb) : 64;
+    const int step_bytes = (threads / 32) * 16 * Engine<T, NTOK>::COLS * (int)esz;
+    a.prefetch1 = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
+    a.prefetch2 = kb_knob ? ((kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.sacc_off = (int)sacc_off;
+    a.slots_off = (int)slots_off;
     a.xs_off = (int)xs_off;
     a.x_vec = aligned16(p->x) && (p->ldx * (int64_t)esz) % 16 == 0;
     BarrierState b = barrier_state(env);
@@ -549,7 +528,7 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     a.flags = b.flags;
     a.counters = b.counters;
     a.hbuf = static_cast<T *>(env->workspace);
-    a.slots = reinterpret_cast<float *>(static_cast<char *>(env->workspace) +
+    a.parts = reinterpret_cast<float *>(static_cast<char *>(env->workspace) +
                                         hbytes);
 
     void *args[] = {&a};
@@ -594,8 +573,11 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
     if (G < 1)
         G = 1;
     const int ms = a.m + 1;
+    const int threads = CtaShape<T, NTOK>::THREADS;
     const size_t sacc = (size_t)((a.rows + G - 1) / G) * ms * 4;
-    const size_t xs_off = (kHeaderBytes + sacc + 15) / 16 * 16;
+    const size_t slot_bytes = (size_t)(threads / 32) * 2 * 16 * ms * 4;
+    const size_t slots_off = (kHeaderBytes + sacc + 15) / 16 * 16;
+    const size_t xs_off = (slots_off + slot_bytes + 15) / 16 * 16;
     if (xs_off >= env->smem_optin)
         return FB_STATUS_NOT_SUPPORTED;
     const int kc = choose_chunk(a.k, a.m, esz, env->smem_optin - xs_off);
@@ -603,17 +585,16 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
         return FB_STATUS_NOT_SUPPORTED;
     a.kc = kc;
     a.xstride = kc + 32;
-    a.unit_cols = (tune && tune->unit_cols1 > 0) ? tune->unit_cols1 : 256;
-    a.prefetch_bytes =
-        tune && tune->prefetch_kb != 0
-            ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb << 10)
-            : 128 << 10;
+    const int kb_knob =
+        tune && tune->prefetch_kb != 0 ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb) : 64;
+    const int step_bytes = (threads / 32) * 16 * Engine<T, NTOK>::COLS * (int)esz;
+    a.prefetch = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.sacc_off = kHeaderBytes;
+    a.slots_off = (int)slots_off;
     a.xs_off = (int)xs_off;
     const size_t smem = xs_off + (size_t)a.m * a.xstride * esz;
 
     bool fits = false;
-    const int threads = CtaShape<T, NTOK>::THREADS;
     cudaError_t e = prepare_kernel(state, func, threads, env, &fits);
     if (e != cudaSuccess)
         return fbf_launch_status(e);

@@ -5,26 +5,36 @@
  *
  *   sacc[r][t] += sum_{kb <= c < ke} W[row0 + r][c] * xs[t][c - kb]
  *
- * Work is cut into units (a tile of rows x a run of columns) that the
- * CTA's warps take from a shared counter as they finish the last one, so
- * that every warp keeps loads in flight until the CTA's rows are done.
+ * Work: tiles of 16 weight rows x steps of COLS columns, laid out tile by
+ * tile; warp w of W streams the contiguous range [S w / W, S (w+1) / W)
+ * of the S = tiles x steps pairs, so every warp moves the same number of
+ * bytes (to one step) and keeps loads in flight until the CTA is done.
  * Each warp loads the next step's weights before it computes on the
- * current ones (two steps in flight), and adds a unit's partial sums into
- * sacc with shared-memory atomics (row stride ms = m + 1, fp32).
+ * current ones (two steps in flight).
  *
- * Paired mode (the MLP's gate and up projections): a tile holds 8 rows of
- * Wg and the same 8 rows of Wu, accumulated into sacc rows r and
- * nrows + r, so one pass reads X once for both.
+ * Deterministic: a tile that lies wholly inside one warp's range is added
+ * into sacc by that warp alone; the partial sums of a tile shared by
+ * several warps (at most the first and the last tile of each range) go to
+ * per-warp slots, and reduce_slots() adds them into sacc in warp order.
+ * No floating-point atomics, so the same call gives the same bits.
  *
- * 16-bit weights use the tensor cores (mma.sync m16n8k16, HMMA): A = 16
- * weight rows, B = 8 tokens. Each lane loads 16 contiguous bytes of a row
- * (columns c..c+7) and the k order inside the instruction is permuted to
- * match: lane (g, t) supplies row g and row g+8 at columns 8t..8t+7 of a
- * 32-column block, registers .x/.y to the first k16 instruction and
- * .z/.w to the second, and reads the tokens' 16 bytes at the same
- * columns, so that A and B agree on which column each k index is.
- * fp32 weights use the CUDA cores (true fp32): one lane per weight row,
- * the tokens' values broadcast from shared memory.
+ * Paired mode (the MLP's gate and up projections): a tile is 8 rows of Wg
+ * and the same 8 rows of Wu (sacc rows r and nrows + r), so one pass reads
+ * X once for both and each lane holds gate and up of the same unit.
+ *
+ * Lane (g = lane / 4, t = lane % 4) always loads rows g and g + 8 of its
+ * tile, 16 bytes at a time, columns t * (16 bytes) + VS v of each step:
+ * eight rows x 64 contiguous bytes per load instruction.
+ *  - 16-bit weights: tensor cores (mma.sync m16n8k16, HMMA), A = the 16
+ *    weight rows, B = 8 tokens. The k order inside the instruction is
+ *    permuted to match the 16-byte loads: lane (g, t) supplies columns
+ *    8t..8t+7 of a 32-column block, registers .x/.y to the first k16
+ *    instruction and .z/.w to the second, and reads the tokens' 16 bytes
+ *    at the same columns, so A and B agree on which column each k is.
+ *  - fp32 weights: CUDA cores, true fp32: each lane accumulates its two
+ *    rows over its quarter of the columns for every token (token values
+ *    from shared memory, 4 distinct addresses per warp load), and the four
+ *    lanes of a row add their sums by a fixed butterfly at each flush.
  */
 #ifndef FB_CUDA_FUSED_DECODE_STREAM_CUH
 #define FB_CUDA_FUSED_DECODE_STREAM_CUH
@@ -44,348 +54,353 @@ template <typename T> struct StreamJob {
     const T *xs;     /* tokens: xs + t * xstride, columns from kb, zero
                         up to a multiple of 128 past ke - kb */
     int xstride, m;
-    float *sacc;     /* [rows of the pass][ms] */
+    float *sacc;     /* [rows of the pass][ms], added to */
     int ms;
-    int *counter;    /* work-unit counter in shared memory, zero */
-    int unit_cols;   /* columns per work unit, a multiple of 128 */
+    float *slots;    /* [warps][2][16][ms]: shared tiles' partial sums */
 };
 
-/* ---- 16-bit weights: tensor cores ------------------------------------ */
+/* ---- per-type engines -------------------------------------------------
+ * NV vectors of 16 bytes per row per step, VS columns apart; a step is
+ * COLS = NV * VS columns. */
 
-/* Vectors of 16 bytes per row per step: 4 (two steps of 128 columns in
- * flight), or 2 where 32 tokens' accumulators need the registers. */
-template <int NT> struct MmaShape {
-    static const int U = NT <= 2 ? 4 : 2;
-    static const int COLS = 32 * U;
-};
+template <typename T, int NTOK> struct Engine; /* 16-bit: tensor cores */
 
-/* A warp's position in its current unit. */
-template <typename T> struct MmaCursor {
-    int s, send;        /* steps of COLS columns [s, send) of the pass */
-    const T *pa, *pb;   /* this lane's two rows (A rows g and g+8) */
-    bool va, vb;
-    int la, lb;         /* their rows in sacc */
-};
-
-template <typename T, bool PAIRED>
-__device__ __forceinline__ MmaCursor<T> mma_cursor(const StreamJob<T> &J,
-                                                   int u, int parts,
-                                                   int spu, int nsteps)
-{
-    const int g = (threadIdx.x & 31) >> 2;
-    MmaCursor<T> c;
-    const int tile = u / parts, part = u - tile * parts;
-    c.s = part * spu;
-    c.send = min(nsteps, c.s + spu);
-    if (PAIRED) {
-        const int r = tile * 8 + g;
-        c.va = c.vb = r < J.nrows;
-        const int64_t row = J.row0 + (c.va ? r : 0);
-        c.pa = J.wa + row * J.ldw;
-        c.pb = J.wb + row * J.ldw;
-        c.la = r;
-        c.lb = J.nrows + r;
-    } else {
-        const int ra = tile * 16 + g, rb = ra + 8;
-        c.va = ra < J.nrows;
-        c.vb = rb < J.nrows;
-        c.pa = J.wa + (int64_t)(J.row0 + (c.va ? ra : 0)) * J.ldw;
-        c.pb = J.wa + (int64_t)(J.row0 + (c.vb ? rb : 0)) * J.ldw;
-        c.la = ra;
-        c.lb = rb;
-    }
-    return c;
-}
-
-/* One step's weights: U vectors of 16 bytes from each of the lane's rows,
- * columns col0 + 32 v (col0 already holds kb + COLS s + 8 t). */
-template <typename T, int U>
-__device__ __forceinline__ void mma_load(uint4 (&ra)[U], uint4 (&rb)[U],
-                                         const MmaCursor<T> &c, int col0,
-                                         int ke)
-{
-#pragma unroll
-    for (int v = 0; v < U; ++v) {
-        const int col = col0 + 32 * v;
-        const bool in = col < ke;
-        ra[v] = (c.va && in) ? ld_stream16(c.pa + col) : make_uint4(0, 0, 0, 0);
-        rb[v] = (c.vb && in) ? ld_stream16(c.pb + col) : make_uint4(0, 0, 0, 0);
-    }
-}
-
-template <typename T, int NT, int U>
-__device__ __forceinline__ void mma_compute(float (&acc)[NT][4],
-                                            const uint4 (&ra)[U],
-                                            const uint4 (&rb)[U],
-                                            const T *xstep,
-                                            const int (&xoff)[NT])
-{
-#pragma unroll
-    for (int v = 0; v < U; ++v) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-            const uint4 xv =
-                *reinterpret_cast<const uint4 *>(xstep + xoff[nt] + 32 * v);
-            mma16816<T>(acc[nt], ra[v].x, rb[v].x, ra[v].y, rb[v].y, xv.x,
-                        xv.y);
-            mma16816<T>(acc[nt], ra[v].z, rb[v].z, ra[v].w, rb[v].w, xv.z,
-                        xv.w);
-        }
-    }
-}
-
-template <typename T, int NT>
-__device__ __forceinline__ void mma_flush(float (&acc)[NT][4],
-                                          const MmaCursor<T> &c,
-                                          const StreamJob<T> &J)
-{
-    const int t = threadIdx.x & 3;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int tok = nt * 8 + 2 * t + (q & 1);
-            const bool upper = q >= 2; /* rows g+8 */
-            if (tok < J.m && (upper ? c.vb : c.va))
-                atomicAdd(&J.sacc[(upper ? c.lb : c.la) * J.ms + tok],
-                          acc[nt][q]);
-            acc[nt][q] = 0.0f;
-        }
-    }
-}
-
-template <typename T, int NT, bool PAIRED>
-__device__ void mma_stream(const StreamJob<T> &J)
-{
-    const int U = MmaShape<NT>::U, COLS = MmaShape<NT>::COLS;
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int rpt = PAIRED ? 8 : 16;
-    const int tiles = (J.nrows + rpt - 1) / rpt;
-    const int nsteps = (J.ke - J.kb + COLS - 1) / COLS;
-    const int spu = J.unit_cols / COLS;
-    const int parts = (nsteps + spu - 1) / spu;
-    const int units = tiles * parts;
-    if (units == 0)
-        return;
-
-    /* B fragments: token g (+8 nt) at columns 8t..; tokens past m read
-     * token m-1 (finite data; those output columns are dropped). */
-    int xoff[NT];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-        xoff[nt] = min(g + 8 * nt, J.m - 1) * J.xstride + 8 * t;
-
-    int u = grab_unit(J.counter);
-    if (u >= units)
-        return;
-    MmaCursor<T> cur = mma_cursor<T, PAIRED>(J, u, parts, spu, nsteps);
+template <typename T, int NTOK> struct Engine {
+    static const int NT = NTOK / 8;
+    static const int NV = NT <= 2 ? 4 : 2; /* registers for 32 tokens */
+    static const int VS = 32;
+    static const int COLS = NV * VS;
+    static const int LANE_COL = 8; /* columns per lane quarter (t) */
 
     float acc[NT][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-        acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    int xoff[NT];
 
-    uint4 ca[U], cb[U], na[U], nb[U];
-    mma_load<T, U>(ca, cb, cur, J.kb + COLS * cur.s + 8 * t, J.ke);
-    for (;;) {
-        MmaCursor<T> nxt = cur;
-        bool more = true;
-        nxt.s = cur.s + 1;
-        if (nxt.s >= cur.send) {
-            u = grab_unit(J.counter);
-            if (u < units)
-                nxt = mma_cursor<T, PAIRED>(J, u, parts, spu, nsteps);
-            else
-                more = false;
-        }
-        if (more)
-            mma_load<T, U>(na, nb, nxt, J.kb + COLS * nxt.s + 8 * t, J.ke);
-        mma_compute<T, NT, U>(acc, ca, cb, J.xs + COLS * cur.s, xoff);
-        if (cur.s + 1 >= cur.send)
-            mma_flush<T, NT>(acc, cur, J);
-        if (!more)
-            break;
+    __device__ __forceinline__ void init(const StreamJob<T> &J)
+    {
+        const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
-        for (int v = 0; v < U; ++v) {
-            ca[v] = na[v];
-            cb[v] = nb[v];
+        for (int nt = 0; nt < NT; ++nt) {
+            /* tokens past m read token m-1 (finite; dropped at the end) */
+            xoff[nt] = min(g + 8 * nt, J.m - 1) * J.xstride + 8 * t;
+            acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
         }
-        cur = nxt;
     }
-}
 
-/* ---- fp32 weights: CUDA cores ---------------------------------------- */
+    __device__ __forceinline__ void compute(const uint4 (&ra)[NV],
+                                            const uint4 (&rb)[NV],
+                                            const T *xstep,
+                                            const StreamJob<T> &)
+    {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                const uint4 xv = *reinterpret_cast<const uint4 *>(
+                    xstep + xoff[nt] + VS * v);
+                mma16816<T>(acc[nt], ra[v].x, rb[v].x, ra[v].y, rb[v].y,
+                            xv.x, xv.y);
+                mma16816<T>(acc[nt], ra[v].z, rb[v].z, ra[v].w, rb[v].w,
+                            xv.z, xv.w);
+            }
+        }
+    }
 
-/* VF 16-byte vectors per row per step (4 VF columns); fewer for many
- * tokens, where the accumulators need the registers. */
-template <int MT> struct F32Shape {
-    static const int VF = MT <= 16 ? 2 : 1;
-    static const int COLS = 4 * VF;
+    /* Hand each (row of the tile 0..15, token, value) this lane holds to
+     * put(), then clear. */
+    template <typename Put>
+    __device__ __forceinline__ void emit(const StreamJob<T> &J, Put put)
+    {
+        const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int tok = nt * 8 + 2 * t + (q & 1);
+                if (tok < J.m)
+                    put(q < 2 ? g : g + 8, tok, acc[nt][q]);
+                acc[nt][q] = 0.0f;
+            }
+    }
 };
 
-struct F32Cursor {
-    int s, send;
-    const float *pa, *pb;
-    bool va, vb;
-    int tile; /* rows in sacc follow from it (kept small: registers) */
-};
+template <int NTOK> struct Engine<float, NTOK> {
+    static const int MT = NTOK;
+    static const int NV = NTOK <= 16 ? 2 : 1; /* registers for 32 tokens */
+    static const int VS = 16;
+    static const int COLS = NV * VS;
+    static const int LANE_COL = 4;
 
-template <bool PAIRED>
-__device__ __forceinline__ F32Cursor f32_cursor(const StreamJob<float> &J,
-                                                int u, int parts, int spu,
-                                                int nsteps)
-{
-    const int lane = threadIdx.x & 31;
-    F32Cursor c;
-    const int tile = u / parts, part = u - tile * parts;
-    c.s = part * spu;
-    c.send = min(nsteps, c.s + spu);
-    c.tile = tile;
-    if (PAIRED) {
-        const int r = tile * 32 + lane;
-        c.va = c.vb = r < J.nrows;
-        const int64_t row = J.row0 + (c.va ? r : 0);
-        c.pa = J.wa + row * J.ldw;
-        c.pb = J.wb + row * J.ldw;
-    } else {
-        const int ra = tile * 64 + lane, rb = ra + 32;
-        c.va = ra < J.nrows;
-        c.vb = rb < J.nrows;
-        c.pa = J.wa + (int64_t)(J.row0 + (c.va ? ra : 0)) * J.ldw;
-        c.pb = J.wa + (int64_t)(J.row0 + (c.vb ? rb : 0)) * J.ldw;
-    }
-    return c;
-}
+    float acc0[MT], acc1[MT]; /* rows g and g + 8 */
+    int xoff;
 
-/* The lane's two rows in sacc: gate and up of one hidden unit (paired),
- * or rows lane and lane + 32 of the tile. */
-template <bool PAIRED>
-__device__ __forceinline__ void f32_sacc_rows(const StreamJob<float> &J,
-                                              const F32Cursor &c, int &la,
-                                              int &lb)
-{
-    const int lane = threadIdx.x & 31;
-    if (PAIRED) {
-        la = c.tile * 32 + lane;
-        lb = J.nrows + la;
-    } else {
-        la = c.tile * 64 + lane;
-        lb = la + 32;
-    }
-}
-
-template <int VF>
-__device__ __forceinline__ void f32_load(float4 (&ra)[VF], float4 (&rb)[VF],
-                                         const F32Cursor &c, int col0,
-                                         int ke)
-{
-    const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+    __device__ __forceinline__ void init(const StreamJob<float> &)
+    {
+        xoff = 4 * (threadIdx.x & 3);
 #pragma unroll
-    for (int v = 0; v < VF; ++v) {
-        const int col = col0 + 4 * v;
-        const bool in = col < ke;
-        ra[v] = (c.va && in) ? ld_cached16(c.pa + col) : z;
-        rb[v] = (c.vb && in) ? ld_cached16(c.pb + col) : z;
+        for (int i = 0; i < MT; ++i)
+            acc0[i] = acc1[i] = 0.0f;
     }
-}
 
-__device__ __forceinline__ float dot4_acc(float acc, float4 w, float4 x)
-{
-    acc = fmaf(w.x, x.x, acc);
-    acc = fmaf(w.y, x.y, acc);
-    acc = fmaf(w.z, x.z, acc);
-    acc = fmaf(w.w, x.w, acc);
-    return acc;
-}
+    static __device__ __forceinline__ float dot4(float acc, uint4 w,
+                                                 float4 x)
+    {
+        acc = fmaf(__uint_as_float(w.x), x.x, acc);
+        acc = fmaf(__uint_as_float(w.y), x.y, acc);
+        acc = fmaf(__uint_as_float(w.z), x.z, acc);
+        acc = fmaf(__uint_as_float(w.w), x.w, acc);
+        return acc;
+    }
 
-template <int MT, bool PAIRED>
-__device__ void f32_stream(const StreamJob<float> &J)
-{
-    const int VF = F32Shape<MT>::VF, COLS = F32Shape<MT>::COLS;
-    const int rpt = PAIRED ? 32 : 64;
-    const int tiles = (J.nrows + rpt - 1) / rpt;
-    const int nsteps = (J.ke - J.kb + COLS - 1) / COLS;
-    const int spu = J.unit_cols / COLS;
-    const int parts = (nsteps + spu - 1) / spu;
-    const int units = tiles * parts;
-    if (units == 0)
-        return;
-
-    int u = grab_unit(J.counter);
-    if (u >= units)
-        return;
-    F32Cursor cur = f32_cursor<PAIRED>(J, u, parts, spu, nsteps);
-
-    float acc0[MT], acc1[MT];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-        acc0[i] = acc1[i] = 0.0f;
-
-    float4 ca[VF], cb[VF], na[VF], nb[VF];
-    f32_load<VF>(ca, cb, cur, J.kb + COLS * cur.s, J.ke);
-    for (;;) {
-        F32Cursor nxt = cur;
-        bool more = true;
-        nxt.s = cur.s + 1;
-        if (nxt.s >= cur.send) {
-            u = grab_unit(J.counter);
-            if (u < units)
-                nxt = f32_cursor<PAIRED>(J, u, parts, spu, nsteps);
-            else
-                more = false;
-        }
-        if (more)
-            f32_load<VF>(na, nb, nxt, J.kb + COLS * nxt.s, J.ke);
-
-        const float *xp = J.xs + COLS * cur.s;
+    __device__ __forceinline__ void compute(const uint4 (&ra)[NV],
+                                            const uint4 (&rb)[NV],
+                                            const float *xstep,
+                                            const StreamJob<float> &J)
+    {
 #pragma unroll
         for (int tk = 0; tk < MT; ++tk) {
             if (tk < J.m) {
 #pragma unroll
-                for (int v = 0; v < VF; ++v) {
+                for (int v = 0; v < NV; ++v) {
                     const float4 x = *reinterpret_cast<const float4 *>(
-                        xp + tk * J.xstride + 4 * v);
-                    acc0[tk] = dot4_acc(acc0[tk], ca[v], x);
-                    acc1[tk] = dot4_acc(acc1[tk], cb[v], x);
+                        xstep + tk * J.xstride + xoff + VS * v);
+                    acc0[tk] = dot4(acc0[tk], ra[v], x);
+                    acc1[tk] = dot4(acc1[tk], rb[v], x);
                 }
             }
         }
+    }
 
-        if (cur.s + 1 >= cur.send) {
-            int la, lb;
-            f32_sacc_rows<PAIRED>(J, cur, la, lb);
+    /* The four lanes of a row add their column quarters (fixed butterfly,
+     * every lane ends with the same sum); lane t reports tokens t, t+4.. */
+    template <typename Put>
+    __device__ __forceinline__ void emit(const StreamJob<float> &J, Put put)
+    {
+        const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
-            for (int tk = 0; tk < MT; ++tk) {
-                if (tk < J.m) {
-                    if (cur.va)
-                        atomicAdd(&J.sacc[la * J.ms + tk], acc0[tk]);
-                    if (cur.vb)
-                        atomicAdd(&J.sacc[lb * J.ms + tk], acc1[tk]);
+        for (int tk = 0; tk < MT; ++tk) {
+            if (tk < J.m) {
+                float a0 = acc0[tk], a1 = acc1[tk];
+                a0 += __shfl_xor_sync(0xffffffffu, a0, 1);
+                a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
+                a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
+                a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+                if ((tk & 3) == t) {
+                    put(g, tk, a0);
+                    put(g + 8, tk, a1);
                 }
-                acc0[tk] = acc1[tk] = 0.0f;
+            }
+            acc0[tk] = acc1[tk] = 0.0f;
+        }
+    }
+};
+
+/* ---- the shared walk --------------------------------------------------- */
+
+/* The range of warp w: [S w / W, S (w+1) / W). */
+__device__ __forceinline__ int range_lo(int64_t S, int w, int W)
+{
+    return (int)(S * w / W);
+}
+
+/* The warp whose range holds step s (ranges may be empty when S < W). */
+__device__ __forceinline__ int warp_of(int64_t S, int64_t s, int W)
+{
+    return (int)(((s + 1) * W - 1) / S);
+}
+
+/* Row of sacc for row r (0..15) of tile i, or -1 past the pass's rows. */
+template <bool PAIRED>
+__device__ __forceinline__ int sacc_row(int nrows, int i, int r)
+{
+    if (PAIRED) {
+        const int u = 8 * i + (r & 7);
+        return u < nrows ? (r < 8 ? u : nrows + u) : -1;
+    }
+    const int u = 16 * i + r;
+    return u < nrows ? u : -1;
+}
+
+/* A warp's position: tile, step, this lane's two rows. The second row is
+ * always the first plus a byte distance fixed for the pass (Wu - Wg
+ * paired, 8 rows plain), so it is not kept (registers). */
+template <typename T> struct Cursor {
+    int tile, s;
+    const T *pa;
+    bool va, vb;
+};
+
+template <typename T, bool PAIRED>
+__device__ __forceinline__ int64_t second_row_offset(const StreamJob<T> &J)
+{
+    return PAIRED ? (int64_t)((uintptr_t)J.wb - (uintptr_t)J.wa)
+                  : 8 * J.ldw * (int64_t)sizeof(T);
+}
+
+template <typename T, bool PAIRED>
+__device__ __forceinline__ Cursor<T> cursor_at(const StreamJob<T> &J,
+                                               int tile, int s)
+{
+    const int g = (threadIdx.x & 31) >> 2;
+    Cursor<T> c;
+    c.tile = tile;
+    c.s = s;
+    /* Rows past the pass are never read (va, vb say so); a first row
+     * past it is given the pass's first row as its address. */
+    const int ra = PAIRED ? tile * 8 + g : tile * 16 + g;
+    c.va = ra < J.nrows;
+    c.vb = PAIRED ? c.va : ra + 8 < J.nrows;
+    c.pa = J.wa + (int64_t)(J.row0 + (c.va ? ra : 0)) * J.ldw;
+    return c;
+}
+
+template <typename T, int NV, int VS, int COLS, int LANE_COL>
+__device__ __forceinline__ void load_step(uint4 (&ra)[NV], uint4 (&rb)[NV],
+                                          const Cursor<T> &c,
+                                          const StreamJob<T> &J,
+                                          int64_t second)
+{
+    const int col0 = J.kb + COLS * c.s + LANE_COL * (threadIdx.x & 3);
+    const T *pb = reinterpret_cast<const T *>(
+        reinterpret_cast<const char *>(c.pa) + second);
+#pragma unroll
+    for (int v = 0; v < NV; ++v) {
+        const int col = col0 + VS * v;
+        const bool in = col < J.ke;
+        ra[v] = (c.va && in) ? ld_stream16(c.pa + col) : make_uint4(0, 0, 0, 0);
+        rb[v] = (c.vb && in) ? ld_stream16(pb + col) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <typename T, int NTOK, bool PAIRED>
+__device__ void stream_pass(const StreamJob<T> &J)
+{
+    typedef Engine<T, NTOK> E;
+    const int NV = E::NV, VS = E::VS, COLS = E::COLS, LC = E::LANE_COL;
+    const int W = blockDim.x >> 5, w = threadIdx.x >> 5;
+    const int rpt = PAIRED ? 8 : 16;
+    const int tiles = (J.nrows + rpt - 1) / rpt;
+    const int nsteps = (J.ke - J.kb + COLS - 1) / COLS;
+    const int64_t S = (int64_t)tiles * nsteps;
+    if (S == 0)
+        return;
+    const int lo = range_lo(S, w, W), hi = range_lo(S, w + 1, W);
+    if (lo >= hi)
+        return;
+    const int first_tile = lo / nsteps;
+
+    E eng;
+    eng.init(J);
+    const int64_t second = second_row_offset<T, PAIRED>(J);
+    Cursor<T> cur = cursor_at<T, PAIRED>(J, lo / nsteps, lo % nsteps);
+    uint4 ca[NV], cb[NV], na[NV], nb[NV];
+    load_step<T, NV, VS, COLS, LC>(ca, cb, cur, J, second);
+    for (int sl = lo;;) {
+        const bool more = sl + 1 < hi;
+        Cursor<T> nxt = cur;
+        if (more) {
+            if (cur.s + 1 < nsteps)
+                nxt.s = cur.s + 1;
+            else
+                nxt = cursor_at<T, PAIRED>(J, cur.tile + 1, 0);
+            load_step<T, NV, VS, COLS, LC>(na, nb, nxt, J, second);
+        }
+        eng.compute(ca, cb, J.xs + COLS * cur.s, J);
+        if (!more || nxt.tile != cur.tile) {
+            /* Done with this tile: ours alone, or shared (a slot). */
+            const int t0 = cur.tile * nsteps;
+            if (lo <= t0 && t0 + nsteps <= hi) {
+                const int i = cur.tile;
+                eng.emit(J, [&](int r, int tok, float v) {
+                    const int row = sacc_row<PAIRED>(J.nrows, i, r);
+                    if (row >= 0)
+                        J.sacc[row * J.ms + tok] += v;
+                });
+            } else {
+                float *slot = J.slots +
+                              (size_t)(2 * w + (cur.tile == first_tile ? 0 : 1)) *
+                                  16 * J.ms;
+                eng.emit(J, [&](int r, int tok, float v) {
+                    slot[r * J.ms + tok] = v;
+                });
             }
         }
         if (!more)
             break;
 #pragma unroll
-        for (int v = 0; v < VF; ++v) {
+        for (int v = 0; v < NV; ++v) {
             ca[v] = na[v];
             cb[v] = nb[v];
         }
         cur = nxt;
+        ++sl;
     }
 }
 
-/* ---- dispatch by weight type ----------------------------------------- */
-
-/* NTOK: the most tokens the instantiation handles (8, 16 or 32). */
+/* After stream_pass and a __syncthreads: add the shared tiles' slots into
+ * sacc, in warp order. The caller synchronises again before reading sacc
+ * or streaming the next pass. */
 template <typename T, int NTOK, bool PAIRED>
-__device__ __forceinline__ void stream_pass(const StreamJob<T> &J)
+__device__ void reduce_slots(const StreamJob<T> &J)
 {
-    if constexpr (std::is_same<T, float>::value)
-        f32_stream<NTOK, PAIRED>(J);
-    else
-        mma_stream<T, NTOK / 8, PAIRED>(J);
+    const int COLS = Engine<T, NTOK>::COLS;
+    const int W = blockDim.x >> 5;
+    const int rpt = PAIRED ? 8 : 16;
+    const int tiles = (J.nrows + rpt - 1) / rpt;
+    const int nsteps = (J.ke - J.kb + COLS - 1) / COLS;
+    const int64_t S = (int64_t)tiles * nsteps;
+    if (S == 0)
+        return;
+    const int per_tile = 16 * J.m;
+    for (int idx = threadIdx.x; idx < tiles * per_tile; idx += blockDim.x) {
+        const int i = idx / per_tile, rem = idx - i * per_tile;
+        const int r = rem / J.m, tok = rem - r * J.m;
+        const int row = sacc_row<PAIRED>(J.nrows, i, r);
+        if (row < 0)
+            continue;
+        const int64_t s0 = (int64_t)i * nsteps, s1 = s0 + nsteps - 1;
+        const int wl = warp_of(S, s0, W), wh = warp_of(S, s1, W);
+        if (wl == wh)
+            continue; /* one warp's alone: already in sacc */
+        float v = 0.0f;
+        for (int w = wl; w <= wh; ++w) {
+            const int lo = range_lo(S, w, W);
+            if (lo >= range_lo(S, w + 1, W))
+                continue; /* empty range */
+            const int which = (lo / nsteps == i) ? 0 : 1;
+            v += J.slots[((size_t)(2 * w + which) * 16 + r) * J.ms + tok];
+        }
+        J.sacc[row * J.ms + tok] += v;
+    }
+}
+
+/* Ask L2 for each warp's first `steps` steps (within its first tile): the
+ * bytes the CTA reads first. Nothing is waited for. */
+template <typename T, int NTOK, bool PAIRED>
+__device__ void stream_prefetch(const StreamJob<T> &J, int steps)
+{
+    const int COLS = Engine<T, NTOK>::COLS;
+    const int W = blockDim.x >> 5, w = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int rpt = PAIRED ? 8 : 16;
+    const int tiles = (J.nrows + rpt - 1) / rpt;
+    const int nsteps = (J.ke - J.kb + COLS - 1) / COLS;
+    const int64_t S = (int64_t)tiles * nsteps;
+    if (S == 0 || steps <= 0 || lane >= 16)
+        return;
+    const int lo = range_lo(S, w, W), hi = range_lo(S, w + 1, W);
+    if (lo >= hi)
+        return;
+    const int i = lo / nsteps, s = lo % nsteps;
+    const int send = min(min(nsteps, s + steps), s + (hi - lo));
+    const int row = sacc_row<PAIRED>(J.nrows, i, lane);
+    if (row < 0)
+        return;
+    const T *base = PAIRED && lane >= 8
+                        ? J.wb + (int64_t)(J.row0 + row - J.nrows) * J.ldw
+                        : J.wa + (int64_t)(J.row0 + row) * J.ldw;
+    const int c0 = J.kb + COLS * s, c1 = min(J.ke, J.kb + COLS * send);
+    if (c1 > c0)
+        prefetch_l2(base + c0, (uint32_t)((c1 - c0) * sizeof(T)));
 }
 
 /* Token rows into shared memory: xs[t][c - kb] = src(t, c) for c in

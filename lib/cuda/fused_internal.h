@@ -16,13 +16,11 @@
 /* Tuning knobs; 0 means the launcher's own choice, which is what the
  * library uses. Only the selftest sets them, to measure alternatives. */
 typedef struct fbf_tuning {
-    int unit_cols1;  /* weight columns per work unit: gate/up, or the gemm
-                        (multiple of 128) */
-    int unit_cols2;  /* the same for the down projection */
     int hs;          /* stripes of h in the down projection (must divide
                         the grid) */
-    int prefetch_kb; /* KiB of Wd each CTA asks L2 for before the grid
-                        barrier; negative: none */
+    int prefetch_kb; /* KiB of weights each CTA asks L2 for ahead (twice
+                        that at the start, while X is staged; this much
+                        before the grid barrier); negative: none */
     int dry_run;     /* non-zero: decide coverage only, launch nothing
                         (the shape rule asks this way) */
 } fbf_tuning;

@@ -65,7 +65,7 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
 
 int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 {
-    fbf_tuning dry = {0, 0, 0, 0, 1};
+    fbf_tuning dry = {0, 0, 1};
     if (fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return table_says(TINY_MLP, env, p->dtype, p->m);
     if (fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
@@ -75,7 +75,7 @@ int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 
 int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
 {
-    fbf_tuning dry = {0, 0, 0, 0, 1};
+    fbf_tuning dry = {0, 0, 1};
     const int64_t tokens = p->m < p->n ? p->m : p->n;
     if (fbf_tiny_gemm(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return table_says(TINY_GEMM, env, p->dtype, tokens);
