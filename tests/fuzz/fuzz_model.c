@@ -125,6 +125,10 @@ fz_outcomes fz_gemm_expect(const fz_gemm *g)
         bad |= BAD(16);
     if (!valid_act(g->act))
         bad |= BAD(17);
+    /* A bias whose n elements overflow the address space: the man page
+     * does not list it, the library reports it (16); either is taken. */
+    if (g->bias != NULL && g->n > PTRDIFF_MAX / es)
+        return lowest(bad) | lowest(bad | BAD(16));
     return lowest(bad);
 }
 
@@ -160,7 +164,9 @@ static int larger_dim(int64_t d1, int pos1, int64_t d2, int pos2, int reading)
 }
 
 /* One reading of the open cases: bit 0 breaks ties between equal
- * dimensions, bit 1 says X is needed even when h is 0. */
+ * dimensions, bit 1 says X is needed even when h is 0, bit 2 reports a
+ * weight's extent overflow at the weight (Wg 10, Wd 14) rather than at a
+ * dimension. */
 static fz_outcomes mlp_reading(const fz_mlp *p, int reading)
 {
     const int dtype_ok = p->dtype == FB_DTYPE_F32 || p->dtype == FB_DTYPE_F16 ||
@@ -187,9 +193,9 @@ static fz_outcomes mlp_reading(const fz_mlp *p, int reading)
     const fz_stored x = fz_mlp_x(p), w = fz_mlp_w(p), wd = fz_mlp_wd(p),
                     y = fz_mlp_y(p);
     if (fz_extent(&w, es) < 0)
-        bad |= BAD(larger_dim(p->k, 5, p->h, 6, reading & 1));
+        bad |= BAD((reading & 4) ? 10 : larger_dim(p->k, 5, p->h, 6, reading & 1));
     if (fz_extent(&wd, es) < 0)
-        bad |= BAD(larger_dim(p->h, 6, p->n, 7, reading & 1));
+        bad |= BAD((reading & 4) ? 14 : larger_dim(p->h, 6, p->n, 7, reading & 1));
 
     const int work = p->m > 0 && p->n > 0;
     const int x_needed = work && p->k > 0 && (p->h > 0 || (reading & 2));
@@ -220,7 +226,7 @@ static fz_outcomes mlp_reading(const fz_mlp *p, int reading)
 fz_outcomes fz_mlp_expect(const fz_mlp *p)
 {
     fz_outcomes any = 0;
-    for (int reading = 0; reading < 4; reading++)
+    for (int reading = 0; reading < 8; reading++)
         any |= mlp_reading(p, reading);
     return any;
 }

@@ -65,13 +65,18 @@ fz_stored fz_gemm_c(const fz_gemm *g);
  * success, bit p is "invalid argument at position p". */
 typedef uint32_t fz_outcomes;
 
-/* gemm: the lowest wrong argument, as the man page lists them. */
+/* gemm: the lowest wrong argument, as the man page lists them; a present
+ * bias of n elements that overflow the address space may be reported (16)
+ * or not (the man page is silent). */
 fz_outcomes fz_gemm_expect(const fz_gemm *g);
 
 /* mlp. Open cases accepted both ways:
  *  - X when h is 0 (Y is bd then, so X is arguably not needed);
- *  - a weight extent overflow (h*k or n*h) is reported at the larger
- *    dimension; when the two are equal, at either. */
+ *  - a weight extent overflow (h*k or n*h): mlp_geglu_forward(3) reports
+ *    it at the larger dimension (at either when the two are equal), the
+ *    library and tests/test_badargs at the weight itself (Wg, Wd); the
+ *    two documents disagree, and this model takes either until they
+ *    agree. */
 fz_outcomes fz_mlp_expect(const fz_mlp *p);
 
 /* The weight shapes of a mlp call: Wg and Wu h rows of k, Wd n rows of h,
