@@ -2,6 +2,7 @@
  * ctx.cu -- per-handle CUDA state: device, stream, cuBLASLt handle,
  * workspace, growable scratch, plan cache.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,8 @@ static void release(fb_cuda_ctx *ctx)
         (void)cudaFree(ctx->scratch.ptr);
     if (ctx->staging.ptr != NULL)
         (void)cudaFree(ctx->staging.ptr);
+    if (ctx->accum.ptr != NULL)
+        (void)cudaFree(ctx->accum.ptr);
     if (ctx->done != NULL)
         (void)cudaEventDestroy(ctx->done);
     (void)cudaGetLastError();
@@ -207,14 +210,22 @@ fb_status fb_ctx_mark_done(fb_cuda_ctx *ctx, fb_cuda_result *r)
 fb_status fb_ctx_reserve(fb_cuda_ctx *ctx, fb_device_buffer *buf,
                          size_t bytes, fb_cuda_result *r)
 {
+    return fb_ctx_reserve_capped(ctx, buf, bytes, SIZE_MAX, r);
+}
+
+fb_status fb_ctx_reserve_capped(fb_cuda_ctx *ctx, fb_device_buffer *buf,
+                                size_t bytes, size_t cap, fb_cuda_result *r)
+{
     if (bytes <= buf->bytes)
         return FB_STATUS_SUCCESS;
     /* Growth is rare (a new largest shape), so it may wait: the old
      * buffer can be freed only when no enqueued work still reads it. It
      * grows by half again, so that a sequence of growing shapes does not
-     * reallocate every time, in 2 MiB steps. */
+     * reallocate every time, in 2 MiB steps, but not beyond cap. */
     size_t want = bytes + bytes / 2;
     want = fb_round_up(want, (size_t)2 << 20);
+    if (want > cap)
+        want = cap > bytes ? cap : bytes;
     cudaError_t e = fb_ctx_wait(ctx);
     if (e != cudaSuccess)
         return fb_result_cuda(r, e, "waiting for earlier work before "

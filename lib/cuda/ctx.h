@@ -29,6 +29,12 @@
  * Sharing is safe because both use it only in stream order. */
 #define FB_CTX_WORKSPACE_BYTES ((size_t)32 << 20)
 
+/* The fp32 accumulator a 16-bit cuBLASLt call is tiled to when our
+ * epilogue must follow the GEMM (lt_gemm.cu): 32 MiB bounds the memory,
+ * and a tile that size is still largely in L2 (50 MB on Hopper) when the
+ * epilogue reads it back. */
+#define FB_CTX_ACCUM_BYTES ((size_t)32 << 20)
+
 /* Device memory that grows on demand and is kept for the next call. */
 typedef struct fb_device_buffer {
     void *ptr;
@@ -49,6 +55,9 @@ struct fb_cuda_ctx {
     void *workspace;      /* FB_CTX_WORKSPACE_BYTES, cuBLASLt and fused */
     size_t workspace_bytes;
     fb_device_buffer scratch; /* mlp intermediates (G, U, H) */
+    fb_device_buffer accum;   /* fp32 GEMM results of 16-bit calls before
+                                 their epilogue (lt_gemm.cu), at most
+                                 FB_CTX_ACCUM_BYTES once grown */
     fb_device_buffer staging; /* copies of host operands */
 
     fb_lt_plan_cache plans;
@@ -80,6 +89,9 @@ void fb_ctx_set_stream(fb_cuda_ctx *ctx, void *stream);
  * that may still use it). */
 fb_status fb_ctx_reserve(fb_cuda_ctx *ctx, fb_device_buffer *buf,
                          size_t bytes, fb_cuda_result *r);
+/* The same, growing to no more than max(bytes, cap). */
+fb_status fb_ctx_reserve_capped(fb_cuda_ctx *ctx, fb_device_buffer *buf,
+                                size_t bytes, size_t cap, fb_cuda_result *r);
 
 /* Record `done` on the stream: the call's work is all enqueued. */
 fb_status fb_ctx_mark_done(fb_cuda_ctx *ctx, fb_cuda_result *r);

@@ -3,10 +3,12 @@
  * activation after (or instead of) a GEMM, and the MLP's gated product.
  *
  * Both are memory bound: one read and one write per element (three
- * accesses for the gated product). Where every column starts on a 16-byte
- * boundary and the column length is a multiple of the vector, each thread
- * moves 16 bytes at a time; otherwise one element. The arithmetic is fp32
- * whatever the storage type, with one rounding at the store.
+ * accesses for the gated product; one more, of fp32, when the epilogue
+ * reads a 16-bit call's fp32 accumulator). Where every column starts on a
+ * 16-byte boundary and the column length is a multiple of the vector, each
+ * thread moves 16 bytes at a time; otherwise one element. The arithmetic
+ * is fp32 whatever the storage type, with one rounding at the store. A
+ * missing bias is not added as 0 (which would turn -0 into +0).
  */
 #include <stdint.h>
 #include "device_math.cuh"
@@ -52,25 +54,49 @@ bool aligned16(const void *p, int64_t ld, int64_t elem)
     return ((uintptr_t)p % 16) == 0 && (ld * elem) % 16 == 0;
 }
 
+/* N consecutive rows of one column of an fp32 matrix, or zeros. */
+template <int N>
+__device__ __forceinline__ fb_pack<float, N> load_acc(const float *acc,
+                                                      int64_t at)
+{
+    fb_pack<float, N> a;
+    if (acc != NULL) {
+        a = *reinterpret_cast<const fb_pack<float, N> *>(acc + at);
+    } else {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            a.e[e] = 0.0f;
+    }
+    return a;
+}
+
+/* Per-row bias of rows i0 .. i0 + N - 1, or zeros. */
+template <typename T, int N>
+__device__ __forceinline__ void load_row_bias(const T *bias, int64_t i0,
+                                              float *out)
+{
+#pragma unroll
+    for (int e = 0; e < N; e++)
+        out[e] = bias != NULL ? fb_load_f32(bias[i0 + e]) : 0.0f;
+}
+
 template <typename T, fb_activation A, int N>
 __global__ void __launch_bounds__(kThreads)
-fb_epilogue_kernel(T *c, int64_t ldc, int64_t m, int64_t n, float beta,
-                   int read_c, const T *bias, int bias_per_row)
+fb_epilogue_kernel(T *c, int64_t ldc, int64_t m, int64_t n,
+                   const float *acc, int64_t ldacc, float beta, int read_c,
+                   const T *bias, int bias_per_row)
 {
     const int64_t i0 =
         ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * N;
     if (i0 >= m)
         return;
     float row_bias[N];
-#pragma unroll
-    for (int e = 0; e < N; e++)
-        row_bias[e] = (bias != NULL && bias_per_row)
-                          ? fb_load_f32(bias[i0 + e])
-                          : 0.0f;
+    load_row_bias<T, N>(bias_per_row ? bias : NULL, i0, row_bias);
     const int64_t step = (int64_t)gridDim.y * blockDim.y;
     for (int64_t j = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; j < n;
          j += step) {
         fb_pack<T, N> *at = reinterpret_cast<fb_pack<T, N> *>(c + j * ldc + i0);
+        const fb_pack<float, N> a = load_acc<N>(acc, j * ldacc + i0);
         fb_pack<T, N> v;
         if (read_c)
             v = *at;
@@ -79,7 +105,13 @@ fb_epilogue_kernel(T *c, int64_t ldc, int64_t m, int64_t n, float beta,
         fb_pack<T, N> out;
 #pragma unroll
         for (int e = 0; e < N; e++) {
-            float x = read_c ? beta * fb_load_f32(v.e[e]) : 0.0f;
+            /* Without acc, beta C alone: adding it to 0 would turn -0
+             * into +0. */
+            float x = a.e[e];
+            if (read_c) {
+                const float bc = beta * fb_load_f32(v.e[e]);
+                x = acc != NULL ? x + bc : bc;
+            }
             if (bias != NULL)
                 x += bias_per_row ? row_bias[e] : col_bias;
             out.e[e] = fb_store_as<T>(fb_act<A>(x));
@@ -90,13 +122,17 @@ fb_epilogue_kernel(T *c, int64_t ldc, int64_t m, int64_t n, float beta,
 
 template <typename T, fb_activation A, int N>
 __global__ void __launch_bounds__(kThreads)
-fb_gated_product_kernel(const T *g, int64_t ldg, const T *u, int64_t ldu,
-                        T *h, int64_t ldh, int64_t rows, int64_t cols)
+fb_gated_product_kernel(const T *g, int64_t ldg, const T *bg, const T *u,
+                        int64_t ldu, const T *bu, T *h, int64_t ldh,
+                        int64_t rows, int64_t cols)
 {
     const int64_t i0 =
         ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * N;
     if (i0 >= rows)
         return;
+    float gate_bias[N], up_bias[N];
+    load_row_bias<T, N>(bg, i0, gate_bias);
+    load_row_bias<T, N>(bu, i0, up_bias);
     const int64_t step = (int64_t)gridDim.y * blockDim.y;
     for (int64_t j = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
          j < cols; j += step) {
@@ -107,105 +143,145 @@ fb_gated_product_kernel(const T *g, int64_t ldg, const T *u, int64_t ldu,
             *reinterpret_cast<const fb_pack<T, N> *>(u + j * ldu + i0);
         fb_pack<T, N> out;
 #pragma unroll
-        for (int e = 0; e < N; e++)
-            out.e[e] = fb_store_as<T>(fb_act<A>(fb_load_f32(gv.e[e])) *
-                                      fb_load_f32(uv.e[e]));
+        for (int e = 0; e < N; e++) {
+            float gx = fb_load_f32(gv.e[e]), ux = fb_load_f32(uv.e[e]);
+            if (bg != NULL)
+                gx += gate_bias[e];
+            if (bu != NULL)
+                ux += up_bias[e];
+            out.e[e] = fb_store_as<T>(fb_act<A>(gx) * ux);
+        }
         *reinterpret_cast<fb_pack<T, N> *>(h + j * ldh + i0) = out;
     }
 }
 
+/* The arguments of one epilogue launch, typed. */
+template <typename T> struct epilogue_args {
+    T *c;
+    int64_t ldc, m, n;
+    const float *acc;
+    int64_t ldacc;
+    float beta;
+    int read_c;
+    const T *bias;
+    int bias_per_row;
+};
+
 template <typename T, fb_activation A>
-void launch_epilogue(const sweep &s, int n_vec, cudaStream_t stream, T *c,
-                     int64_t ldc, int64_t m, int64_t n, float beta,
-                     int read_c, const T *bias, int bias_per_row)
+void launch_epilogue(const sweep &s, int n_vec, cudaStream_t stream,
+                     const epilogue_args<T> &a)
 {
     const int V = 16 / sizeof(T);
     if (n_vec == V)
-        fb_epilogue_kernel<T, A, 16 / sizeof(T)><<<s.grid, s.block, 0, stream>>>(
-            c, ldc, m, n, beta, read_c, bias, bias_per_row);
+        fb_epilogue_kernel<T, A, V><<<s.grid, s.block, 0, stream>>>(
+            a.c, a.ldc, a.m, a.n, a.acc, a.ldacc, a.beta, a.read_c, a.bias,
+            a.bias_per_row);
     else
         fb_epilogue_kernel<T, A, 1><<<s.grid, s.block, 0, stream>>>(
-            c, ldc, m, n, beta, read_c, bias, bias_per_row);
+            a.c, a.ldc, a.m, a.n, a.acc, a.ldacc, a.beta, a.read_c, a.bias,
+            a.bias_per_row);
 }
 
 template <typename T>
 void launch_epilogue_act(fb_activation act, const sweep &s, int n_vec,
-                         cudaStream_t stream, T *c, int64_t ldc, int64_t m,
-                         int64_t n, float beta, int read_c, const T *bias,
-                         int bias_per_row)
+                         cudaStream_t stream, const epilogue_args<T> &a)
 {
     switch (act) {
     case FB_ACT_RELU:
-        launch_epilogue<T, FB_ACT_RELU>(s, n_vec, stream, c, ldc, m, n, beta,
-                                        read_c, bias, bias_per_row);
+        launch_epilogue<T, FB_ACT_RELU>(s, n_vec, stream, a);
         break;
     case FB_ACT_GELU_TANH:
-        launch_epilogue<T, FB_ACT_GELU_TANH>(s, n_vec, stream, c, ldc, m, n,
-                                             beta, read_c, bias, bias_per_row);
+        launch_epilogue<T, FB_ACT_GELU_TANH>(s, n_vec, stream, a);
         break;
     case FB_ACT_GELU_ERF:
-        launch_epilogue<T, FB_ACT_GELU_ERF>(s, n_vec, stream, c, ldc, m, n,
-                                            beta, read_c, bias, bias_per_row);
+        launch_epilogue<T, FB_ACT_GELU_ERF>(s, n_vec, stream, a);
         break;
     case FB_ACT_SILU:
-        launch_epilogue<T, FB_ACT_SILU>(s, n_vec, stream, c, ldc, m, n, beta,
-                                        read_c, bias, bias_per_row);
+        launch_epilogue<T, FB_ACT_SILU>(s, n_vec, stream, a);
         break;
     default:
-        launch_epilogue<T, FB_ACT_NONE>(s, n_vec, stream, c, ldc, m, n, beta,
-                                        read_c, bias, bias_per_row);
+        launch_epilogue<T, FB_ACT_NONE>(s, n_vec, stream, a);
         break;
     }
 }
 
+template <typename T> struct gated_args {
+    const T *g;
+    int64_t ldg;
+    const T *bg, *u;
+    int64_t ldu;
+    const T *bu;
+    T *h;
+    int64_t ldh, rows, cols;
+};
+
 template <typename T, fb_activation A>
-void launch_gated(const sweep &s, int n_vec, cudaStream_t stream, const T *g,
-                  int64_t ldg, const T *u, int64_t ldu, T *h, int64_t ldh,
-                  int64_t rows, int64_t cols)
+void launch_gated(const sweep &s, int n_vec, cudaStream_t stream,
+                  const gated_args<T> &a)
 {
     const int V = 16 / sizeof(T);
     if (n_vec == V)
-        fb_gated_product_kernel<T, A, 16 / sizeof(T)>
-            <<<s.grid, s.block, 0, stream>>>(g, ldg, u, ldu, h, ldh, rows, cols);
+        fb_gated_product_kernel<T, A, V><<<s.grid, s.block, 0, stream>>>(
+            a.g, a.ldg, a.bg, a.u, a.ldu, a.bu, a.h, a.ldh, a.rows, a.cols);
     else
-        fb_gated_product_kernel<T, A, 1>
-            <<<s.grid, s.block, 0, stream>>>(g, ldg, u, ldu, h, ldh, rows, cols);
+        fb_gated_product_kernel<T, A, 1><<<s.grid, s.block, 0, stream>>>(
+            a.g, a.ldg, a.bg, a.u, a.ldu, a.bu, a.h, a.ldh, a.rows, a.cols);
 }
 
 template <typename T>
 void launch_gated_act(fb_activation act, const sweep &s, int n_vec,
-                      cudaStream_t stream, const T *g, int64_t ldg,
-                      const T *u, int64_t ldu, T *h, int64_t ldh,
-                      int64_t rows, int64_t cols)
+                      cudaStream_t stream, const gated_args<T> &a)
 {
     switch (act) {
     case FB_ACT_RELU:
-        launch_gated<T, FB_ACT_RELU>(s, n_vec, stream, g, ldg, u, ldu, h, ldh,
-                                     rows, cols);
+        launch_gated<T, FB_ACT_RELU>(s, n_vec, stream, a);
         break;
     case FB_ACT_GELU_TANH:
-        launch_gated<T, FB_ACT_GELU_TANH>(s, n_vec, stream, g, ldg, u, ldu, h,
-                                          ldh, rows, cols);
+        launch_gated<T, FB_ACT_GELU_TANH>(s, n_vec, stream, a);
         break;
     case FB_ACT_GELU_ERF:
-        launch_gated<T, FB_ACT_GELU_ERF>(s, n_vec, stream, g, ldg, u, ldu, h,
-                                         ldh, rows, cols);
+        launch_gated<T, FB_ACT_GELU_ERF>(s, n_vec, stream, a);
         break;
     case FB_ACT_SILU:
-        launch_gated<T, FB_ACT_SILU>(s, n_vec, stream, g, ldg, u, ldu, h, ldh,
-                                     rows, cols);
+        launch_gated<T, FB_ACT_SILU>(s, n_vec, stream, a);
         break;
     default:
-        launch_gated<T, FB_ACT_NONE>(s, n_vec, stream, g, ldg, u, ldu, h, ldh,
-                                     rows, cols);
+        launch_gated<T, FB_ACT_NONE>(s, n_vec, stream, a);
         break;
     }
+}
+
+template <typename T>
+void epilogue_typed(fb_activation act, const sweep &s, int n_vec,
+                    cudaStream_t stream, void *c, int64_t ldc, int64_t m,
+                    int64_t n, const float *acc, int64_t ldacc, float beta,
+                    int read_c, const void *bias, int bias_per_row)
+{
+    const epilogue_args<T> a = {static_cast<T *>(c), ldc, m, n, acc, ldacc,
+                                beta, read_c, static_cast<const T *>(bias),
+                                bias_per_row};
+    launch_epilogue_act<T>(act, s, n_vec, stream, a);
+}
+
+template <typename T>
+void gated_typed(fb_activation act, const sweep &s, int n_vec,
+                 cudaStream_t stream, const void *g, int64_t ldg,
+                 const void *bg, const void *u, int64_t ldu, const void *bu,
+                 void *h, int64_t ldh, int64_t rows, int64_t cols)
+{
+    const gated_args<T> a = {static_cast<const T *>(g), ldg,
+                             static_cast<const T *>(bg),
+                             static_cast<const T *>(u), ldu,
+                             static_cast<const T *>(bu), static_cast<T *>(h),
+                             ldh, rows, cols};
+    launch_gated_act<T>(act, s, n_vec, stream, a);
 }
 
 } /* namespace */
 
 fb_status fb_launch_epilogue(cudaStream_t stream, fb_dtype dtype, void *c,
-                             int64_t ldc, int64_t m, int64_t n, float beta,
+                             int64_t ldc, int64_t m, int64_t n,
+                             const float *acc, int64_t ldacc, float beta,
                              int read_c, const void *bias, int bias_per_row,
                              fb_activation act, fb_cuda_result *r)
 {
@@ -213,7 +289,14 @@ fb_status fb_launch_epilogue(cudaStream_t stream, fb_dtype dtype, void *c,
         return FB_STATUS_SUCCESS;
     const int64_t elem = fb_dtype_size(dtype);
     const int vec = (int)(16 / elem);
-    const int n_vec = (m % vec == 0 && aligned16(c, ldc, elem)) ? vec : 1;
+    /* The vector path moves vec elements of C and vec floats of acc per
+     * access: both must start every column on that boundary. */
+    const bool acc_vec = acc == NULL ||
+                         ((uintptr_t)acc % ((uintptr_t)vec * sizeof(float)) ==
+                              0 &&
+                          ldacc % vec == 0);
+    const int n_vec =
+        (m % vec == 0 && aligned16(c, ldc, elem) && acc_vec) ? vec : 1;
     const sweep s = plan_sweep(m, n, n_vec);
     if (!s.ok)
         return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
@@ -221,19 +304,17 @@ fb_status fb_launch_epilogue(cudaStream_t stream, fb_dtype dtype, void *c,
                               "covers", (long long)m);
     switch (dtype) {
     case FB_DTYPE_F32:
-        launch_epilogue_act<float>(act, s, n_vec, stream, (float *)c, ldc, m,
-                                   n, beta, read_c, (const float *)bias,
-                                   bias_per_row);
+        epilogue_typed<float>(act, s, n_vec, stream, c, ldc, m, n, acc, ldacc,
+                              beta, read_c, bias, bias_per_row);
         break;
     case FB_DTYPE_F16:
-        launch_epilogue_act<__half>(act, s, n_vec, stream, (__half *)c, ldc,
-                                    m, n, beta, read_c, (const __half *)bias,
-                                    bias_per_row);
+        epilogue_typed<__half>(act, s, n_vec, stream, c, ldc, m, n, acc,
+                               ldacc, beta, read_c, bias, bias_per_row);
         break;
     case FB_DTYPE_BF16:
-        launch_epilogue_act<__nv_bfloat16>(
-            act, s, n_vec, stream, (__nv_bfloat16 *)c, ldc, m, n, beta,
-            read_c, (const __nv_bfloat16 *)bias, bias_per_row);
+        epilogue_typed<__nv_bfloat16>(act, s, n_vec, stream, c, ldc, m, n,
+                                      acc, ldacc, beta, read_c, bias,
+                                      bias_per_row);
         break;
     default:
         return fb_result_fail(r, FB_STATUS_INTERNAL, "epilogue: dtype %d",
@@ -244,9 +325,10 @@ fb_status fb_launch_epilogue(cudaStream_t stream, fb_dtype dtype, void *c,
 
 fb_status fb_launch_gated_product(cudaStream_t stream, fb_dtype dtype,
                                   fb_activation act, const void *g,
-                                  int64_t ldg, const void *u, int64_t ldu,
-                                  void *h, int64_t ldh, int64_t rows,
-                                  int64_t cols, fb_cuda_result *r)
+                                  int64_t ldg, const void *bg, const void *u,
+                                  int64_t ldu, const void *bu, void *h,
+                                  int64_t ldh, int64_t rows, int64_t cols,
+                                  fb_cuda_result *r)
 {
     if (rows <= 0 || cols <= 0)
         return FB_STATUS_SUCCESS;
@@ -263,20 +345,16 @@ fb_status fb_launch_gated_product(cudaStream_t stream, fb_dtype dtype,
                               "launch covers", (long long)rows);
     switch (dtype) {
     case FB_DTYPE_F32:
-        launch_gated_act<float>(act, s, n_vec, stream, (const float *)g, ldg,
-                                (const float *)u, ldu, (float *)h, ldh, rows,
-                                cols);
+        gated_typed<float>(act, s, n_vec, stream, g, ldg, bg, u, ldu, bu, h,
+                           ldh, rows, cols);
         break;
     case FB_DTYPE_F16:
-        launch_gated_act<__half>(act, s, n_vec, stream, (const __half *)g,
-                                 ldg, (const __half *)u, ldu, (__half *)h,
-                                 ldh, rows, cols);
+        gated_typed<__half>(act, s, n_vec, stream, g, ldg, bg, u, ldu, bu, h,
+                            ldh, rows, cols);
         break;
     case FB_DTYPE_BF16:
-        launch_gated_act<__nv_bfloat16>(
-            act, s, n_vec, stream, (const __nv_bfloat16 *)g, ldg,
-            (const __nv_bfloat16 *)u, ldu, (__nv_bfloat16 *)h, ldh, rows,
-            cols);
+        gated_typed<__nv_bfloat16>(act, s, n_vec, stream, g, ldg, bg, u, ldu,
+                                   bu, h, ldh, rows, cols);
         break;
     default:
         return fb_result_fail(r, FB_STATUS_INTERNAL,

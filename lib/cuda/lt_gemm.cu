@@ -1,34 +1,48 @@
 /*
  * lt_gemm.cu -- gemm_bias_act through cuBLASLt.
  *
- * Which epilogue does what (problem.h's C is column-major):
- *   bias per row of C (a row-major call, nn.Linear's case) is cuBLASLt's
- *     own BIAS epilogue: "bias vector length must match matrix D rows";
- *   gelu_tanh is cuBLASLt's GELU (its GELU is the tanh form) for fp16 and
- *     bf16 outputs only. Its fp32 evaluation is less accurate than ours:
- *     on an H200 (GPU run 1, fp32 output) it was off by up to 3.4e-6 at
- *     x = 1.20 and 2.8e-6 at x = -1.08: about 2.8e-6 |x|, i.e. 47 x
- *     2^-24 |x|, where the contract promises 8 x 2^-24 |x| (the CPU
- *     backend's identities, which device_math.cuh evaluates). Relative
- *     to the output that is at most 1.8e-5 (at x = -1.08, gelu = -0.15),
- *     1/27 of fp16's half ulp (2^-11 = 4.9e-4) and 1/210 of bf16's
- *     (2^-8 = 3.9e-3), so a 16-bit store hides it; an fp32 store does
- *     not, so fp32 outputs take BIAS (or DEFAULT) and our activation;
- *   relu is NOT given to cuBLASLt: its RELU is max(x, 0), which turns NaN
- *     into 0, and DESIGN.md wants NaN kept (assumed from the documented
- *     formula, not measured here; our kernel is right either way);
- *   gelu_erf and silu, which no epilogue offers, and bias per column (a
- *     column-major call: cuBLASLt has no per-column bias, and swapping the
- *     operands would transpose the storage of C, not just its shape) run
- *     in our epilogue kernel right after the GEMM, on C in place.
- * That second pass rounds the pre-activation value to the storage type
- * once before the activation (fp16/bf16 only; PyTorch eager does the same).
+ * The contract (problem.h) applies bias and activation to the fp32
+ * accumulator and rounds once, at the store. Each call takes the first of
+ * these that meets it (problem.h's C is column-major):
  *
- * If cuBLASLt has no algorithm for the operands (alignment: the heuristic
- * is told every pointer's and leading dimension's true alignment, the bias
- * pointer's included, and so never returns a kernel that would fault), the
- * epilogue is first moved to our kernel, then the whole call goes to a
- * plain tiled GEMM. A call is always computed; the path says how.
+ * 1. cuBLASLt's epilogue does the whole epilogue, in one launch:
+ *   - bias per row of C (a row-major call, nn.Linear's case) is its BIAS
+ *     ("bias vector length must match matrix D rows"), for a bias on a
+ *     16-byte boundary (its heuristic is documented to look at the bias
+ *     pointer, but a misaligned bias is rare enough that not depending on
+ *     that costs nothing);
+ *   - gelu_tanh is its GELU / GELU_BIAS (its GELU is the tanh form), for
+ *     fp16 and bf16 outputs only. Its fp32 evaluation is less accurate
+ *     than ours: on an H200 (GPU run 1, fp32 output) it was off by up to
+ *     3.4e-6 at x = 1.20 and 2.8e-6 at x = -1.08: about 2.8e-6 |x|, i.e.
+ *     47 x 2^-24 |x|, where the contract promises 8 x 2^-24 |x| (the CPU
+ *     backend's identities, which device_math.cuh evaluates). Relative to
+ *     the output that is at most 1.8e-5 (at x = -1.08, gelu = -0.15), 1/27
+ *     of fp16's half ulp (2^-11 = 4.9e-4) and 1/210 of bf16's (2^-8 =
+ *     3.9e-3), so a 16-bit store hides it; an fp32 store does not.
+ * 2. Otherwise the rest of the epilogue is our kernel's (kernels.h): relu
+ *    (cuBLASLt's RELU is max(x, 0), which turns NaN into 0; DESIGN.md
+ *    keeps NaN), gelu_erf and silu (no epilogue offers them), bias per
+ *    column (a column-major call: cuBLASLt has no per-column bias, and
+ *    swapping the operands would transpose the storage of C, not just its
+ *    shape), a misaligned bias, gelu_tanh on fp32 outputs:
+ *   - fp32 data: the GEMM (with BIAS where it can) writes C, which is then
+ *     the fp32 accumulator itself, and our kernel finishes it in place;
+ *   - fp16 / bf16 data: the GEMM writes D = alpha op(A) op(B) in fp32
+ *     (beta 0) to the context's accumulator buffer -- cuBLASLt takes 16-bit
+ *     A and B with fp32 C and D under CUBLAS_COMPUTE_32F, the mixed row of
+ *     cublasLtMatmul's type table, as PyTorch's matmul with an fp32
+ *     out_dtype does -- and our kernel computes act(D + beta C + bias),
+ *     reading the 16-bit C only when beta != 0, with one rounding at the
+ *     store. The buffer is FB_CTX_ACCUM_BYTES at most (ctx.h): larger
+ *     calls run in tiles of columns, a GEMM and an epilogue launch each.
+ *     Storing a 16-bit D and re-reading it would round twice (GPU run 1:
+ *     fp16 relu errors of 2 to 3 half-ulps).
+ * 3. If cuBLASLt has no algorithm for the operands (alignment: the
+ *    heuristic is told every pointer's and leading dimension's true
+ *    alignment, and so never returns a kernel that would fault), a plain
+ *    tiled GEMM does the whole call, epilogue included (simt_gemm.cu).
+ * A call is always computed; the path says how.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -154,17 +168,24 @@ static fb_status find_plan(fb_cuda_ctx *ctx, const fb_lt_plan_key *key,
 }
 
 fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
-                       cublasLtEpilogue_t epi, const void *bias,
+                       fb_dtype out, cublasLtEpilogue_t epi, const void *bias,
                        fb_math_mode math, char *why, size_t whylen,
                        fb_cuda_result *r)
 {
     const cudaDataType_t type = data_type(p->dtype);
+    const cudaDataType_t type_out = data_type(out);
     const int64_t elem = fb_dtype_size(p->dtype);
+    const int64_t elem_out = fb_dtype_size(out);
     /* fp32 data: true fp32 unless the handle allows TF32 tensor cores. */
     const cublasComputeType_t compute =
         (p->dtype == FB_DTYPE_F32 && math == FB_MATH_ALLOW_TF32)
             ? CUBLAS_COMPUTE_32F_FAST_TF32
             : CUBLAS_COMPUTE_32F;
+    const int uses_bias =
+        epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_GELU_BIAS;
+    if (uses_bias && out != p->dtype)
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "cuBLASLt bias of one type with a D of another");
 
     cublasLtMatmulDescOpaque_t op_mem;
     cublasLtMatmulDesc_t op = &op_mem;
@@ -182,8 +203,6 @@ fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                           &epilogue, sizeof epilogue),
            "cublasLtMatmulDescSetAttribute(EPILOGUE)");
-    const int uses_bias =
-        epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_GELU_BIAS;
     if (uses_bias)
         LT_TRY(cublasLtMatmulDescSetAttribute(
                    op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
@@ -198,12 +217,13 @@ fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     LT_TRY(cublasLtMatrixLayoutInit(lb, type, p->transb ? p->n : p->k,
                                     p->transb ? p->k : p->n, p->ldb),
            "cublasLtMatrixLayoutInit(B)");
-    LT_TRY(cublasLtMatrixLayoutInit(lc, type, p->m, p->n, p->ldc),
+    LT_TRY(cublasLtMatrixLayoutInit(lc, type_out, p->m, p->n, p->ldc),
            "cublasLtMatrixLayoutInit(C)");
 
     fb_lt_plan_key key;
     memset(&key, 0, sizeof key);
     key.dtype = p->dtype;
+    key.dtype_out = out;
     key.transa = p->transa != 0;
     key.transb = p->transb != 0;
     key.epilogue = epilogue;
@@ -216,8 +236,8 @@ fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     key.ldc = p->ldc;
     key.align_a = alignment(p->a, p->lda, elem);
     key.align_b = alignment(p->b, p->ldb, elem);
-    key.align_c = alignment(p->c, p->ldc, elem);
-    key.align_bias = uses_bias ? alignment(bias, 0, elem) : 0;
+    key.align_c = alignment(p->c, p->ldc, elem_out);
+    key.align_bias = uses_bias ? alignment(bias, 0, elem_out) : 0;
 
     fb_lt_plan plan;
     fb_status st = find_plan(ctx, &key, op, la, lb, lc, &plan, r);
@@ -250,6 +270,214 @@ fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     return FB_STATUS_SUCCESS;
 }
 
+/* Whether cuBLASLt's BIAS epilogue can take this bias (see the top). */
+static int bias_fits_lt(const fb_epilogue *ep, fb_dtype dtype)
+{
+    return ep->bias != NULL && ep->bias_per_row &&
+           alignment(ep->bias, 0, fb_dtype_size(dtype)) >= 16;
+}
+
+/* "bias_row,silu", "relu", "none": what our kernel applies. */
+static void describe(const void *bias, int bias_per_row, fb_activation act,
+                     char *out, size_t len)
+{
+    snprintf(out, len, "%s%s%s", bias ? (bias_per_row ? "bias_row" : "bias_col")
+                                      : "",
+             bias && act != FB_ACT_NONE ? "," : "",
+             act != FB_ACT_NONE || !bias ? act_name(act) : "");
+}
+
+/* The whole call by the plain GEMM (cuBLASLt has no algorithm for it). */
+static fb_status gemm_simt(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                           const char *why, fb_cuda_result *r)
+{
+    fb_status st = fb_launch_simt_gemm(ctx->stream, p, r);
+    if (st == FB_STATUS_SUCCESS)
+        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/fb_simt_gemm (%s)", why);
+    return st;
+}
+
+/* fp32 data: C is the accumulator, so the GEMM (with bias per row in its
+ * epilogue where cuBLASLt takes it) writes C, and our kernel applies what
+ * is left, in place. */
+static fb_status gemm_f32(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                          fb_math_mode math, fb_cuda_result *r)
+{
+    const fb_epilogue *ep = &p->ep;
+    int bias_in_lt = bias_fits_lt(ep, p->dtype);
+    char why[128] = "";
+    fb_status st = FB_STATUS_NOT_SUPPORTED;
+    for (int attempt = 0; attempt < 2 && st == FB_STATUS_NOT_SUPPORTED;
+         attempt++) {
+        if (attempt == 1) {
+            if (!bias_in_lt)
+                break; /* nothing left to move out of cuBLASLt */
+            bias_in_lt = 0;
+        }
+        const cublasLtEpilogue_t epi =
+            bias_in_lt ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+        st = fb_lt_matmul(ctx, p, FB_DTYPE_F32, epi,
+                          bias_in_lt ? ep->bias : NULL, math, why, sizeof why,
+                          r);
+        if (st == FB_STATUS_SUCCESS)
+            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/%s",
+                          epilogue_name(epi));
+    }
+    if (st == FB_STATUS_NOT_SUPPORTED)
+        return gemm_simt(ctx, p, why, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+
+    const void *post_bias = bias_in_lt ? NULL : ep->bias;
+    if (post_bias == NULL && ep->act == FB_ACT_NONE)
+        return FB_STATUS_SUCCESS;
+    st = fb_launch_epilogue(ctx->stream, p->dtype, p->c, p->ldc, p->m, p->n,
+                            NULL, 0, 1.0f, 1, post_bias, ep->bias_per_row,
+                            ep->act, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    char what[40];
+    describe(post_bias, ep->bias_per_row, ep->act, what, sizeof what);
+    fb_result_append(r, "+fb_epilogue(%s)", what);
+    return FB_STATUS_SUCCESS;
+}
+
+/* Columns [j0, j0 + w) of p: the same call on a slice of B and C (and of
+ * a per-column bias). */
+static fb_gemm_problem columns(const fb_gemm_problem *p, int64_t j0,
+                               int64_t w)
+{
+    const int64_t elem = fb_dtype_size(p->dtype);
+    fb_gemm_problem t = *p;
+    t.n = w;
+    t.b = (const char *)p->b + (p->transb ? j0 : j0 * p->ldb) * elem;
+    t.c = (char *)p->c + j0 * p->ldc * elem;
+    if (p->ep.bias != NULL && !p->ep.bias_per_row)
+        t.ep.bias = (const char *)p->ep.bias + j0 * elem;
+    return t;
+}
+
+/* How many columns of C one fp32 accumulator tile holds: all n if they
+ * fit in FB_CTX_ACCUM_BYTES, else tiles of equal width that start on
+ * multiples of 128 columns (so that a tile's slice of B is as aligned as
+ * B is, 256 bytes and more, and cuBLASLt picks the same kernels for it).
+ * At least one column, whatever its size. */
+static int64_t accum_tile_width(int64_t n, size_t col_bytes)
+{
+    const int64_t granule = 128;
+    int64_t most = (int64_t)(FB_CTX_ACCUM_BYTES / col_bytes);
+    if (most >= n)
+        return n;
+    if (most < 1)
+        return 1;
+    if (most >= granule)
+        most -= most % granule;
+    const int64_t tiles = (n + most - 1) / most;
+    int64_t even = (n + tiles - 1) / tiles;
+    if (most >= granule)
+        even = (even + granule - 1) / granule * granule; /* <= most */
+    return even;
+}
+
+/* fp16 / bf16 data with an epilogue cuBLASLt cannot apply within the one
+ * rounding: per tile of columns, the GEMM into the fp32 accumulator, then
+ * C <- act(acc + beta C + bias) by our kernel. */
+static fb_status gemm_via_accum(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                                fb_math_mode math, fb_cuda_result *r)
+{
+    /* Columns of the accumulator on 32-byte boundaries, for the
+     * epilogue's vector loads (8 floats beside 8 16-bit elements). */
+    const int64_t ldacc = (p->m + 7) / 8 * 8;
+    if ((uint64_t)ldacc > SIZE_MAX / sizeof(float))
+        return fb_result_fail(r, FB_STATUS_ALLOC_FAILED,
+                              "accumulator column of %lld rows does not fit "
+                              "in the address space", (long long)p->m);
+    const size_t col_bytes = (size_t)ldacc * sizeof(float);
+    const int64_t width = accum_tile_width(p->n, col_bytes);
+    fb_status st = fb_ctx_reserve_capped(ctx, &ctx->accum,
+                                         col_bytes * (size_t)width,
+                                         FB_CTX_ACCUM_BYTES, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    float *acc = (float *)ctx->accum.ptr;
+
+    char why[128] = "";
+    int64_t tiles = 0, simt_tiles = 0;
+    for (int64_t j0 = 0; j0 < p->n; j0 += width, tiles++) {
+        const int64_t w = p->n - j0 < width ? p->n - j0 : width;
+        const fb_gemm_problem t = columns(p, j0, w);
+        fb_gemm_problem g = t;
+        g.c = acc;
+        g.ldc = ldacc;
+        g.beta = 0.0f;
+        g.ep.bias = NULL;
+        g.ep.act = FB_ACT_NONE;
+        st = fb_lt_matmul(ctx, &g, FB_DTYPE_F32, CUBLASLT_EPILOGUE_DEFAULT,
+                          NULL, math, why, sizeof why, r);
+        if (st == FB_STATUS_NOT_SUPPORTED) {
+            /* No algorithm for this slice: all of it, epilogue included,
+             * by the plain GEMM. */
+            st = fb_launch_simt_gemm(ctx->stream, &t, r);
+            if (st != FB_STATUS_SUCCESS)
+                return st;
+            simt_tiles++;
+            continue;
+        }
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        st = fb_launch_epilogue(ctx->stream, p->dtype, t.c, t.ldc, t.m, w, acc,
+                                ldacc, t.beta, t.beta != 0.0f, t.ep.bias,
+                                t.ep.bias_per_row, t.ep.act, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+    }
+
+    if (simt_tiles == tiles) {
+        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/fb_simt_gemm (%s)", why);
+        return FB_STATUS_SUCCESS;
+    }
+    char what[40];
+    describe(p->ep.bias, p->ep.bias_per_row, p->ep.act, what, sizeof what);
+    fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/DEFAULT>f32+fb_epilogue(%s)",
+                  what);
+    if (tiles > 1)
+        fb_result_append(r, " in %lld tiles", (long long)tiles);
+    if (simt_tiles > 0)
+        fb_result_append(r, ", %lld by fb_simt_gemm (%s)",
+                         (long long)simt_tiles, why);
+    return FB_STATUS_SUCCESS;
+}
+
+/* fp16 / bf16 data: cuBLASLt alone where its epilogue is the whole
+ * epilogue, else through the fp32 accumulator. */
+static fb_status gemm_16(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                         fb_math_mode math, fb_cuda_result *r)
+{
+    const fb_epilogue *ep = &p->ep;
+    const int bias_in_lt = bias_fits_lt(ep, p->dtype);
+    if ((ep->bias == NULL || bias_in_lt) &&
+        (ep->act == FB_ACT_NONE || ep->act == FB_ACT_GELU_TANH)) {
+        const int gelu = ep->act == FB_ACT_GELU_TANH;
+        const cublasLtEpilogue_t epi =
+            gelu ? (bias_in_lt ? CUBLASLT_EPILOGUE_GELU_BIAS
+                               : CUBLASLT_EPILOGUE_GELU)
+                 : (bias_in_lt ? CUBLASLT_EPILOGUE_BIAS
+                               : CUBLASLT_EPILOGUE_DEFAULT);
+        char why[128] = "";
+        fb_status st = fb_lt_matmul(ctx, p, p->dtype, epi,
+                                    bias_in_lt ? ep->bias : NULL, math, why,
+                                    sizeof why, r);
+        if (st == FB_STATUS_SUCCESS)
+            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/%s",
+                          epilogue_name(epi));
+        if (st != FB_STATUS_NOT_SUPPORTED)
+            return st;
+        /* Not for these operands (C's alignment, say): the fp32
+         * accumulator is ours, aligned, and needs no cuBLASLt epilogue. */
+    }
+    return gemm_via_accum(ctx, p, math, r);
+}
+
 fb_status fb_lt_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
                      fb_math_mode math, fb_cuda_result *r)
 {
@@ -259,71 +487,16 @@ fb_status fb_lt_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
         return FB_STATUS_SUCCESS;
     }
     if (p->k == 0 || p->alpha == 0.0f) {
-        /* Nothing to multiply: C <- act(beta C + bias), A and B unread. */
+        /* Nothing to multiply: C <- act(beta C + bias), A and B unread,
+         * C's own (exact) values rounded once. */
         fb_status st = fb_launch_epilogue(
-            ctx->stream, p->dtype, p->c, p->ldc, p->m, p->n, p->beta,
+            ctx->stream, p->dtype, p->c, p->ldc, p->m, p->n, NULL, 0, p->beta,
             p->beta != 0.0f, ep->bias, ep->bias_per_row, ep->act, r);
         if (st == FB_STATUS_SUCCESS)
             fb_result_ran(r, FB_BACKEND_CUDA_LT,
                           "cuda-lt/fb_epilogue(k=0 or alpha=0)");
         return st;
     }
-
-    /* A bias that is not 16-byte aligned goes to our kernel without asking
-     * cuBLASLt: its heuristic is documented to look at the bias pointer's
-     * alignment, but a misaligned bias is rare enough in practice that
-     * not depending on that costs nothing. */
-    int bias_in_lt = ep->bias != NULL && ep->bias_per_row &&
-                     alignment(ep->bias, 0, fb_dtype_size(p->dtype)) >= 16;
-    /* cuBLASLt's GELU only where its error is far below the output's
-     * rounding: 16-bit outputs (see the top of this file). */
-    int gelu_in_lt = ep->act == FB_ACT_GELU_TANH &&
-                     p->dtype != FB_DTYPE_F32 &&
-                     (ep->bias == NULL || bias_in_lt);
-    char why[128] = "";
-    fb_status st = FB_STATUS_NOT_SUPPORTED;
-    for (int attempt = 0; attempt < 2 && st == FB_STATUS_NOT_SUPPORTED;
-         attempt++) {
-        if (attempt == 1) {
-            if (!bias_in_lt && !gelu_in_lt)
-                break; /* nothing left to move out of cuBLASLt */
-            /* An epilogue cuBLASLt cannot run for these operands (bias
-             * alignment, say): do it in our kernel. */
-            bias_in_lt = gelu_in_lt = 0;
-        }
-        const cublasLtEpilogue_t epi =
-            gelu_in_lt ? (bias_in_lt ? CUBLASLT_EPILOGUE_GELU_BIAS
-                                     : CUBLASLT_EPILOGUE_GELU)
-                       : (bias_in_lt ? CUBLASLT_EPILOGUE_BIAS
-                                     : CUBLASLT_EPILOGUE_DEFAULT);
-        st = fb_lt_matmul(ctx, p, epi, bias_in_lt ? ep->bias : NULL, math,
-                          why, sizeof why, r);
-        if (st == FB_STATUS_SUCCESS)
-            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/%s",
-                          epilogue_name(epi));
-    }
-    if (st == FB_STATUS_NOT_SUPPORTED) {
-        st = fb_launch_simt_gemm(ctx->stream, p, r);
-        if (st == FB_STATUS_SUCCESS)
-            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/fb_simt_gemm (%s)",
-                          why);
-        return st;
-    }
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-
-    const void *post_bias = bias_in_lt ? NULL : ep->bias;
-    const fb_activation post_act = gelu_in_lt ? FB_ACT_NONE : ep->act;
-    if (post_bias == NULL && post_act == FB_ACT_NONE)
-        return FB_STATUS_SUCCESS;
-    st = fb_launch_epilogue(ctx->stream, p->dtype, p->c, p->ldc, p->m, p->n,
-                            1.0f, 1, post_bias, ep->bias_per_row, post_act, r);
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-    if (post_bias != NULL)
-        fb_result_append(r, "+fb_bias_%s", ep->bias_per_row ? "row" : "col");
-    if (post_act != FB_ACT_NONE)
-        fb_result_append(r, "%s_%s", post_bias != NULL ? "" : "+fb_act",
-                         act_name(post_act));
-    return FB_STATUS_SUCCESS;
+    return p->dtype == FB_DTYPE_F32 ? gemm_f32(ctx, p, math, r)
+                                    : gemm_16(ctx, p, math, r);
 }

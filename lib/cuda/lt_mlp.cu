@@ -11,13 +11,20 @@
  *   1. gate GEMM, bias (and gelu_tanh, cuBLASLt's GELU, for 16-bit data)
  *      in its epilogue;
  *   2. up GEMM, bias in its epilogue;
- *   3. H = act_g(G) .* U (act_g here unless step 1 applied it), written
- *      over G in the input dtype, as PyTorch stores it;
- *   4. down GEMM, bias in its epilogue, straight into Y.
- * When Wu directly follows Wg in memory (or Wg follows Wu) -- one fused
- * gate_up weight, as many checkpoints store it -- steps 1 and 2 are one
- * GEMM of twice the height (biases too if they are adjacent), which reads
- * X once and saves a launch; the gate activation then moves to step 3.
+ *   3. H = act_g(G + bg) .* (U + bu), written over G in the input dtype, as
+ *      PyTorch stores it; act_g and the biases here unless step 1 or 2
+ *      applied them (a bias not on a 16-byte boundary, fp32 gelu_tanh,
+ *      activations no epilogue has);
+ *   4. down GEMM, bias in its epilogue, straight into Y, through
+ *      fb_lt_gemm and so with bd applied before the one rounding of Y (via
+ *      the fp32 accumulator where cuBLASLt cannot take bd).
+ * G and U are stored in the input type before the activation and the
+ * product, which DESIGN.md allows for intermediates; Y is not
+ * double-rounded. When Wu directly follows Wg in memory (or Wg follows Wu)
+ * -- one fused gate_up weight, as many checkpoints store it -- steps 1 and
+ * 2 are one GEMM of twice the height, which reads X once and saves a
+ * launch (the biases go in its epilogue if they are adjacent in the same
+ * order, else to step 3; the gate activation to step 3).
  *
  * G and U live in the context's scratch, which grows to the largest call
  * seen and is then reused: no allocation per call once warm.
@@ -43,36 +50,81 @@ static void stage_name(const fb_cuda_result *r, char *out, size_t len)
     out[n] = '\0';
 }
 
-/* One projection: Z^T (out x m, ldz) = W X^T + b, act applied to it. */
-static fb_status project(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
-                         const void *w, int64_t out_rows, int64_t in,
-                         const void *x, int64_t ldx, const void *bias,
-                         fb_activation act, void *z, int64_t ldz,
-                         fb_math_mode math, char *name, size_t namelen,
-                         fb_cuda_result *r)
+/* What a gate or up projection left for the gated product. */
+typedef struct projected {
+    int bias_done; /* the bias was added in cuBLASLt's epilogue */
+    int gelu_done; /* and gelu_tanh applied */
+} projected;
+
+/* A gate or up projection into the scratch, in the input type:
+ * Z^T (rows x m, ldz) = W X^T, with bias (and gelu_tanh if `gelu`) in
+ * cuBLASLt's epilogue where it takes them; what it does not take, *done
+ * says, and the gated product applies. Never uses the fp32 accumulator:
+ * these intermediates may be rounded to the input type. */
+static fb_status project_intermediate(fb_cuda_ctx *ctx,
+                                      const fb_mlp_problem *p, const void *w,
+                                      int64_t rows, const void *bias,
+                                      int gelu, void *z, int64_t ldz,
+                                      fb_math_mode math, projected *done,
+                                      char *name, size_t namelen,
+                                      fb_cuda_result *r)
 {
     fb_gemm_problem g;
     memset(&g, 0, sizeof g);
     g.dtype = p->dtype;
     g.transa = 1;
     g.transb = 0;
-    g.m = out_rows;
+    g.m = rows;
     g.n = p->m;
-    g.k = in;
+    g.k = p->k;
     g.alpha = 1.0f;
     g.beta = 0.0f;
     g.a = w;
-    g.lda = in;
-    g.b = x;
-    g.ldb = ldx;
+    g.lda = p->k;
+    g.b = p->x;
+    g.ldb = p->ldx;
     g.c = z;
     g.ldc = ldz;
-    g.ep.bias = bias;
-    g.ep.act = act;
+    g.ep.act = FB_ACT_NONE;
     g.ep.bias_per_row = 1;
-    fb_status st = fb_lt_gemm(ctx, &g, math, r);
-    if (st == FB_STATUS_SUCCESS)
-        stage_name(r, name, namelen);
+
+    /* cuBLASLt's bias needs 16-byte alignment (lt_gemm.cu); its GELU needs
+     * the bias applied first, so it goes with the bias or not at all. */
+    const int bias_ok = bias != NULL && (uintptr_t)bias % 16 == 0;
+    int bias_in = bias_ok;
+    int gelu_in = gelu && (bias == NULL || bias_ok);
+    char why[128] = "";
+    fb_status st = FB_STATUS_NOT_SUPPORTED;
+    for (int attempt = 0; attempt < 2 && st == FB_STATUS_NOT_SUPPORTED;
+         attempt++) {
+        if (attempt == 1) {
+            if (!bias_in && !gelu_in)
+                break;
+            bias_in = gelu_in = 0; /* the epilogue to the gated product */
+        }
+        const cublasLtEpilogue_t epi =
+            gelu_in ? (bias_in ? CUBLASLT_EPILOGUE_GELU_BIAS
+                               : CUBLASLT_EPILOGUE_GELU)
+                    : (bias_in ? CUBLASLT_EPILOGUE_BIAS
+                               : CUBLASLT_EPILOGUE_DEFAULT);
+        st = fb_lt_matmul(ctx, &g, p->dtype, epi, bias_in ? bias : NULL, math,
+                          why, sizeof why, r);
+        if (st == FB_STATUS_SUCCESS)
+            snprintf(name, namelen, "%s",
+                     epi == CUBLASLT_EPILOGUE_GELU_BIAS ? "GELU_BIAS"
+                     : epi == CUBLASLT_EPILOGUE_GELU    ? "GELU"
+                     : epi == CUBLASLT_EPILOGUE_BIAS    ? "BIAS"
+                                                        : "DEFAULT");
+    }
+    if (st == FB_STATUS_NOT_SUPPORTED) {
+        /* No algorithm at all: the plain GEMM, without the epilogue. */
+        bias_in = gelu_in = 0;
+        st = fb_launch_simt_gemm(ctx->stream, &g, r);
+        if (st == FB_STATUS_SUCCESS)
+            snprintf(name, namelen, "fb_simt_gemm");
+    }
+    done->bias_done = bias_in;
+    done->gelu_done = gelu_in;
     return st;
 }
 
@@ -88,7 +140,7 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     if (h == 0) {
         /* H has no columns: Y = bd in every row (or zeros). */
         fb_status st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy,
-                                          n, m, 0.0f, 0, p->bd, 1,
+                                          n, m, NULL, 0, 0.0f, 0, p->bd, 1,
                                           FB_ACT_NONE, r);
         if (st == FB_STATUS_SUCCESS)
             fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/mlp(h=0)");
@@ -99,12 +151,15 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     const char *wg = (const char *)p->wg, *wu = (const char *)p->wu;
     const char *bg = (const char *)p->bg, *bu = (const char *)p->bu;
     const int64_t wbytes = h * k * elem, bbytes = h * elem;
-    const int no_bias = bg == NULL && bu == NULL;
-    const int gate_first =
-        k > 0 && wu == wg + wbytes && (no_bias || (bg && bu == bg + bbytes));
-    const int up_first = !gate_first && k > 0 && wg == wu + wbytes &&
-                         (no_bias || (bu && bg == bu + bbytes));
+    const int gate_first = k > 0 && wu == wg + wbytes;
+    const int up_first = !gate_first && k > 0 && wg == wu + wbytes;
     const int merged = gate_first || up_first;
+    /* The merged GEMM can add the biases only if they are one vector in
+     * the same order as the weights. */
+    const char *merged_bias =
+        gate_first && bg != NULL && bu == bg + bbytes ? bg
+        : up_first && bu != NULL && bg == bu + bbytes ? bu
+                                                      : NULL;
 
     /* Columns of the intermediates start on 16-byte boundaries, so that
      * cuBLASLt and the gated product get their aligned kernels. */
@@ -123,62 +178,90 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         return st;
     char *scratch = (char *)ctx->scratch.ptr;
 
-    char gate_name[40] = "", up_name[40] = "", down_name[40] = "";
+    char gate_name[24] = "", up_name[24] = "", down_name[48] = "";
     const void *g, *u;
+    const void *product_bg = p->bg, *product_bu = p->bu;
     fb_activation product_act = p->gate_act;
     if (merged) {
-        const void *w_first = gate_first ? p->wg : p->wu;
-        const void *b_first = no_bias ? NULL : (gate_first ? p->bg : p->bu);
-        st = project(ctx, p, w_first, 2 * h, k, p->x, p->ldx, b_first,
-                     FB_ACT_NONE, scratch, ld, math, gate_name,
-                     sizeof gate_name, r);
+        projected done;
+        st = project_intermediate(ctx, p, gate_first ? p->wg : p->wu, 2 * h,
+                                  merged_bias, 0, scratch, ld, math, &done,
+                                  gate_name, sizeof gate_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
+        if (done.bias_done)
+            product_bg = product_bu = NULL;
         g = scratch + (gate_first ? 0 : bbytes);
         u = scratch + (gate_first ? bbytes : 0);
     } else {
-        /* gelu_tanh is cuBLASLt's GELU: apply it in the gate's epilogue,
-         * for 16-bit data only (lt_gemm.cu says why); fp32 leaves it to
-         * the gated product, which saves the second pass lt_gemm would
-         * make for it. */
-        const fb_activation gate_act =
-            (p->gate_act == FB_ACT_GELU_TANH && p->dtype != FB_DTYPE_F32)
-                ? FB_ACT_GELU_TANH
-                : FB_ACT_NONE;
-        if (gate_act != FB_ACT_NONE)
+        /* gelu_tanh in the gate's epilogue for 16-bit data only: for fp32
+         * our activation is the accurate one (lt_gemm.cu), and the gated
+         * product applies it at no extra launch. */
+        const int gelu_in_lt =
+            p->gate_act == FB_ACT_GELU_TANH && p->dtype != FB_DTYPE_F32;
+        projected gate, up;
+        st = project_intermediate(ctx, p, p->wg, h, p->bg, gelu_in_lt,
+                                  scratch, ld, math, &gate, gate_name,
+                                  sizeof gate_name, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        st = project_intermediate(ctx, p, p->wu, h, p->bu, 0, scratch + part,
+                                  ld, math, &up, up_name, sizeof up_name, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        if (gate.bias_done)
+            product_bg = NULL;
+        if (gate.gelu_done)
             product_act = FB_ACT_NONE;
-        st = project(ctx, p, p->wg, h, k, p->x, p->ldx, p->bg, gate_act,
-                     scratch, ld, math, gate_name, sizeof gate_name, r);
-        if (st != FB_STATUS_SUCCESS)
-            return st;
-        st = project(ctx, p, p->wu, h, k, p->x, p->ldx, p->bu, FB_ACT_NONE,
-                     scratch + part, ld, math, up_name, sizeof up_name, r);
-        if (st != FB_STATUS_SUCCESS)
-            return st;
+        if (up.bias_done)
+            product_bu = NULL;
         g = scratch;
         u = scratch + part;
     }
 
     /* H over G, in the input dtype. */
     void *hbuf = (void *)g;
-    st = fb_launch_gated_product(ctx->stream, p->dtype, product_act, g, ld, u,
-                                 ld, hbuf, ld, h, m, r);
+    st = fb_launch_gated_product(ctx->stream, p->dtype, product_act, g, ld,
+                                 product_bg, u, ld, product_bu, hbuf, ld, h,
+                                 m, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
 
-    /* Y^T (n x m, ldy) = Wd H^T + bd. */
-    st = project(ctx, p, p->wd, n, h, hbuf, ld, p->bd, FB_ACT_NONE, p->y,
-                 p->ldy, math, down_name, sizeof down_name, r);
+    /* Y^T (n x m, ldy) = Wd H^T + bd: the whole gemm contract. */
+    fb_gemm_problem d;
+    memset(&d, 0, sizeof d);
+    d.dtype = p->dtype;
+    d.transa = 1;
+    d.transb = 0;
+    d.m = n;
+    d.n = m;
+    d.k = h;
+    d.alpha = 1.0f;
+    d.beta = 0.0f;
+    d.a = p->wd;
+    d.lda = h;
+    d.b = hbuf;
+    d.ldb = ld;
+    d.c = p->y;
+    d.ldc = p->ldy;
+    d.ep.bias = p->bd;
+    d.ep.act = FB_ACT_NONE;
+    d.ep.bias_per_row = 1;
+    st = fb_lt_gemm(ctx, &d, math, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
+    stage_name(r, down_name, sizeof down_name);
 
+    const int biased = product_bg != NULL || product_bu != NULL;
     if (merged)
         fb_result_ran(r, FB_BACKEND_CUDA_LT,
-                      "cuda-lt/mlp(gate+up=%s,fb_gated_%s,down=%s)", gate_name,
-                      p->gate_act == FB_ACT_NONE ? "none" : "act", down_name);
+                      "cuda-lt/mlp(gate+up=%s,fb_gated_%s%s,down=%s)",
+                      gate_name,
+                      product_act == FB_ACT_NONE ? "none" : "act",
+                      biased ? "+bias" : "", down_name);
     else
         fb_result_ran(r, FB_BACKEND_CUDA_LT,
-                      "cuda-lt/mlp(gate=%s,up=%s,fb_gated,down=%s)", gate_name,
-                      up_name, down_name);
+                      "cuda-lt/mlp(gate=%s,up=%s,fb_gated%s,down=%s)",
+                      gate_name, up_name, biased ? "+bias" : "", down_name);
     return FB_STATUS_SUCCESS;
 }

@@ -2,7 +2,8 @@
  * lt_plan.h -- the cuBLASLt plan cache: the heuristic's choice of algorithm
  * for one problem key, asked once and kept per context.
  *
- * The key holds everything the heuristic looks at: types, transposes,
+ * The key holds everything the heuristic looks at: types (of A and B, and
+ * of C and D, which is fp32 for a 16-bit call's accumulator), transposes,
  * shape, leading dimensions, epilogue, compute type and the alignment of
  * every pointer (cuBLASLt picks kernels by alignment, bias included). A key
  * for which cuBLASLt has no algorithm is cached too, so that the fallback
@@ -18,7 +19,7 @@
 
 /* All int64_t, so there is no padding and memcmp compares keys. */
 typedef struct fb_lt_plan_key {
-    int64_t dtype, transa, transb, epilogue, compute;
+    int64_t dtype, dtype_out, transa, transb, epilogue, compute;
     int64_t m, n, k, lda, ldb, ldc;
     int64_t align_a, align_b, align_c, align_bias;
 } fb_lt_plan_key;
