@@ -179,8 +179,8 @@ int bench_case_runs_on(const bench_options *opt, const bench_case *c, int gpu)
 {
     if (gpu)
         return c->on_gpu;
-    /* An explicit choice of dtype or group is a request to run it. */
-    return c->on_cpu || opt->all || opt->have_shape || opt->groups != NULL;
+    /* --group and --dtype narrow the default subset; --all widens it. */
+    return c->on_cpu || opt->all || opt->have_shape;
 }
 
 double bench_case_flops(const bench_case *c)

@@ -278,6 +278,10 @@ def main():
             setattr(torch._dynamo.config, knob, 256)
     lib = load_fusedblas(opt.lib, opt.module)
     fb = FusedBlas(lib)
+    if not fb.handles:
+        print("torch_compare.py: no fusedblas GPU path is available (see above); "
+              "check --lib and --module")
+        return 1
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20)
     print(f"GPU: {props.name}; PyTorch {torch.__version__}; "
