@@ -3,22 +3,166 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <cuda.h>
 #include "result.h"
 #include "staging.h"
 
-int fb_is_device_pointer(const void *p)
+/* ---- which memory a pointer is in -------------------------------------------
+ *
+ * cudaPointerGetAttributes costs about a microsecond and takes the
+ * runtime's locks; a call on device data would pay it for every operand
+ * (8 for an MLP), which launch-bound shapes feel. So:
+ *  - the driver's cuPointerGetAttributes (found once through the runtime's
+ *    driver entry point, no link to libcuda) answers "device" or "managed"
+ *    and gives the allocation's address range in the same query;
+ *  - within one call, an operand that lies inside an extent already
+ *    classified -- an allocation range the driver reported, or another
+ *    operand's own window -- is in that same allocation and needs no
+ *    query. The user keeps every operand allocated for the duration of
+ *    the call, so the answer cannot change within it;
+ *  - nothing is remembered between calls: memory freed and reused by the
+ *    host allocator could then change kind under the same address;
+ *  - an answer other than device or managed (host memory, an unknown
+ *    pointer, a driver that cannot be asked) is confirmed by
+ *    cudaPointerGetAttributes, the authority before this change, so the
+ *    driver is only ever trusted to say "device". Host data is staged and
+ *    synchronous, so that query costs nothing that matters there. */
+
+namespace {
+
+typedef CUresult(CUDAAPI *get_attributes_fn)(unsigned int, CUpointer_attribute *,
+                                             void **, CUdeviceptr);
+
+get_attributes_fn find_get_attributes(void)
 {
-    if (p == NULL)
-        return 0;
+    void *fn = NULL;
+    bool found = false;
+#if CUDART_VERSION >= 12050
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(
+        "cuPointerGetAttributes", &fn, CUDART_VERSION, cudaEnableDefault, &q);
+    found = q == cudaDriverEntryPointSuccess;
+#elif CUDART_VERSION >= 12000
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPoint("cuPointerGetAttributes", &fn,
+                                            cudaEnableDefault, &q);
+    found = q == cudaDriverEntryPointSuccess;
+#elif CUDART_VERSION >= 11030
+    cudaError_t e = cudaGetDriverEntryPoint("cuPointerGetAttributes", &fn,
+                                            cudaEnableDefault);
+    found = true;
+#else
+    cudaError_t e = cudaErrorNotSupported; /* no entry points to ask */
+#endif
+    if (e != cudaSuccess || !found || fn == NULL) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return (get_attributes_fn)fn;
+}
+
+/* Looked up once per process (a C++ function-local static is initialised
+ * exactly once, thread-safely). */
+get_attributes_fn get_attributes(void)
+{
+    static const get_attributes_fn fn = find_get_attributes();
+    return fn;
+}
+
+/* What one query learned: whether kernels can read p, and the extent of
+ * the allocation it is in ([lo, hi); empty if not known). */
+struct memory_kind {
+    bool device;
+    uintptr_t lo, hi;
+};
+
+bool runtime_is_device(const void *p)
+{
     cudaPointerAttributes a;
     cudaError_t e = cudaPointerGetAttributes(&a, p);
     if (e != cudaSuccess) {
         /* Older runtimes fail on memory CUDA never saw: that is host
          * memory. Clear the error so that it does not surface later. */
         (void)cudaGetLastError();
-        return 0;
+        return false;
     }
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+memory_kind query(const void *p)
+{
+    memory_kind k = {false, 0, 0};
+    const get_attributes_fn fn = get_attributes();
+    if (fn != NULL) {
+        /* 8 zeroed bytes for each answer, whatever width the driver
+         * writes (little-endian). */
+        unsigned long long type = 0, managed = 0, start = 0, size = 0;
+        CUpointer_attribute attrs[4] = {
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+            CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+        void *data[4] = {&type, &managed, &start, &size};
+        if (fn(4, attrs, data, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
+            (type == CU_MEMORYTYPE_DEVICE || managed != 0)) {
+            k.device = true;
+            if (size > 0 && (uintptr_t)p >= start &&
+                (uintptr_t)p - start < size) {
+                k.lo = (uintptr_t)start;
+                k.hi = (uintptr_t)(start + size);
+            }
+            return k;
+        }
+    }
+    k.device = runtime_is_device(p);
+    return k;
+}
+
+/* The answers of one call (see above): extents classified so far. */
+class memory_kinds {
+  public:
+    memory_kinds() : n_(0) {}
+
+    /* Whether kernels can read [p, p + bytes), bytes > 0. */
+    bool is_device(const void *p, size_t bytes)
+    {
+        const uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
+        for (int i = 0; i < n_; i++)
+            if (known_[i].lo <= lo && hi <= known_[i].hi)
+                return known_[i].device;
+        const memory_kind k = query(p);
+        remember(lo, hi, k.device);
+        if (k.hi > k.lo)
+            remember(k.lo, k.hi, k.device);
+        return k.device;
+    }
+
+  private:
+    struct extent {
+        uintptr_t lo, hi;
+        bool device;
+    };
+    enum { kMax = 16 }; /* two per operand of the largest call (8) */
+    extent known_[kMax];
+    int n_;
+
+    void remember(uintptr_t lo, uintptr_t hi, bool device)
+    {
+        if (n_ < kMax && hi > lo) {
+            known_[n_].lo = lo;
+            known_[n_].hi = hi;
+            known_[n_].device = device;
+            n_++;
+        }
+    }
+};
+
+} /* namespace */
+
+int fb_is_device_pointer(const void *p)
+{
+    if (p == NULL)
+        return 0;
+    return query(p).device ? 1 : 0;
 }
 
 namespace {
@@ -74,10 +218,11 @@ fb_status stage(fb_cuda_ctx *ctx, operand *ops, int n, int64_t elem,
 {
     size_t total = 0;
     *staged = 0;
+    memory_kinds kinds;
     for (int i = 0; i < n; i++) {
         operand &o = ops[i];
         const size_t bytes = footprint(o, elem);
-        if (o.host == NULL || bytes == 0 || fb_is_device_pointer(o.host)) {
+        if (o.host == NULL || bytes == 0 || kinds.is_device(o.host, bytes)) {
             o.host = NULL; /* nothing to do for this one */
             continue;
         }

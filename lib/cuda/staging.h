@@ -1,12 +1,12 @@
 /*
  * staging.h -- host operands given to the CUDA module.
  *
- * A pointer that cudaPointerGetAttributes does not report as device or
- * managed memory is host memory (pageable or pinned). Such operands are
- * copied into the context's staging buffer before the call, the output's
- * window is copied back after it, and the call waits for its stream: with
- * host data a GPU call is synchronous and pays for the transfers, which is
- * why auto keeps host data on the CPU.
+ * A pointer that CUDA does not report as device or managed memory is host
+ * memory (pageable or pinned); staging.cu says how that is asked cheaply.
+ * Such operands are copied into the context's staging buffer before the
+ * call, the output's window is copied back after it, and the call waits
+ * for its stream: with host data a GPU call is synchronous and pays for
+ * the transfers, which is why auto keeps host data on the CPU.
  *
  * Only what the call reads is copied in: A and B when k > 0 and alpha != 0,
  * C when beta != 0, a bias that is given; an operand the call does not read
@@ -26,7 +26,9 @@ typedef struct fb_staged_output {
     int64_t rows, cols, ld, elem; /* column-major window */
 } fb_staged_output;
 
-/* 1 if kernels can read p directly (device or managed memory). */
+/* 1 if kernels can read p directly (device or managed memory). One query,
+ * answered by the driver where it says "device", else by
+ * cudaPointerGetAttributes. */
 int fb_is_device_pointer(const void *p);
 
 /* dev <- p with every host operand replaced by a staged device copy (the
