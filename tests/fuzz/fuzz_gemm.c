@@ -252,6 +252,16 @@ static void spoil_mlp(call *c, int pos, int how)
     }
 }
 
+/* The argument position a byte spoils: 1..17. A 0 byte (which is also
+ * what a short input reads past its end) picks one from the generator, so
+ * that short inputs do not all spoil the handle. */
+static int spoiled_position(fz_bytes *in, uint8_t byte)
+{
+    if (byte == 0)
+        return 1 + (int)(fz_rng(in) % 17);
+    return 1 + byte % 17;
+}
+
 /* The shapes of every operand, where the enums and sizes define them. */
 static void shape_operands(call *c)
 {
@@ -342,9 +352,9 @@ static void decode(call *c, const uint8_t *data, size_t size, int allow_bad,
         g->ldb = c->min_ld[1] + c->pad[1];
         g->ldc = c->min_ld[2] + c->pad[2];
         if (c->bad_mode) {
-            spoil_gemm(c, 1 + pos1 % 17, how1);
+            spoil_gemm(c, spoiled_position(in, pos1), how1);
             if (how1 & 0x80)
-                spoil_gemm(c, 1 + pos2 % 17, how2);
+                spoil_gemm(c, spoiled_position(in, pos2), how2);
         }
     } else {
         static const fb_dtype dt[4] = {FB_DTYPE_F32, FB_DTYPE_F16,
@@ -366,9 +376,9 @@ static void decode(call *c, const uint8_t *data, size_t size, int allow_bad,
         add_op(c, "bd", 15, 0, (flags >> 4) & 1);
         add_op(c, "Y", 16, 1, 1);
         if (c->bad_mode) {
-            spoil_mlp(c, 1 + pos1 % 17, how1);
+            spoil_mlp(c, spoiled_position(in, pos1), how1);
             if (how1 & 0x80)
-                spoil_mlp(c, 1 + pos2 % 17, how2);
+                spoil_mlp(c, spoiled_position(in, pos2), how2);
         }
     }
     shape_operands(c);

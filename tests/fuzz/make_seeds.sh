@@ -51,10 +51,11 @@ for r in 0 1 2; do
 done
 
 # gemm, bad arguments: every position, one way each, and a pair (the
-# lowest must be reported)
+# lowest must be reported). Byte b spoils position 1 + b % 17 (0 picks one
+# at random): pos + 16 names position pos.
 for pos in 1 2 3 4 5 6 7 9 10 11 12 14 15 16 17; do
     seed "gemm0_bad_pos${pos}" 0 $((1 << 7 | 1 << 5)) 1 0 \
-        5 6 7 0 0 0 0 0 0 $((pos - 1)) 1 0 0
+        5 6 7 0 0 0 0 0 0 $((pos + 16)) 1 0 0
 done
 seed "gemm1_bad_pair_ldc_then_m" 1 $((1 << 7)) 0 0 \
     5 6 7 0 0 0 0 0 0 14 $((0x80 | 2)) 4 0
@@ -79,7 +80,7 @@ for dt in 0 1 2; do
 done
 for pos in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do
     seed "mlp_bad_pos${pos}" 3 $((1 << 7 | 7 << 2)) 2 0 \
-        3 5 6 4 0 0 0 0 0 $((pos - 1)) 1 0 0
+        3 5 6 4 0 0 0 0 0 $((pos + 16)) 1 0 0
 done
 seed "mlp_bad_weight_overflow" 3 $((1 << 7)) 2 0 3 5 6 4 0 0 0 0 0 5 4 0 0
 
