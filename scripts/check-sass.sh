@@ -28,7 +28,7 @@ for f in "$@"; do
         *13__nv_bfloat16*|*6__half*)
             if [ "$count" -gt 0 ]; then echo "ok   $count tensor-core instructions: $name"
             else echo "FAIL no HMMA/HGMMA in 16-bit kernel: $name"; status=1; fi ;;
-        *kernelIf*)
+        *kernelIf*|*_f32_kernel*)
             if [ "$count" -eq 0 ]; then echo "ok   fp32 on CUDA cores: $name"
             else echo "FAIL tensor cores in an fp32 kernel: $name"; status=1; fi ;;
         *) echo "info $count tensor-core instructions: $name" ;;

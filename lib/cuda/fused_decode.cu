@@ -16,8 +16,9 @@
  *            block per CTA (equal areas to one row). The CTA loads its
  *            stripe of H into shared memory and streams its block of Wd.
  *            HS == 1: it writes Y rows directly. HS > 1: it writes a fp32
- *            partial to slot s; the last of the HS CTAs of a row range
- *            (counter) adds the HS slots in order, adds bd, writes Y.
+ *            partial for stripe s; once all HS CTAs of its row range have
+ *            (a counter), each adds the HS partials in stripe order for
+ *            1/HS of the range's rows, adds bd, writes Y.
  *   Why not keep each CTA's H slice on chip and reduce all of Y with
  *   atomics (G x m x n adds: 8.6 M at m = 16, 35 MB through L2 atomics)?
  *   The H round trip costs m h bytes out and about 10 MB of L2 reads in,
@@ -58,7 +59,7 @@ template <typename T, int NTOK> struct CtaShape {
     static const int THREADS =
         std::is_same<T, float>::value && NTOK <= 16 ? 512 : 384;
 };
-static const int kHeaderBytes = 128; /* the last-CTA flag */
+static const int kHeaderBytes = 128; /* spare, keeps offsets aligned */
 
 /* Barrier state at the end of the workspace (the start is where the
  * intermediates go, and where cuBLASLt's split-k data would be). */
@@ -75,7 +76,8 @@ struct BarrierState {
 static BarrierState barrier_state(const fb_fused_env *env)
 {
     char *end = static_cast<char *>(env->workspace) + env->workspace_bytes;
-    char *base = end - kBarrierRegion;
+    char *base = reinterpret_cast<char *>(
+        (uintptr_t)(end - kBarrierRegion) & ~(uintptr_t)255);
     BarrierState b;
     b.epoch = reinterpret_cast<unsigned long long *>(base);
     b.flags = reinterpret_cast<unsigned long long *>(base + 256);
@@ -116,7 +118,6 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     decode_mlp_kernel(const MlpArgs<T> a)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    int *last_flag = reinterpret_cast<int *>(smem);
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
     const int kThreads = CtaShape<T, NTOK>::THREADS;
@@ -216,6 +217,10 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
         }
         return;
     }
+    /* HS > 1: write this stripe's partial; when all HS CTAs of the row
+     * range have (a counter; they are all resident, so waiting is safe
+     * and short: phase 2 is balanced), each adds the HS partials, in
+     * stripe order, for its 1/HS of the range's rows. */
     float *part = a.parts + (size_t)s * m * a.n;
     for (int i = tid; i < m * nr2; i += kThreads) {
         const int t = i / nr2, il = i - t * nr2;
@@ -224,15 +229,15 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     __threadfence();
     __syncthreads();
     if (tid == 0) {
-        const unsigned old = atomicAdd(&a.counters[r], 1u);
-        *last_flag = old == (unsigned)(a.hs - 1);
+        atomicAdd(&a.counters[r], 1u);
+        while (ld_acquire_gpu_u32(&a.counters[r]) < (unsigned)a.hs)
+            __nanosleep(100);
     }
     __syncthreads();
-    if (!*last_flag)
-        return;
-    __threadfence();
-    for (int i = tid; i < m * nr2; i += kThreads) {
-        const int t = i / nr2, il = i - t * nr2;
+    const int q0 = (int)((int64_t)s * nr2 / a.hs);
+    const int nq = (int)((int64_t)(s + 1) * nr2 / a.hs) - q0;
+    for (int i = tid; i < m * nq; i += kThreads) {
+        const int t = i / nq, il = q0 + (i - t * nq);
         float v = 0.0f;
         for (int q = 0; q < a.hs; ++q)
             v += __ldcg(&a.parts[((size_t)q * m + t) * a.n + i0 + il]);
@@ -419,7 +424,8 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     const int G = env->sm_count;
     if (G < 1 || G > kMaxGrid)
         return FB_STATUS_NOT_SUPPORTED;
-    if (env->workspace == NULL || env->workspace_bytes < kBarrierRegion + 4096)
+    if (env->workspace == NULL ||
+        env->workspace_bytes < kBarrierRegion + 4096 + 256)
         return FB_STATUS_NOT_SUPPORTED;
 
     /* Phase-2 stripes: the divisor of G that moves the fewest L2 bytes
@@ -432,7 +438,7 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     const size_t sacc1 = (size_t)2 * ((h + G - 1) / G) * ms * 4;
     /* per warp, two tiles' partial sums (fused_decode_stream.cuh) */
     const size_t slot_bytes = (size_t)(threads / 32) * 2 * 16 * ms * 4;
-    const size_t ws_avail = env->workspace_bytes - kBarrierRegion;
+    const size_t ws_avail = env->workspace_bytes - kBarrierRegion - 256;
     const size_t hbytes = ((size_t)m * h * esz + 255) / 256 * 256;
     int hs = 0;
     double best = 0.0;

@@ -109,6 +109,16 @@ __device__ __forceinline__ unsigned long long ld_acquire_gpu(
     return v;
 }
 
+__device__ __forceinline__ unsigned ld_acquire_gpu_u32(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                 : "=r"(v)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void st_release_gpu(unsigned long long *p,
                                                unsigned long long v)
 {

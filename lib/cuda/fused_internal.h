@@ -40,6 +40,13 @@ fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                        const fbf_tuning *tune, char *path, size_t pathlen);
 fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                         const fbf_tuning *tune, char *path, size_t pathlen);
+/* Their fp32 members (CUDA cores, true fp32), called by the two above. */
+fb_status fbf_tiny_mlp_f32(const fb_fused_env *env, const fb_mlp_problem *p,
+                           const fbf_tuning *tune, char *path,
+                           size_t pathlen);
+fb_status fbf_tiny_gemm_f32(const fb_fused_env *env,
+                            const fb_gemm_problem *p, const fbf_tuning *tune,
+                            char *path, size_t pathlen);
 
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);

@@ -966,6 +966,8 @@ int main(int argc, char **argv)
         {FB_DTYPE_BF16, FB_ACT_RELU, 4096, 256, 64, 128, 0, 0, true, "mlp_tiny_bf16"},
         {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 5, 32, 64, 32, 0, 0, true, "mlp_tiny_bf16"},
         {FB_DTYPE_F16, FB_ACT_GELU_TANH, 777, 128, 192, 100, 136, 101, true, "mlp_tiny_f16"},
+        {FB_DTYPE_F32, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false, "mlp_tiny_f32"},
+        {FB_DTYPE_F32, FB_ACT_SILU, 3001, 100, 96, 120, 101, 121, true, "mlp_tiny_f32"},
     };
     int ci = 0;
     for (const MlpCase &c : mlp_cases) {
@@ -1017,6 +1019,8 @@ int main(int argc, char **argv)
         {FB_DTYPE_F16, 1, 0, 3000, 100, 128, 2.0f, 0.5f, true, 1, FB_ACT_RELU, 8, "gemm_tiny_f16"},
         {FB_DTYPE_BF16, 1, 0, 120, 5000, 200, 1.0f, 0.0f, true, 0, FB_ACT_SILU, 0, "gemm_tiny_bf16"},
         {FB_DTYPE_F16, 1, 0, 128, 333, 256, 0.5f, 1.0f, false, 1, FB_ACT_GELU_ERF, 8, "gemm_tiny_f16"},
+        {FB_DTYPE_F32, 1, 0, 64, 1024, 32, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, "gemm_tiny_f32"},
+        {FB_DTYPE_F32, 1, 0, 500, 100, 64, 0.5f, 0.25f, true, 1, FB_ACT_RELU, 3, "gemm_tiny_f32"},
     };
     ci = 0;
     for (const GemmCase &c : gemm_cases) {
@@ -1050,6 +1054,7 @@ int main(int argc, char **argv)
             {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false, NULL},
             {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1 << 20, 64, 256, 64, 0, 0, false, NULL},
             {FB_DTYPE_F16, FB_ACT_SILU, 65536, 128, 128, 128, 0, 0, true, NULL},
+            {FB_DTYPE_F32, FB_ACT_GELU_TANH, 65536, 64, 256, 64, 0, 0, false, NULL},
         };
         int bi = 0;
         for (const MlpCase &c : bm) {

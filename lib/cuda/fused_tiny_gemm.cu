@@ -5,7 +5,7 @@
  * the seed's launch-bound Linear 32 -> 64 at batch 1024 (0.26 MB moved,
  * 4.2 MFLOP: a few microseconds of launch and latency whatever the
  * kernel; one launch with bias and activation fused is the whole win).
- * fp32 data is not covered here (it goes to cuBLASLt).
+ * fp32 data: fused_tiny_f32.cu.
  */
 #include <stdio.h>
 #include <string.h>
@@ -206,7 +206,9 @@ using namespace fbf;
 fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                         const fbf_tuning *tune, char *path, size_t pathlen)
 {
-    if (p->dtype == FB_DTYPE_F32 || env->cc_major < 8)
+    if (p->dtype == FB_DTYPE_F32)
+        return fbf_tiny_gemm_f32(env, p, tune, path, pathlen);
+    if (env->cc_major < 8)
         return FB_STATUS_NOT_SUPPORTED;
     if (!p->transa || p->transb || p->k < 8 || p->k > 256 || p->k % 8 ||
         p->lda % 8 || p->ldb % 8 || !tiny_aligned16(p->a) ||

@@ -22,7 +22,7 @@
  *   sigmoid forms, ~10 instructions each). Eager: 108 us (H200); goal
  *   <= 27 us. Prediction: 14-18 us.
  *
- * fp32 data is not covered here (it goes to cuBLASLt).
+ * fp32 data: fused_tiny_f32.cu.
  */
 #include <stdio.h>
 #include <string.h>
@@ -286,7 +286,9 @@ using namespace fbf;
 fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                        const fbf_tuning *tune, char *path, size_t pathlen)
 {
-    if (p->dtype == FB_DTYPE_F32 || env->cc_major < 8)
+    if (p->dtype == FB_DTYPE_F32)
+        return fbf_tiny_mlp_f32(env, p, tune, path, pathlen);
+    if (env->cc_major < 8)
         return FB_STATUS_NOT_SUPPORTED;
     if (p->m < 1 || p->k < 8 || p->k > 256 || p->n < 1 || p->n > 128 ||
         p->h < 8 || p->h > 4096 || p->m >= ((int64_t)1 << 40))
