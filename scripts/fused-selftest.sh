@@ -5,7 +5,11 @@
 # check, then the benchmark tables (fused vs cuBLAS + elementwise kernels,
 # and PyTorch eager when python3 has torch). Run from the repository root.
 #   scripts/fused-selftest.sh [--quick] [--no-sanitize] [--no-torch]
-# Logs go to $OUT (or ./fused-selftest-out); the tables come last.
+# Logs (six files) go to $OUT, or ./fused-selftest-out; objects and the
+# binary to $FUSED_BUILD (default /tmp/fused-selftest-build), since only a
+# few files come back from the GPU machine. Order: build, SASS check,
+# selftest (its tables), PyTorch eager, then the sanitizers (slow, each
+# bounded by $SANITIZE_TIMEOUT seconds, default 150).
 set -u
 quick=; sanitize=1; torch=1
 for a in "$@"; do
@@ -17,8 +21,9 @@ for a in "$@"; do
     esac
 done
 out=${OUT:-fused-selftest-out}
-mkdir -p "$out"
-bin=$out/fused_selftest
+build=${FUSED_BUILD:-/tmp/fused-selftest-build}
+mkdir -p "$out" "$build"
+bin=$build/fused_selftest
 srcs=
 for f in lib/cuda/fused_*.cu lib/cuda/shape_rule.cu; do
     case $f in
@@ -33,7 +38,7 @@ echo "== build (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 objs=; pids=
 : >"$out/build.log"
 for f in lib/cuda/fused_selftest.cu $srcs; do
-    o=$out/$(basename "$f" .cu).o
+    o=$build/$(basename "$f" .cu).o
     objs="$objs $o"
     nvcc -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a \
         -Xptxas -v -Iinclude -Ilib/common -Ilib/cuda -c "$f" -o "$o" \
@@ -42,25 +47,13 @@ for f in lib/cuda/fused_selftest.cu $srcs; do
 done
 ok=1
 for p in $pids; do wait "$p" || ok=; done
-cat "$out"/*.o.log >>"$out/build.log"
+cat "$build"/*.o.log >>"$out/build.log"
 if [ -z "$ok" ] || ! nvcc -gencode arch=compute_90a,code=sm_90a -o "$bin" \
         $objs -lcublas >>"$out/build.log" 2>&1; then
     grep -v "^ptxas info" "$out/build.log" | head -n 60; echo "BUILD FAILED"; exit 1
 fi
 grep -E "spill|stack frame" "$out/build.log" | sort | uniq -c | sed 's/^/  /'
 status=0
-if [ -n "$sanitize" ]; then
-    for tool in memcheck racecheck; do
-        echo "== compute-sanitizer --tool $tool (small shapes)"
-        if compute-sanitizer --tool $tool --error-exitcode 9 "$bin" --small \
-                >"$out/sanitize-$tool.log" 2>&1; then
-            tail -n 1 "$out/sanitize-$tool.log"
-        else
-            tail -n 30 "$out/sanitize-$tool.log"; echo "SANITIZER $tool FAILED"
-            status=1
-        fi
-    done
-fi
 echo "== SASS"
 sh scripts/check-sass.sh "$bin" || status=1
 if [ -n "$torch" ] && python3 -c 'import torch' 2>/dev/null; then
@@ -83,8 +76,9 @@ def med(fn, sets, iters=60, warm=5):
 def nsets(wbytes):
     return min(32, 3 * L2 // wbytes + 1)
 def mlp(dt, m, k, h, n, bias, act='tanh'):
+    actf = F.silu if act == 'silu' else (lambda z: F.gelu(z, approximate=act))
     es = torch.tensor([], dtype=dt).element_size()
-    S = nsets((2 * h * k + n * h) * es)
+    S = nsets((2 * h * k + n * h + m * (k + n)) * es)
     W = [dict(x=torch.randn(m, k, device=dev, dtype=dt),
               wg=torch.randn(h, k, device=dev, dtype=dt) / k**.5,
               wu=torch.randn(h, k, device=dev, dtype=dt) / k**.5,
@@ -94,17 +88,18 @@ def mlp(dt, m, k, h, n, bias, act='tanh'):
               bd=torch.randn(n, device=dev, dtype=dt) if bias else None) for _ in range(S)]
     def fn(i):
         w = W[i]
-        g = F.gelu(F.linear(w['x'], w['wg'], w['bg']), approximate=act)
+        g = actf(F.linear(w['x'], w['wg'], w['bg']))
         return F.linear(g * F.linear(w['x'], w['wu'], w['bu']), w['wd'], w['bd'])
     us = med(fn, S)
     print(f"torch eager mlp {str(dt)[6:]} m={m} {k}->{h}->{n}{' bias' if bias else ''}: {us:.1f} us")
-def linear(dt, m, k, n):
+def linear(dt, m, k, n, act='tanh'):
     es = torch.tensor([], dtype=dt).element_size()
-    S = nsets(n * k * es)
+    S = nsets((n * k + m * (k + n)) * es)
     W = [(torch.randn(m, k, device=dev, dtype=dt), torch.randn(n, k, device=dev, dtype=dt) / k**.5,
           torch.randn(n, device=dev, dtype=dt)) for _ in range(S)]
-    us = med(lambda i: F.gelu(F.linear(*W[i]), approximate='tanh'), S)
-    print(f"torch eager linear+gelu_tanh {str(dt)[6:]} {m} x {k}->{n} bias: {us:.1f} us")
+    f = (lambda i: F.gelu(F.linear(*W[i]), approximate=act)) if act else (lambda i: F.linear(*W[i]))
+    us = med(f, S)
+    print(f"torch eager linear{'+gelu_' + act if act else ''} {str(dt)[6:]} {m} x {k}->{n} bias: {us:.1f} us")
 torch.backends.cuda.matmul.allow_tf32 = False
 for m in ([16] if quick else [1, 4, 16, 32]):
     mlp(torch.bfloat16, m, 4096, 11008, 4096, False)
@@ -113,8 +108,14 @@ if not quick:
     mlp(torch.float32, 16, 4096, 11008, 4096, False)
 mlp(torch.bfloat16, 16, 768, 3072, 768, True)
 mlp(torch.bfloat16, 65536, 64, 256, 64, False)
+if not quick:
+    mlp(torch.bfloat16, 1 << 20, 64, 256, 64, False)
+    mlp(torch.float16, 65536, 128, 128, 128, True, 'silu')
+    mlp(torch.float32, 65536, 64, 256, 64, False)
 linear(torch.bfloat16, 16, 4096, 11008)
-linear(torch.bfloat16, 1024, 32, 64)
+linear(torch.bfloat16, 1024, 32, 64, None)
+if not quick:
+    linear(torch.bfloat16, 65536, 128, 128)
 PY
 fi
 echo "== selftest"
@@ -123,5 +124,23 @@ grep -v -e '^PASS' -e '^bench ' "$out/selftest.log"
 grep -q '^FAIL' "$out/selftest.log" && status=1
 grep -q ' 0 failed$' "$out/selftest.log" || status=1
 [ -s "$out/torch.log" ] && { echo "== PyTorch eager"; cat "$out/torch.log"; }
+if [ -n "$sanitize" ]; then
+    for tool in memcheck racecheck; do
+        echo "== compute-sanitizer --tool $tool (small shapes)"
+        timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool \
+            --error-exitcode 9 "$bin" --small >"$out/sanitize-$tool.log" 2>&1
+        rc=$?
+        if [ $rc = 0 ]; then
+            tail -n 1 "$out/sanitize-$tool.log"
+        elif [ $rc = 124 ]; then
+            grep -c '^PASS' "$out/sanitize-$tool.log" | sed 's/$/ checks passed before the time limit/'
+            grep -E '^(FAIL|=========)' "$out/sanitize-$tool.log" | head -n 20
+            echo "sanitizer $tool: timed out (raise SANITIZE_TIMEOUT)"
+        else
+            tail -n 30 "$out/sanitize-$tool.log"; echo "SANITIZER $tool FAILED"
+            status=1
+        fi
+    done
+fi
 echo "fused-selftest: $( [ $status = 0 ] && echo OK || echo FAILED )"
 exit $status
