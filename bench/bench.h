@@ -65,6 +65,7 @@ typedef struct bench_options {
     int tf32;               /* fp32 on the GPU may use TF32 (ours and cuBLAS) */
     int check;              /* compare outputs against the baseline */
     int list;               /* print the cases and exit */
+    double budget_s;        /* stop starting cases after this long; 0: none */
     uint64_t seed;
     const char *csv;
     const char *markdown;   /* --md FILE */

@@ -41,6 +41,7 @@ void bench_usage(FILE *f)
 "  --plot-dir DIR             write gnuplot PNGs (and their data) into DIR\n"
 "  --gnuplot PATH             the gnuplot to use (default: gnuplot in PATH)\n"
 "  --seed N                   random data seed (default 1)\n"
+"  --budget SECONDS           start no case after this long; the rest are skipped\n"
 "  --list                     print the selected cases and exit\n"
 "  --help\n");
 }
@@ -237,6 +238,11 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
             if (parse_int(v, 0, 1ll << 62, &n) != 0)
                 BAD_VALUE;
             o->seed = (uint64_t)n;
+        } else if (!strcmp(a, "--budget")) {
+            NEED_VALUE;
+            if (parse_int(v, 1, 1ll << 30, &n) != 0)
+                BAD_VALUE;
+            o->budget_s = (double)n;
         } else if (!strcmp(a, "--list")) {
             o->list = 1;
         } else {

@@ -21,6 +21,7 @@
 #include "bench_options.h"
 #include "bench_plot.h"
 #include "bench_report.h"
+#include "bench_stats.h"
 #include "bench_workloads.h"
 #include "cpu_runner.h"
 #include "gpu_runner.h"
@@ -95,6 +96,8 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     bench_report rep = {0};
+    double start = bench_now();
+    int skipped_for_time = 0;
     int done = 0, total = ncpu + (have_gpu ? ngpu : 0);
     for (int pass = 0; pass < 2; pass++) {
         int gpu = pass == 1;
@@ -109,6 +112,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "[%d/%d] %s %s %s %s %s\n", ++done, total,
                     gpu ? "gpu" : "cpu", c->group, bench_routine_name(c->routine),
                     bench_dtype_name(c->dtype), shape);
+            if (opt.budget_s > 0 && bench_now() - start > opt.budget_s) {
+                skipped_for_time++;
+                continue;
+            }
             if (gpu)
                 bench_run_gpu_case(&opt, &cl, c, &rep);
             else
@@ -119,6 +126,9 @@ int main(int argc, char **argv)
         bench_gpu_close();
 
     bench_print_table(stdout, &rep);
+    if (skipped_for_time)
+        printf("\n%d case(s) not run: past the --budget of %.0f s.\n",
+               skipped_for_time, opt.budget_s);
     int status = 0;
     for (int i = 0; i < rep.n; i++)
         if (rep.v[i].outcome == BENCH_FAILED || rep.v[i].check_ok == 0)
