@@ -3,13 +3,24 @@
 # run on the paths they claim: every 16-bit (bf16/fp16) fbf:: kernel uses
 # tensor cores (HMMA or HGMMA in its SASS), and no fp32 fbf:: kernel does
 # (fp32 means true fp32 unless the handle allows TF32).
-#   scripts/check-sass.sh FILE...   (the module .so, objects, or the
-#                                    selftest binary)
+#   scripts/check-sass.sh FILE|BUILD-DIR...
+# FILE: the module .so, objects, or the selftest binary; a directory
+# stands for the CUDA module built under it (lib/cuda/.libs/*.so).
 # Needs cuobjdump (and nvdisasm) on PATH.
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 FILE..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 FILE|BUILD-DIR..." >&2; exit 2; }
 status=0
-for f in "$@"; do
+files=
+for a in "$@"; do
+    if [ -d "$a" ]; then
+        found=$(find "$a" -path '*lib/cuda/.libs/fusedblas_cuda.so' 2>/dev/null | head -n 1)
+        [ -n "$found" ] || { echo "check-sass: no lib/cuda/.libs/fusedblas_cuda.so under $a"; exit 1; }
+        files="$files $found"
+    else
+        files="$files $a"
+    fi
+done
+for f in $files; do
     if ! cuobjdump --dump-sass "$f" >/tmp/check-sass.$$ 2>&1; then
         echo "check-sass: cuobjdump failed on $f"; cat /tmp/check-sass.$$
         rm -f /tmp/check-sass.$$; exit 1

@@ -8,8 +8,11 @@
 # Logs (six files) go to $OUT, or ./fused-selftest-out; objects and the
 # binary to $FUSED_BUILD (default /tmp/fused-selftest-build), since only a
 # few files come back from the GPU machine. Order: build, SASS check,
-# selftest (its tables), PyTorch eager, then the sanitizers (slow, each
-# bounded by $SANITIZE_TIMEOUT seconds, default 150).
+# PyTorch eager (not with --quick; bounded by 70 s), the selftest (its
+# benchmark table is the last thing it prints), then the sanitizers (slow,
+# each bounded by $SANITIZE_TIMEOUT seconds, default 100).
+# Budget: about 3 minutes with --no-sanitize, 5 with --quick (sanitizers
+# on, no torch, fewer cases) -- what scripts/gpu-session.sh allows.
 set -u
 quick=; sanitize=1; torch=1
 for a in "$@"; do
@@ -56,9 +59,10 @@ grep -E "spill|stack frame" "$out/build.log" | sort | uniq -c | sed 's/^/  /'
 status=0
 echo "== SASS"
 sh scripts/check-sass.sh "$bin" || status=1
+[ -n "$quick" ] && torch=
 if [ -n "$torch" ] && python3 -c 'import torch' 2>/dev/null; then
     echo "== PyTorch eager on the same GPU (median of CUDA-event timings)"
-    python3 - $quick >"$out/torch.log" 2>&1 <<'PY'
+    timeout 70 python3 - $quick >"$out/torch.log" 2>&1 <<'PY'
 import sys, torch
 import torch.nn.functional as F
 quick = '--quick' in sys.argv
@@ -118,16 +122,16 @@ if not quick:
     linear(torch.bfloat16, 65536, 128, 128)
 PY
 fi
+[ -s "$out/torch.log" ] && cat "$out/torch.log"
 echo "== selftest"
 "$bin" $quick >"$out/selftest.log" 2>&1
 grep -v -e '^PASS' -e '^bench ' "$out/selftest.log"
 grep -q '^FAIL' "$out/selftest.log" && status=1
 grep -q ' 0 failed$' "$out/selftest.log" || status=1
-[ -s "$out/torch.log" ] && { echo "== PyTorch eager"; cat "$out/torch.log"; }
 if [ -n "$sanitize" ]; then
     for tool in memcheck racecheck; do
         echo "== compute-sanitizer --tool $tool (small shapes)"
-        timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool \
+        timeout "${SANITIZE_TIMEOUT:-100}" compute-sanitizer --tool $tool \
             --error-exitcode 9 "$bin" --small >"$out/sanitize-$tool.log" 2>&1
         rc=$?
         if [ $rc = 0 ]; then
