@@ -107,7 +107,7 @@ int fb_check_gemm(const fb_gemm_call *c, char *msg, size_t len)
     }
     if (misaligned(c->bias, es))
         fail(&v, G_BIAS, "bias is not aligned to its elements");
-    if (c->n > PTRDIFF_MAX / es)
+    if (c->bias != NULL && c->n > PTRDIFF_MAX / es)
         fail(&v, G_BIAS, "bias of length n overflows the address space");
 
     /* Stored shapes. Column-major: A is m x k (k x m transposed); row-major

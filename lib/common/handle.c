@@ -328,7 +328,8 @@ static fb_handle default_handle(void)
 }
 
 /* Registry: open addressing on the pointer's bits, tombstones on removal,
- * rebuilt at twice the size when 3/4 full (live + tombstones). */
+ * rebuilt when 3/4 full (live + tombstones), at a size set by the live
+ * handles. */
 #define TOMBSTONE ((fb_handle)(uintptr_t)1)
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -343,10 +344,13 @@ static size_t slot_of(fb_handle h, size_t n)
     return (size_t)(x >> 7) & (n - 1);
 }
 
-static int registry_grow(void)
+static int registry_rebuild(void)
 {
-    size_t n = nslots ? nslots * 2 : 64;
-    while (nlive * 2 >= n)
+    /* Sized for the live handles alone (at most a quarter full after the
+     * rebuild), so that tombstones left by many create/destroy cycles are
+     * dropped, not carried into an ever larger table. */
+    size_t n = 64;
+    while (n < (nlive + 1) * 4)
         n *= 2;
     fb_handle *s = calloc(n, sizeof *s);
     if (s == NULL)
@@ -385,7 +389,7 @@ static int registry_add(fb_handle h)
     pthread_mutex_lock(&registry_lock);
     int ok = 1;
     if ((nused + 1) * 4 > nslots * 3)
-        ok = registry_grow();
+        ok = registry_rebuild();
     if (ok) {
         size_t j = slot_of(h, nslots);
         while (slots[j] != NULL && slots[j] != TOMBSTONE)

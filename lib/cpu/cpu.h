@@ -15,6 +15,11 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                      size_t len);
 
+/* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds):
+ * dimensions and leading dimensions beyond it are not supported on the
+ * CPU backend. */
+int fb_cpu_fits_blasint(int64_t v);
+
 /* How many OpenMP threads a call of this many flops should use. */
 int fb_cpu_threads(fb_handle h, double flops);
 

@@ -52,6 +52,12 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
     }
+    if (!fb_cpu_fits_blasint(p->k) || !fb_cpu_fits_blasint(p->lda) ||
+        !fb_cpu_fits_blasint(p->ldb) || !fb_cpu_fits_blasint(p->ldc)) {
+        snprintf(path, len, "k or a leading dimension exceeds OpenBLAS's "
+                            "%zu-byte integer", sizeof(blasint));
+        return FB_STATUS_NOT_SUPPORTED;
+    }
     int t = fb_cpu_threads(h, 2.0 * (double)p->m * (double)p->n *
                                   (double)(p->k > 0 ? p->k : 1));
     if (small_m_applies(p))
@@ -233,15 +239,20 @@ static blocking choose_blocks(int64_t m, int64_t n, int threads)
 }
 
 /* Where op(A)'s rows i0.. and op(B)'s columns j0.. start in storage. */
+/* (A NULL operand, allowed when k == 0, stays NULL: no arithmetic on it.) */
 static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
 {
     const int64_t es = fb_dtype_size(p->dtype);
+    if (p->a == NULL)
+        return NULL;
     return (const char *)p->a + (p->transa ? i0 * p->lda : i0) * es;
 }
 
 static const char *b_cols(const fb_gemm_problem *p, int64_t j0)
 {
     const int64_t es = fb_dtype_size(p->dtype);
+    if (p->b == NULL)
+        return NULL;
     return (const char *)p->b + (p->transb ? j0 : j0 * p->ldb) * es;
 }
 

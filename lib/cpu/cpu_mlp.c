@@ -69,6 +69,13 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
     }
+    if (!fb_cpu_fits_blasint(p->k) || !fb_cpu_fits_blasint(p->h) ||
+        !fb_cpu_fits_blasint(p->n) || !fb_cpu_fits_blasint(p->ldx) ||
+        !fb_cpu_fits_blasint(p->ldy)) {
+        snprintf(path, len, "a width or leading dimension exceeds "
+                            "OpenBLAS's %zu-byte integer", sizeof(blasint));
+        return FB_STATUS_NOT_SUPPORTED;
+    }
     const plan pl = make_plan(h, p);
     const int wide = p->dtype != FB_DTYPE_F32;
     const int64_t nbias = wide ? 2 * p->h + p->n : 0;
@@ -175,6 +182,8 @@ static plan make_plan(fb_handle h, const fb_mlp_problem *p)
 /* Element offset helpers for the dtype-generic inputs. */
 static const void *at(const void *base, fb_dtype t, int64_t elems)
 {
+    if (base == NULL) /* an operand the call does not read */
+        return NULL;
     return (const char *)base + elems * fb_dtype_size(t);
 }
 

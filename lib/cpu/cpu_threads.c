@@ -12,6 +12,7 @@
 #include "config.h"
 #include <cblas.h>
 #include <omp.h>
+#include <stdint.h>
 #include "cpu.h"
 
 #if defined(HAVE_OPENBLAS_GET_PARALLEL)
@@ -49,4 +50,9 @@ int fb_cpu_threads(fb_handle h, double flops)
     if (t > useful)
         t = (int)useful;
     return t > 0 ? t : 1;
+}
+
+int fb_cpu_fits_blasint(int64_t v)
+{
+    return sizeof(blasint) >= sizeof(int64_t) || v <= (int64_t)INT32_MAX;
 }
