@@ -25,6 +25,11 @@ fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
         fbf_set_path(path, pathlen, "empty");
         return FB_STATUS_SUCCESS;
     }
+    /* alpha == 0 or k == 0: BLAS says A and B are not referenced (staging
+     * passes NULL for them, and 0 * NaN must not leak). The kernels read
+     * A and B unconditionally, so leave these calls to the cuda-lt path. */
+    if (p->alpha == 0.0f || p->k == 0)
+        return FB_STATUS_NOT_SUPPORTED;
     fb_status st = fbf_tiny_gemm(env, p, NULL, path, pathlen);
     if (st != FB_STATUS_NOT_SUPPORTED)
         return st;
