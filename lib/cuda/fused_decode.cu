@@ -2,8 +2,9 @@
  * fused_decode.cu -- decode-sized calls (m <= 32 token rows, widths in the
  * thousands): weight streaming at memory speed.
  *
- * mlp_decode: the whole gated MLP in ONE cooperative launch, one CTA of
- * 512 threads per SM.
+ * mlp_decode: the whole gated MLP in ONE cooperative launch, one CTA per
+ * SM (12 warps; 16 for fp32 with <= 16 tokens), no floating-point atomics
+ * anywhere: the same call gives the same bits.
  *   phase 1  CTA c owns hidden units [j0, j1) (h / G each, to one row):
  *            streams those rows of Wg and Wu once, with X in shared
  *            memory, and writes H[:, j0:j1] = act(X Wg^T + bg) .* (X Wu^T
