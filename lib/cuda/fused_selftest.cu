@@ -492,12 +492,17 @@ static std::string mlp_label(const MlpCase &c)
     return buf;
 }
 
+/* prefill: call the measurement-only prefill kernels (fused_prefill.cu)
+ * instead of fb_fused_mlp. */
 static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
-                      const char *want_path)
+                      const char *want_path, bool prefill = false)
 {
     g_current = "check " + mlp_label(c);
     MlpBuffers b;
     mlp_alloc(c, b, seed, dev.stream);
+    void *hbuf = NULL;
+    if (prefill)
+        CK(cudaMalloc(&hbuf, (size_t)c.m * c.h * esize(c.dtype)));
     const std::vector<double> ref = mlp_reference(c, b, dev.stream);
     const fb_mlp_problem p = mlp_problem(c, b);
     const size_t es = esize(c.dtype);
@@ -507,7 +512,9 @@ static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
     for (int rep = 0; rep < 3; ++rep) {
         poison_rows(b.y, c.dtype, c.m, c.n, b.ldy, dev.stream);
         char path[96] = "";
-        const fb_status st = fb_fused_mlp(&dev.env, &p, path, sizeof path);
+        const fb_status st =
+            prefill ? fbf_prefill_mlp(&dev.env, &p, hbuf, path, sizeof path)
+                    : fb_fused_mlp(&dev.env, &p, path, sizeof path);
         CK(cudaStreamSynchronize(dev.stream));
         CK(cudaGetLastError());
         if (st != FB_STATUS_SUCCESS || (want_path && !strstr(path, want_path))) {
@@ -515,6 +522,7 @@ static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
                    mlp_label(c).c_str(), (unsigned long long)seed, (int)st,
                    path, want_path ? want_path : "any");
             mlp_free(b);
+            cudaFree(hbuf);
             return;
         }
         std::vector<unsigned char> out =
@@ -535,6 +543,7 @@ static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
     report(identical, "%s repeat: %s", mlp_label(c).c_str(),
            identical ? "bit-identical" : "results differ between runs");
     mlp_free(b);
+    cudaFree(hbuf);
 }
 
 /* NaN in X row 2 must make Y row 2 NaN (relu keeps NaN); the other rows
@@ -777,7 +786,8 @@ static int weight_sets(const Device &dev, size_t call_bytes)
     return std::min(sets, 32);
 }
 
-static void bench_mlp(Device &dev, const MlpCase &c, bool sweep)
+static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
+                      bool prefill = false)
 {
     g_current = "bench " + mlp_label(c);
     const size_t es = esize(c.dtype);
@@ -795,7 +805,14 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep)
         probs.push_back(mlp_problem(c, b));
     char path[96] = "";
     const int iters = 60;
-    const fb_status first = fb_fused_mlp(&dev.env, &probs[0], path, sizeof path);
+    void *hbuf = NULL;
+    if (prefill)
+        CK(cudaMalloc(&hbuf, (size_t)c.m * c.h * es));
+    auto call = [&](const fb_mlp_problem &pr) {
+        return prefill ? fbf_prefill_mlp(&dev.env, &pr, hbuf, path, sizeof path)
+                       : fb_fused_mlp(&dev.env, &pr, path, sizeof path);
+    };
+    const fb_status first = call(probs[0]);
     CK(cudaStreamSynchronize(dev.stream));
     if (first != FB_STATUS_SUCCESS) {
         printf("bench %s: fused path refused it (status %d), skipped\n",
@@ -804,16 +821,18 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep)
             mlp_free(b);
         cudaFree(g);
         cudaFree(u);
+        cudaFree(hbuf);
         return;
     }
     const double ours = time_us(dev.stream, 5, iters, [&](int i) {
-        (void)fb_fused_mlp(&dev.env, &probs[i % sets], path, sizeof path);
+        (void)call(probs[i % sets]);
     });
     const double base = time_us(dev.stream, 5, iters, [&](int i) {
         base_mlp(dev, c, bufs[i % sets], g, u);
     });
     const double bytes = (double)wbytes + (double)c.m * (c.k + c.n) * es;
-    Row r = {mlp_label(c), ours, base, bytes, bytes / (dev.copy_gbs * 1e3), path};
+    Row r = {(prefill ? "prefill " : "") + mlp_label(c), ours, base, bytes,
+             bytes / (dev.copy_gbs * 1e3), path};
     g_rows.push_back(r);
     printf("bench %s: fused %.1f us, cublas+elementwise %.1f us (%s)\n",
            r.name.c_str(), ours, base, path);
@@ -852,6 +871,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep)
         mlp_free(b);
     cudaFree(g);
     cudaFree(u);
+    cudaFree(hbuf);
 }
 
 /* Decode gemm as nn.Linear: Y (tokens x out) = act(X W^T + b). */
@@ -1028,6 +1048,17 @@ int main(int argc, char **argv)
     for (const MlpCase &c : nan_cases)
         check_mlp_nan(dev, c, seed + 9000 + ci++);
 
+    /* The measurement-only prefill kernels (not reachable from the
+     * library): the seed shape and ragged edges. */
+    const MlpCase prefill_cases[] = {
+        {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, "mlp_prefill"},
+        {FB_DTYPE_F16, FB_ACT_SILU, 1000, 200, 344, 100, 208, 101, true, "mlp_prefill"},
+    };
+    ci = 0;
+    for (const MlpCase &c : prefill_cases)
+        if (!small || (double)c.m * c.h < 1e6)
+            check_mlp(dev, c, seed + 9500 + ci++, c.want, true);
+
     const GemmCase gemm_cases[] = {
         /* nn.Linear decode: 16 x 4096 -> 11008, gelu_tanh, bias */
         {FB_DTYPE_BF16, 1, 0, 11008, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, "gemm_decode_bf16"},
@@ -1087,6 +1118,9 @@ int main(int argc, char **argv)
                 continue;
             bench_mlp(dev, c, i == 0 && !quick);
         }
+        /* the seed workload on the measurement-only prefill kernels */
+        bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
+                  false, true);
         bench_linear(dev, FB_DTYPE_BF16, 16, 4096, 11008, FB_ACT_GELU_TANH);
         bench_linear(dev, FB_DTYPE_BF16, 1024, 32, 64, FB_ACT_NONE);
         if (!quick) {
