@@ -4,58 +4,66 @@
  *
  * A call goes to cuda-fused only when a fused kernel covers it (asked of
  * the launcher itself, dry run: no second copy of its conditions here) and
- * its shape class has a row in the table below saying the fused kernel is
- * the faster one there. Each row names the measurement it comes from.
- *
- * PROVISIONAL: no row is measured yet. The rows are the classes where the
- * byte count alone decides: decode (<= 32 token rows: the fused kernels
- * read each weight once in one launch, where cuBLASLt plus separate
- * elementwise kernels make 4-6 launches and re-read the intermediates)
- * and tiny widths (launch-bound, every weight on chip). Prefill goes to
- * cuBLASLt (no fused row). Replace each "analysis" with the benchmark line
- * that confirms or moves it (scripts/fused-selftest.sh prints them).
+ * its shape class has a row in the table below: a class where the fused
+ * kernel MEASURED faster than cuBLASLt + elementwise kernels (the chain
+ * cuda-lt runs). Every row cites its benchmark line; everything without a
+ * row goes to cuda-lt. Measured on Hopper only (cc 9.0), so the rows ask
+ * for cc 9; Ampere and later generations go to cuda-lt until measured.
  */
 #include <stddef.h>
 #include "fused_internal.h"
 
 namespace {
 
-enum Family { DECODE_MLP, DECODE_GEMM, TINY_MLP, TINY_GEMM };
+enum Family { DECODE_MLP, DECODE_GEMM, TINY_MLP };
+
+const int64_t ANY = (int64_t)1 << 62;
+const unsigned B16 = 1u << FB_DTYPE_F16 | 1u << FB_DTYPE_BF16;
 
 struct Crossover {
     Family family;
-    int cc_major_min;   /* GPU generation */
+    int cc_major;       /* GPU generation it was measured on */
     unsigned dtypes;    /* bit (1 << fb_dtype) */
-    int64_t rows_max;   /* token rows at most (m of the mlp; the short side
-                           of a decode gemm; tokens of a tiny call) */
-    const char *source; /* where the row comes from */
+    int64_t rows_max;   /* token rows (mlp m; the short side of a gemm) */
+    int64_t kn_max;     /* mlp: k and n at most (ANY: no bound) */
+    int64_t h_max;      /* mlp: h at most */
+    const char *source; /* the measurement */
 };
 
-const unsigned ALL = 1u << FB_DTYPE_F32 | 1u << FB_DTYPE_F16 |
-                     1u << FB_DTYPE_BF16;
-
 const Crossover table[] = {
-    {DECODE_MLP, 8, ALL, 32,
-     "analysis: 1 launch streaming 3kh weights once vs 5 launches; "
-     "bench to confirm (selftest mlp_decode rows)"},
-    {DECODE_GEMM, 8, ALL, 32,
-     "analysis: weights once + epilogue in the same pass vs GEMM + "
-     "epilogue kernel; bench to confirm (selftest gemm_decode rows)"},
-    {TINY_MLP, 8, ALL, (int64_t)1 << 40,
-     "analysis: weights on chip, H never stored, 1 launch vs 5; "
-     "bench to confirm (selftest mlp_tiny rows)"},
-    {TINY_GEMM, 8, ALL, (int64_t)1 << 40,
-     "analysis: launch-bound Linear; bench to confirm (selftest "
-     "gemm_tiny rows)"},
+    /* GPU run 3, H200, fused_selftest: mlp bf16 4096->11008->4096 m=1
+     * 79.6 us vs 83.7 (1.05x); m=4 88.4 vs 84.5 (0.96x), so m <= 2. */
+    {DECODE_MLP, 9, B16, 2, ANY, ANY,
+     "GPU run 3, H200, fused_selftest: decode mlp m=1 1.05x, m=4 0.96x"},
+    /* GPU run 3, H200, fused_selftest: mlp bf16 m=16 768->3072->768 bias
+     * 30.7 us vs 42.9 (1.40x). At these widths the weights (<= 25 MB
+     * 16-bit) stream in ~6 us and the chain's five launches dominate; a
+     * CTA owns <= 32 hidden units and <= 8 output rows, so the per-token
+     * bookkeeping that costs m=16 at 4096 wide stays small. m <= 16:
+     * larger m is not measured. */
+    {DECODE_MLP, 9, B16, 16, 1024, 4096,
+     "GPU run 3, H200, fused_selftest: mlp 768->3072->768 m=16 1.40x"},
+    /* GPU run 3, H200, fused_selftest: mlp bf16 64->256->64 m=65536 2.64x,
+     * m=1048576 2.99x; f16 128->128->128 m=65536 2.07x. Not fp32
+     * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). */
+    {TINY_MLP, 9, B16, ANY, ANY, ANY,
+     "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x"},
+    /* GPU run 3, H200, fused_selftest: linear bf16 1x4096->11008
+     * gelu_tanh bias 29.6 vs 30.9 us (1.04x); not 16 tokens (39.6 vs
+     * 30.2, 0.76x). Tiny Linear has no row: 1024x32->64 0.62x,
+     * 65536x128->128 0.47x. */
+    {DECODE_GEMM, 9, B16, 1, ANY, ANY,
+     "GPU run 3, H200, fused_selftest: linear 1x4096->11008 1.04x"},
 };
 
 bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
-                int64_t rows)
+                int64_t rows, int64_t kn, int64_t h)
 {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
         const Crossover &c = table[i];
-        if (c.family == f && env->cc_major >= c.cc_major_min &&
-            (c.dtypes >> dtype & 1u) && rows <= c.rows_max)
+        if (c.family == f && env->cc_major == c.cc_major &&
+            (c.dtypes >> dtype & 1u) && rows <= c.rows_max &&
+            kn <= c.kn_max && h <= c.h_max)
             return true;
     }
     return false;
@@ -66,10 +74,11 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
 int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 {
     fbf_tuning dry = {0, 0, 1};
+    const int64_t kn = p->k > p->n ? p->k : p->n;
     if (fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
-        return table_says(TINY_MLP, env, p->dtype, p->m);
+        return table_says(TINY_MLP, env, p->dtype, p->m, kn, p->h);
     if (fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
-        return table_says(DECODE_MLP, env, p->dtype, p->m);
+        return table_says(DECODE_MLP, env, p->dtype, p->m, kn, p->h);
     return 0;
 }
 
@@ -77,9 +86,13 @@ int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     fbf_tuning dry = {0, 0, 1};
     const int64_t tokens = p->m < p->n ? p->m : p->n;
+    /* gemm_tiny has no row (measured slower); only decode is asked. The
+     * fused entry point's own refusals (alpha == 0, k == 0) apply too. */
+    if (p->alpha == 0.0f || p->k == 0)
+        return 0;
     if (fbf_tiny_gemm(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
-        return table_says(TINY_GEMM, env, p->dtype, tokens);
+        return 0;
     if (fbf_decode_gemm(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
-        return table_says(DECODE_GEMM, env, p->dtype, tokens);
+        return table_says(DECODE_GEMM, env, p->dtype, tokens, 0, 0);
     return 0;
 }
