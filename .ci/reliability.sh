@@ -133,7 +133,8 @@ fi
 # same as OMP_NUM_THREADS=1 (set too, for OpenBLAS's own OpenMP). The races
 # TSan judges are then exactly those between test_threads' 8 pthreads (own
 # handles, NULL handles, handles made and destroyed around every call) and
-# between test_handle_churn's threads. (gcc's TSan cannot be used here: the
+# between test_handle_churn's threads. .ci/tsan.supp lists the races let
+# pass, each with its reason. (gcc's TSan cannot be used here: the
 # library's target_clones ifunc resolvers run, instrumented, before the
 # TSan runtime starts, and the program dies in the dynamic loader.)
 if want tsan; then
@@ -146,7 +147,8 @@ make -C "$tsan" -s -j"$jobs" libfusedblas.la tests/test_threads \
     tests/test_handle_churn >"$work/tsan-build.log" 2>&1 \
     || { tail -40 "$work/tsan-build.log"; exit 1; }
 for t in test_threads test_handle_churn; do
-    OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    OMP_NUM_THREADS=1 \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$src/.ci/tsan.supp \
         "$tsan/libtool" --mode=execute "$tsan/tests/$t" >"$work/tsan-$t.log" 2>&1 \
         || { tail -80 "$work/tsan-$t.log"; exit 1; }
     if grep -q '^not ok' "$work/tsan-$t.log"; then

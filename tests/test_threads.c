@@ -2,10 +2,12 @@
  * test_threads.c -- concurrent calls give what serial calls give.
  *
  * A fixed set of jobs (the three gemm types and the MLP, shapes below and
- * above the CPU backend's own threading threshold) is first run serially
+ * above the CPU backend's own threading threshold) is run serially
  * on the main thread: each serial result is checked against the oracle
  * (gemm_check, mlp_check) and kept, guards included, as the reference.
- * Then THREADS pthreads run every job REPS times each, in an order of
+ * First, before any other library call, THREADS threads make the
+ * process's first calls at once (lazy set-up under contention). Then
+ * THREADS pthreads run every job REPS times each, in an order of
  * their own, on shared read-only inputs and outputs of their own, in
  * several arrangements:
  *   - each thread with its own handle;
@@ -256,6 +258,68 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* ---- cold start ------------------------------------------------------------
+ * The process's very first library calls, made by THREADS threads at once:
+ * whatever the library sets up lazily (the per-thread default handle's
+ * key, the CUDA module probe, CPU feature tests, OpenBLAS's buffers) is
+ * set up under contention, which ThreadSanitizer then judges. */
+
+typedef struct cold {
+    pthread_t tid;
+    fb_status st[N_JOBS];
+    unsigned char *out[N_JOBS];
+    int setup_failed;
+} cold;
+
+static void *cold_work(void *arg)
+{
+    cold *c = arg;
+    fb_handle h;
+    if (fb_create(&h) != FB_STATUS_SUCCESS ||
+        configure(h, FB_BACKEND_CPU) != FB_STATUS_SUCCESS) {
+        c->setup_failed = 1;
+        return NULL;
+    }
+    for (int i = 0; i < N_JOBS; i++)
+        c->st[i] = run_job(&jobs[i], h, c->out[i]);
+    fb_destroy(h);
+    return NULL;
+}
+
+static void cold_start(void)
+{
+    static const arrangement own = {"cold start", OWN, FB_BACKEND_CPU};
+    cold c[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        memset(&c[t], 0, sizeof c[t]);
+        for (int i = 0; i < N_JOBS; i++)
+            c[t].out[i] = fresh_output(&jobs[i]);
+        if (pthread_create(&c[t].tid, NULL, cold_work, &c[t]) != 0)
+            tap_bail("pthread_create failed");
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(c[t].tid, NULL);
+    reference ref;
+    serial_reference(&own, &ref);
+    int mismatches = 0, setup_failed = 0;
+    for (int t = 0; t < THREADS; t++) {
+        setup_failed += c[t].setup_failed;
+        for (int i = 0; i < N_JOBS; i++) {
+            if (!c[t].setup_failed &&
+                (c[t].st[i] != ref.st[i] ||
+                 memcmp(c[t].out[i], ref.img[i], jobs[i].out->bytes) != 0))
+                mismatches++;
+            free(c[t].out[i]);
+        }
+    }
+    tap_ok(mismatches == 0 && setup_failed == 0,
+           "cold start: %d threads make the process's first %d calls at "
+           "once, each result bit-identical to the serial one (%d differ, "
+           "%d threads could not set up)", THREADS, THREADS * N_JOBS,
+           mismatches, setup_failed);
+    free_reference(&ref);
+}
+
 static void run_arrangement(const arrangement *a)
 {
     reference ref;
@@ -317,6 +381,7 @@ int main(void)
 {
     tap_begin("test_threads");
     make_jobs();
+    cold_start();
 
     /* The serial results are right, so that agreeing with them means
      * something. */
