@@ -16,6 +16,7 @@
 #include <string.h>
 #include "ctx.h"
 #include "fused.h"
+#include "kernels.h"
 #include "lt_gemm.h"
 #include "lt_mlp.h"
 #include "result.h"
@@ -133,6 +134,19 @@ static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
         return fb_lt_gemm(ctx, q, math, r);
     fb_fused_env env;
     fb_ctx_fused_env(ctx, math, &env);
+    if (path == FB_BACKEND_CUDA_FUSED && q->m > 0 && q->n > 0 &&
+        (q->k == 0 || q->alpha == 0.0f)) {
+        /* Nothing to multiply (A and B are not referenced): the whole call
+         * is its epilogue, C <- act(beta C + bias), one launch of our own
+         * kernel -- the fused path's answer as much as the Lt path's. */
+        fb_status st = fb_launch_epilogue(
+            env.stream, q->dtype, q->c, q->ldc, q->m, q->n, NULL, 0, q->beta,
+            q->beta != 0.0f, q->ep.bias, q->ep.bias_per_row, q->ep.act, r);
+        if (st == FB_STATUS_SUCCESS)
+            fb_result_ran(r, FB_BACKEND_CUDA_FUSED,
+                          "cuda-fused/epilogue(k=0 or alpha=0)");
+        return st;
+    }
     if (path == FB_BACKEND_CUDA_FUSED)
         return fused_outcome(fb_fused_gemm(&env, q, r->path, sizeof r->path),
                              r);
