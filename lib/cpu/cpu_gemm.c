@@ -39,6 +39,7 @@ static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
 static const char *a_rows(const fb_gemm_problem *p, int64_t i0);
 static const char *b_cols(const fb_gemm_problem *p, int64_t j0);
 static int small_m_applies(const fb_gemm_problem *p);
+static int nothing_to_multiply(const fb_gemm_problem *p);
 static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
                               char *path, size_t len);
 static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
@@ -128,7 +129,8 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 
 static int small_m_applies(const fb_gemm_problem *p)
 {
-    return p->transa && !p->transb && p->n <= SMALL_M_TOKENS && p->k > 0 &&
+    return p->transa && !p->transb && p->n <= SMALL_M_TOKENS &&
+           !nothing_to_multiply(p) &&
            p->m >= SMALL_M_ROWS && fb_cpu_small_m_available();
 }
 
@@ -271,10 +273,38 @@ static void bias_act_block(float *c, int64_t ldc, int64_t mb, int64_t nb,
     }
 }
 
+/* C block <- beta C block, without reading C when beta == 0: what BLAS
+ * does when there is nothing to multiply (k == 0 or alpha == 0: A and B
+ * are not referenced, and alpha itself, even NaN, does not enter). Done
+ * here rather than left to OpenBLAS, whose versions differ on it. */
+static void scale_block(float *c, int64_t ldc, int64_t mb, int64_t nb,
+                        float beta)
+{
+    for (int64_t j = 0; j < nb; j++) {
+        float *col = c + j * ldc;
+        if (beta == 0.0f)
+            memset(col, 0, (size_t)mb * sizeof(float));
+        else
+            for (int64_t i = 0; i < mb; i++)
+                col[i] *= beta;
+    }
+}
+
+static int nothing_to_multiply(const fb_gemm_problem *p)
+{
+    return p->k == 0 || p->alpha == 0.0f;
+}
+
 static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
                            int64_t mb, int64_t nb)
 {
     float *c = (float *)p->c + i0 + j0 * p->ldc;
+    if (nothing_to_multiply(p)) {
+        scale_block(c, p->ldc, mb, nb, p->beta);
+        bias_act_block(c, p->ldc, mb, nb, p->ep.bias, p->ep.bias_per_row, i0,
+                       j0, p->ep.act);
+        return;
+    }
     cblas_sgemm(CblasColMajor, p->transa ? CblasTrans : CblasNoTrans,
                 p->transb ? CblasTrans : CblasNoTrans, (blasint)mb,
                 (blasint)nb, (blasint)p->k, p->alpha,
@@ -294,15 +324,16 @@ static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
     /* Panels keep the operands' orientation: stored rows x cols. */
     const int64_t ar = p->transa ? k : mb, ac = p->transa ? mb : k;
     const int64_t br = p->transb ? nb : k, bc = p->transb ? k : nb;
-    if (k > 0) {
+    if (nothing_to_multiply(p)) {
+        scale_block(cb, mb, mb, nb, 0.0f);
+    } else {
         fb_cpu_pack_f32(p->dtype, a_rows(p, i0), p->lda, ar, ac, ap);
         fb_cpu_pack_f32(p->dtype, b_cols(p, j0), p->ldb, br, bc, bp);
+        cblas_sgemm(CblasColMajor, p->transa ? CblasTrans : CblasNoTrans,
+                    p->transb ? CblasTrans : CblasNoTrans, (blasint)mb,
+                    (blasint)nb, (blasint)k, p->alpha, ap, (blasint)ar, bp,
+                    (blasint)br, 0.0f, cb, (blasint)mb);
     }
-    cblas_sgemm(CblasColMajor, p->transa ? CblasTrans : CblasNoTrans,
-                p->transb ? CblasTrans : CblasNoTrans, (blasint)mb,
-                (blasint)nb, (blasint)k, p->alpha, ap,
-                (blasint)(ar > 0 ? ar : 1), bp, (blasint)(br > 0 ? br : 1),
-                0.0f, cb, (blasint)mb);
     char *c = (char *)p->c + (i0 + j0 * p->ldc) * es;
     if (p->beta != 0.0f) {
         /* beta C in fp32, read one column at a time through a small
