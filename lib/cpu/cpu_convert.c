@@ -65,13 +65,16 @@ f32_to_f16_f16c(const float *src, uint16_t *dst, int64_t n)
 
 static int have_f16c(void)
 {
+    /* Threads may race to fill the cache; they all store the same answer,
+     * and the atomics make that race well defined. */
     static int cached = -1;
-    if (cached < 0) {
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("f16c") &&
-                 __builtin_cpu_supports("avx");
+        v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
-    return cached;
+    return v;
 }
 #endif
 

@@ -25,12 +25,15 @@
 int fb_cpu_small_m_available(void)
 {
 #if defined(FB_SMALL_M_AVX512)
+    /* A benign race between first callers, made well defined. */
     static int cached = -1;
-    if (cached < 0) {
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") != 0;
+        v = __builtin_cpu_supports("avx512f") != 0;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
-    return cached;
+    return v;
 #else
     return 0;
 #endif
