@@ -85,6 +85,7 @@ typedef struct bench_ceilings {
     double cpu_dnnl_f32_gflops;  /* oneDNN f32 matmul, where available */
     double cpu_dnnl_bf16_gflops; /* oneDNN bf16 matmul, where the CPU has it */
     double load_avg;         /* 1-minute load average at start */
+    char cpu_blas[160];      /* OpenBLAS's build and the kernels it chose */
 
     char gpu_name[128];
     size_t gpu_l2_bytes;

@@ -228,6 +228,8 @@ void bench_print_ceilings(FILE *f, const bench_ceilings *cl, int have_gpu)
     if (cl->cpu_read_gbs > 0)
         fprintf(f, "  memory read %.1f GB/s, copy %.1f GB/s (read + written)\n",
                 cl->cpu_read_gbs, cl->cpu_copy_gbs);
+    if (cl->cpu_blas[0])
+        fprintf(f, "  %s\n", cl->cpu_blas);
     fprintf(f, "  GEMM: OpenBLAS sgemm %.1f GFLOP/s", cl->cpu_sgemm_gflops);
     if (cl->cpu_sbgemm_gflops > 0)
         fprintf(f, ", sbgemm %.1f", cl->cpu_sbgemm_gflops);

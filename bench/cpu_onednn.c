@@ -341,7 +341,7 @@ double bench_onednn_gflops(fb_dtype t, int n, int reps)
         if (ok) {
             bench_stats st;
             bench_stats_from(ts, reps, &st);
-            rate = 2.0 * n * (double)n * n / st.median * 1e-9;
+            rate = 2.0 * n * (double)n * n / st.min * 1e-9; /* best pass */
         }
     }
     od_fini(state);
