@@ -458,9 +458,11 @@ static fb_status gemm_16(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
      * a 16-bit D evidently rounds alpha A B (+ beta C) to the output type
      * before adding the bias. GPU run 4: fp16 with beta = 1.3 off by up to
      * 4 half-ulps (-0.16309 for -0.16345); GPU run 5: bf16, beta = 0,
-     * -2.3125 for -2.3232 (half ulp 0.0078). Only the plain product (no
-     * bias, no activation) is cuBLASLt's alone. */
-    if (ep->bias == NULL && ep->act == FB_ACT_NONE) {
+     * -2.3125 for -2.3232 (half ulp 0.0078). The same holds for beta C
+     * (GPU run 8: fp16, beta = 1, no bias, off by more than half an ulp).
+     * Only the plain product (no bias, no activation, beta 0) is
+     * cuBLASLt's alone. */
+    if (ep->bias == NULL && ep->act == FB_ACT_NONE && p->beta == 0.0f) {
         char why[128] = "";
         fb_status st = fb_lt_matmul(ctx, p, p->dtype,
                                     CUBLASLT_EPILOGUE_DEFAULT, NULL, math, why,
