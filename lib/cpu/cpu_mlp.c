@@ -36,6 +36,9 @@
  * mb x hc (G and U) near 256 KiB each and weight panels near 1 MiB. */
 #define ROWS_PER_BLOCK 64
 #define CHUNK_ELEMS (256 * 1024)
+/* Row blocks this short go through the small-m kernel (cpu_small_m.h),
+ * which streams each weight once; OpenBLAS's packing wins above. */
+#define SMALL_M_ROWS 16
 
 typedef struct plan {
     int64_t mb, hc;       /* row block, hidden chunk */
@@ -121,8 +124,10 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
             finish_rows(p, bs.bd, y0 + r0 * p->n, p->n, r0, r1 - r0);
         }
     }
+    const int small = pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available();
     snprintf(path, len, "cpu/%s/mlp-%s/mb=%lld/hc=%lld/threads=%d",
-             fb_cpu_arrangement(), pl.split_rows ? "rows" : "hidden",
+             small ? "small-m-avx512" : fb_cpu_arrangement(),
+             pl.split_rows ? "rows" : "hidden",
              (long long)pl.mb, (long long)pl.hc, pl.threads);
     return FB_STATUS_SUCCESS;
 }
@@ -271,7 +276,7 @@ static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
                     int64_t ldx, const float *w, int64_t ldw, float *out,
                     int64_t ldo, int accumulate)
 {
-    if (m <= 16 && fb_cpu_small_m_available()) {
+    if (m <= SMALL_M_ROWS && fb_cpu_small_m_available()) {
         fb_cpu_small_m_nt(m, n, k, x, ldx, w, ldw, out, ldo, accumulate);
         return;
     }
