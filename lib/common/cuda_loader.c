@@ -61,19 +61,15 @@ static const fb_cuda_module *try_load(const char *path)
 
 static void load(void)
 {
+    /* FUSEDBLAS_CUDA_MODULE names the module to use instead of the
+     * installed one, and then only it: the tests of a build tree load that
+     * tree's module (or none, in a build without CUDA), never a different
+     * module that happens to be installed. */
     const char *env = getenv("FUSEDBLAS_CUDA_MODULE");
-    if (env != NULL && *env != '\0') {
+    if (env != NULL && *env != '\0')
         loaded = try_load(env);
-        if (loaded != NULL)
-            return;
-        /* An uninstalled build without CUDA points here at a file that
-         * does not exist; the installed module may still be there. */
-    }
-    char first_error[sizeof load_error];
-    memcpy(first_error, load_error, sizeof first_error);
-    loaded = try_load(FB_PKGLIBDIR "/fusedblas_cuda.so");
-    if (loaded == NULL && env != NULL && *env != '\0')
-        memcpy(load_error, first_error, sizeof load_error);
+    else
+        loaded = try_load(FB_PKGLIBDIR "/fusedblas_cuda.so");
 }
 
 const fb_cuda_module *fb_cuda_get(char *why, size_t len)

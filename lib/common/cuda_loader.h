@@ -9,8 +9,8 @@
 
 /* The module's table if it loaded and a CUDA device answered its probe,
  * else NULL with the reason copied into why (when why is not NULL).
- * Search order: $FUSEDBLAS_CUDA_MODULE, then the installed
- * $(pkglibdir)/fusedblas_cuda.so. */
+ * Where: $FUSEDBLAS_CUDA_MODULE if it is set (and then only there), else
+ * the installed $(pkglibdir)/fusedblas_cuda.so. */
 const fb_cuda_module *fb_cuda_get(char *why, size_t len);
 
 #endif /* FB_CUDA_LOADER_H */
