@@ -5,6 +5,7 @@
  * BLAS terms: A = X (NoTrans, lda = k), B = W (Trans, ldb = k), C = Y
  * (ldc = n), beta = 0, the bias added to every row.
  */
+#include <stdio.h>
 #include "bench_call.h"
 
 fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
@@ -29,4 +30,17 @@ fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
                               c->n, s->b, c->act);
     }
     return FB_STATUS_INVALID_ARGUMENT;
+}
+
+int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
+                        char *msg, size_t len)
+{
+    fb_status st = bench_call_fusedblas(h, c, set);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(msg, len, "%s", fb_handle_last_path(h));
+        return 0;
+    }
+    snprintf(msg, len, "%s%s%s", fb_status_string(st),
+             *fb_handle_last_message(h) ? ": " : "", fb_handle_last_message(h));
+    return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
 }

@@ -12,4 +12,11 @@
 fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
                                const bench_set *set);
 
+/* One timed run of an implementation "ours": the call, then its outcome
+ * in words into msg (the path that ran, or the status and the handle's
+ * message). Returns 0 ran, 1 not supported, -1 failed: the run() contract
+ * of the CPU and GPU implementation tables. */
+int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
+                        char *msg, size_t len);
+
 #endif /* FB_BENCH_CALL_H */

@@ -47,15 +47,8 @@ static bench_outcome fbc_init(void **state, const bench_case *c,
 static int fbc_run(void *state, int j)
 {
     fbc_state *s = state;
-    fb_status st = bench_call_fusedblas(s->h, &s->c, &s->sets[j]);
-    if (st == FB_STATUS_SUCCESS) {
-        snprintf(s->message, sizeof s->message, "%s", fb_handle_last_path(s->h));
-        return 0;
-    }
-    snprintf(s->message, sizeof s->message, "%s%s%s", fb_status_string(st),
-             *fb_handle_last_message(s->h) ? ": " : "",
-             fb_handle_last_message(s->h));
-    return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
+    return bench_run_fusedblas(s->h, &s->c, &s->sets[j], s->message,
+                               sizeof s->message);
 }
 
 static const char *fbc_message(void *state)

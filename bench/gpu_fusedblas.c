@@ -67,15 +67,8 @@ FBG_INIT(fbg_init_fused, FB_BACKEND_CUDA_FUSED)
 static int fbg_run(void *state, int j)
 {
     fbg_state *s = state;
-    fb_status st = bench_call_fusedblas(s->h, &s->c, &s->sets[j]);
-    if (st == FB_STATUS_SUCCESS) {
-        snprintf(s->message, sizeof s->message, "%s", fb_handle_last_path(s->h));
-        return 0;
-    }
-    snprintf(s->message, sizeof s->message, "%s%s%s", fb_status_string(st),
-             *fb_handle_last_message(s->h) ? ": " : "",
-             fb_handle_last_message(s->h));
-    return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
+    return bench_run_fusedblas(s->h, &s->c, &s->sets[j], s->message,
+                               sizeof s->message);
 }
 
 static const char *fbg_message(void *state)
