@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cpu.h"
+#include "cpu_bf16_gemm.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_small_m.h"
@@ -63,6 +64,13 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
                                   (double)(p->k > 0 ? p->k : 1));
     if (small_m_applies(p))
         return gemm_small_m(h, p, t, path, len);
+    if (fb_cpu_bf16_gemm_applies(p)) {
+        fb_status st;
+        if (fb_cpu_bf16_gemm(h, p, t, &st, path, len))
+            return st;
+        /* Declined (a denormal input, which VDPBF16PS would read as 0):
+         * the fp32 panels below, nothing written yet. */
+    }
     const blocking b = choose_blocks(p->m, p->n, t);
     const int64_t nblk = b.mblocks * b.nblocks;
     if (t > nblk)

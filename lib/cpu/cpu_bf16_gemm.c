@@ -1,0 +1,204 @@
+/*
+ * cpu_bf16_gemm.c -- gemm_bias_act for bf16 operands on AVX512-BF16.
+ *
+ * VDPBF16PS multiplies the two bf16 of one 32-bit word of each operand
+ * and adds both products to an fp32 lane: 16 lanes x 2 products per
+ * instruction, twice what an fp32 FMA does. So each operand is packed
+ * k-pair interleaved: the word for (row i, pair p) holds op(A)(i, 2p) and
+ * op(A)(i, 2p + 1); a missing element of an odd k is a zero.
+ *
+ *   op(A): panels of 32 rows; per pair, 32 words (two vectors).
+ *   op(B): panels of 12 columns; per pair, 12 words, each broadcast.
+ *
+ * The register block is 32 x 12 fp32 accumulators (24 vectors): per pair,
+ * 2 vector loads, 12 broadcasts, 24 VDPBF16PS, enough independent chains
+ * to cover the instruction's latency on two pipes. C (column-major) gets
+ * vectors down its columns, which is also where a row-major call's bias
+ * runs.
+ *
+ * The whole call is packed first (threads share the panels), so that a
+ * denormal input is found before anything is written: VDPBF16PS reads
+ * denormals as zero, and a denormal times a huge value is not small. C is
+ * cut into blocks (about 256 x 192) that each thread finishes in turn:
+ * the block's fp32 accumulators (in L2) take the k range in chunks of 512
+ * (A's chunk in L2, a 12-column B panel in L1), then alpha, beta C, bias
+ * and activation are applied while the block is in cache and it is
+ * rounded to bf16 once, on the store.
+ *
+ * Flushing: VDPBF16PS also flushes denormal products and results to zero
+ * whatever MXCSR says. Each accumulation step then loses less than 2^-126,
+ * which DESIGN.md's tolerance allows ((k + 4) 2^-124 absolute), so only
+ * denormal inputs send a call elsewhere.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_bf16_gemm.h"
+#include "cpu_bf16_kernel.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+
+/* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
+ * columns; fp32 accumulators 256 x 192 x 4 = 192 KiB. */
+#define BLOCK_APANELS 8
+#define BLOCK_BPANELS 16
+
+typedef struct bf16_blocking {
+    int64_t ap, bp;           /* panels per block */
+    int64_t mblocks, nblocks;
+} bf16_blocking;
+
+static bf16_blocking choose_blocks(int64_t apanels, int64_t bpanels, int t)
+{
+    bf16_blocking b;
+    b.mblocks = (apanels + BLOCK_APANELS - 1) / BLOCK_APANELS;
+    b.nblocks = (bpanels + BLOCK_BPANELS - 1) / BLOCK_BPANELS;
+    /* A number of blocks that the threads share evenly, where the panels
+     * allow: more column blocks first (each thread then reads mostly its
+     * own columns of B), then more row blocks. */
+    while ((b.mblocks * b.nblocks) % t != 0 && b.nblocks < bpanels)
+        b.nblocks++;
+    while ((b.mblocks * b.nblocks) % t != 0 && b.mblocks < apanels)
+        b.mblocks++;
+    b.ap = (apanels + b.mblocks - 1) / b.mblocks;
+    b.bp = (bpanels + b.nblocks - 1) / b.nblocks;
+    b.mblocks = (apanels + b.ap - 1) / b.ap;
+    b.nblocks = (bpanels + b.bp - 1) / b.bp;
+    return b;
+}
+
+int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p)
+{
+    return p->dtype == FB_DTYPE_BF16 && p->k > 0 && p->alpha != 0.0f &&
+           fb_cpu_bf16_available();
+}
+
+/* Where op(A)'s row 0 and op(B)'s column 0 start, and whether they run
+ * along k in storage. */
+static void operands(const fb_gemm_problem *p, fb_bf16_operand *a,
+                     fb_bf16_operand *b)
+{
+    a->base = p->a, a->ld = p->lda, a->k_contiguous = p->transa;
+    b->base = p->b, b->ld = p->ldb, b->k_contiguous = !p->transb;
+}
+
+/* C block (mb x nb at i0, j0) <- act(acc + beta C + bias), acc already
+ * scaled by alpha; rounded to bf16 on the store. old is mb floats. */
+static void finish_block(const fb_gemm_problem *p, const float *bias32,
+                         float *acc, int64_t ldacc, int64_t i0, int64_t j0,
+                         int64_t mb, int64_t nb, float *old)
+{
+    uint16_t *c = (uint16_t *)p->c + i0 + j0 * p->ldc;
+    for (int64_t j = 0; j < nb; j++) {
+        float *col = acc + j * ldacc;
+        uint16_t *cj = c + j * p->ldc;
+        if (p->beta != 0.0f) {
+            fb_cpu_to_f32(FB_DTYPE_BF16, cj, old, mb);
+            fb_bf16_axpy(mb, p->beta, old, col);
+        }
+        if (bias32 == NULL)
+            fb_cpu_bias_act(col, NULL, mb, p->ep.act);
+        else if (p->ep.bias_per_row)
+            fb_cpu_bias_act(col, bias32 + i0, mb, p->ep.act);
+        else
+            fb_cpu_scalar_bias_act(col, bias32[j0 + j], mb, p->ep.act);
+        fb_cpu_from_f32(FB_DTYPE_BF16, col, cj, mb);
+    }
+}
+
+int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
+                     fb_status *st, char *path, size_t len)
+{
+    const int64_t m = p->m, n = p->n, k = p->k;
+    const int64_t kp = (k + 1) / 2;
+    const int64_t apanels = (m + FB_BF16_MR - 1) / FB_BF16_MR;
+    const int64_t bpanels = (n + FB_BF16_NR - 1) / FB_BF16_NR;
+    int t = threads > 0 ? threads : 1;
+    const bf16_blocking b = choose_blocks(apanels, bpanels, t);
+    const int64_t nblk = b.mblocks * b.nblocks;
+    if (t > nblk)
+        t = (int)nblk;
+
+    /* Workspace: the bias in fp32; packed A and B; per thread, the block's
+     * accumulators and a column of old C. All in 64-byte units. */
+    const int64_t bias_len = p->ep.bias_per_row ? m : n;
+    const int64_t ldacc = b.ap * FB_BF16_MR;
+    const size_t bias_bytes = fb_bf16_round64((size_t)bias_len * 4);
+    const size_t a_bytes = fb_bf16_round64(
+        (size_t)apanels * (size_t)fb_bf16_panel_elems(kp, FB_BF16_MR) * 2);
+    const size_t b_bytes = fb_bf16_round64(
+        (size_t)bpanels * (size_t)fb_bf16_panel_elems(kp, FB_BF16_NR) * 2);
+    const size_t per_thread = fb_bf16_round64(
+        ((size_t)ldacc * (size_t)(b.bp * FB_BF16_NR) + (size_t)ldacc) * 4);
+    const size_t bytes = bias_bytes + a_bytes + b_bytes +
+                         per_thread * (size_t)t;
+    char *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
+    }
+    float *bias32 = NULL;
+    if (p->ep.bias != NULL) {
+        bias32 = (float *)ws;
+        fb_cpu_to_f32(FB_DTYPE_BF16, p->ep.bias, bias32, bias_len);
+    }
+    uint16_t *apack = (uint16_t *)(ws + bias_bytes);
+    uint16_t *bpack = (uint16_t *)(ws + bias_bytes + a_bytes);
+    char *thread_ws = ws + bias_bytes + a_bytes + b_bytes;
+    fb_bf16_operand opa, opb;
+    operands(p, &opa, &opb);
+    const int64_t astride = fb_bf16_panel_elems(kp, FB_BF16_MR);
+    const int64_t bstride = fb_bf16_panel_elems(kp, FB_BF16_NR);
+    int denormal = 0;
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* Pack: each thread its share of the panels of both operands. */
+        int den = fb_bf16_pack(&opa, m, k, FB_BF16_MR, apanels * tid / nt,
+                               apanels * (tid + 1) / nt, apack);
+        den |= fb_bf16_pack(&opb, n, k, FB_BF16_NR, bpanels * tid / nt,
+                            bpanels * (tid + 1) / nt, bpack);
+        if (den) {
+#pragma omp atomic write
+            denormal = 1;
+        }
+#pragma omp barrier
+        int skip;
+#pragma omp atomic read
+        skip = denormal;
+        if (!skip) {
+            float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
+            float *old = acc + ldacc * b.bp * FB_BF16_NR;
+            /* Contiguous runs of blocks, row blocks fastest: consecutive
+             * blocks share their B panels. */
+            const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
+            for (int64_t q = lo; q < hi; q++) {
+                const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
+                const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
+                const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
+                const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
+                fb_bf16_block(apack + pa0 * astride, astride, na,
+                              bpack + pb0 * bstride, bstride, nb, kp,
+                              p->alpha, 0, acc, ldacc);
+                const int64_t i0 = pa0 * FB_BF16_MR, j0 = pb0 * FB_BF16_NR;
+                const int64_t mb = m - i0 < na * FB_BF16_MR ? m - i0
+                                                             : na * FB_BF16_MR;
+                const int64_t ncols = n - j0 < nb * FB_BF16_NR
+                                          ? n - j0 : nb * FB_BF16_NR;
+                finish_block(p, bias32, acc, ldacc, i0, j0, mb, ncols, old);
+            }
+        }
+    }
+    if (denormal)
+        return 0;
+    snprintf(path, len, "cpu/bf16-avx512bf16/%dx%d/blocks=%lldx%lld/"
+             "threads=%d", FB_BF16_MR, FB_BF16_NR,
+             (long long)(b.ap * FB_BF16_MR), (long long)(b.bp * FB_BF16_NR),
+             t);
+    *st = FB_STATUS_SUCCESS;
+    return 1;
+}

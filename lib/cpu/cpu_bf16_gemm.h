@@ -1,0 +1,47 @@
+/*
+ * cpu_bf16_gemm.h -- bf16 GEMM on AVX512-BF16 (VDPBF16PS), fp32
+ * accumulation, for gemm_bias_act and the three GEMMs of the bf16 MLP.
+ *
+ * Operands are packed k-pair interleaved (the two bf16 of one k-pair in
+ * one 32-bit word) into the handle's workspace, and a 32 x 12 register
+ * block of fp32 accumulators runs over them. VDPBF16PS treats denormal
+ * inputs as zero, which is a wrong answer when they meet a large factor,
+ * so the packing looks for them and the call declines (nothing written)
+ * when it finds one; the caller then takes the fp32 path. Denormal fp32
+ * results and products it flushes too; each costs less than 2^-126 per
+ * accumulation step, inside the contract's absolute error term.
+ */
+#ifndef FB_CPU_BF16_GEMM_H
+#define FB_CPU_BF16_GEMM_H
+
+#include <stddef.h>
+#include "handle.h"
+#include "problem.h"
+
+/* The register block: rows of op(A) by columns of op(B). */
+#define FB_BF16_MR 32
+#define FB_BF16_NR 12
+
+/* Non-zero if this CPU has AVX512-BF16 and FUSEDBLAS_CPU_NO_BF16 is not
+ * set to something other than "0" (read at every call, so that a test can
+ * switch between this kernel and the fp32 path). */
+int fb_cpu_bf16_available(void);
+
+/* Whether fb_cpu_bf16_gemm takes p: bf16, something to multiply
+ * (k > 0, alpha != 0), and the kernel available. */
+int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p);
+
+/* Run p (which fb_cpu_bf16_gemm_applies) on up to threads OpenMP threads.
+ * Returns 1 if it ran the call: *st is its status, path says what ran.
+ * Returns 0 if it declined (a denormal bf16 input): nothing was written
+ * to C, and the caller runs the call another way. */
+int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
+                     fb_status *st, char *path, size_t len);
+
+/* The same for mlp_geglu_forward with bf16 data and enough rows (m >
+ * min_rows) that the GEMMs are compute-bound. */
+int fb_cpu_bf16_mlp_applies(const fb_mlp_problem *p, int64_t min_rows);
+int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, int threads,
+                    fb_status *st, char *path, size_t len);
+
+#endif /* FB_CPU_BF16_GEMM_H */

@@ -1,0 +1,314 @@
+/*
+ * cpu_bf16_kernel.c -- packing and the VDPBF16PS register block (see
+ * cpu_bf16_kernel.h for the packed layout, cpu_bf16_gemm.c for the plan).
+ *
+ * Everything that uses AVX-512 is compiled for it by function attributes,
+ * so the rest of the library builds for the baseline and a CPU without
+ * AVX512-BF16 never reaches these functions (fb_cpu_bf16_available).
+ *
+ * Packing, by how the operand runs in storage:
+ *  - along k (a row of op(A) when transposed, a column of op(B) when not,
+ *    nn.Linear's weights and inputs): the word for pair p of row i is
+ *    already the p-th 32-bit word of the row; 16 rows x 16 words are
+ *    loaded and transposed in registers (the usual 16 x 16 transpose:
+ *    32-bit, 64-bit, then 128-bit lane shuffles).
+ *  - across k: the rows for k = 2p and 2p + 1 are loaded side by side and
+ *    interleaved by one 16-bit permute.
+ * Loads are masked at the edges (rows past the matrix, the element past an
+ * odd k read as zero), so nothing outside the operand is touched. Every
+ * loaded vector is also tested for denormals (exponent bits zero,
+ * significand not): two mask instructions per 32 elements.
+ */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_bf16_kernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define FB_BF16_X86 1
+#define FB_BF16_TARGET                                                         \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#endif
+
+/* k pairs per pass over a block: A's chunk (MR x 512 bf16 = 32 KiB per
+ * panel) stays in L2, B's (NR x 512 = 12 KiB) in L1. */
+#define KC_PAIRS 256
+
+/* ---- availability ---------------------------------------------------------
+ * CPUID itself rather than __builtin_cpu_supports: compilers disagree on
+ * which feature names the builtin accepts ("avx512bf16"), and this must
+ * build with both. Leaf 7 subleaf 0 EBX: AVX512F bit 16, AVX512BW bit 30,
+ * AVX512VL bit 31; subleaf 1 EAX: AVX512_BF16 bit 5; XCR0 bits 1, 2, 5-7:
+ * the OS saves the XMM, YMM, opmask and ZMM state. */
+static int cpu_has_avx512bf16(void)
+{
+#if defined(FB_BF16_X86)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+        return 0;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 0xe6u) != 0xe6u)
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    const unsigned need = (1u << 16) | (1u << 30) | (1u << 31);
+    if ((b & need) != need || a < 1)
+        return 0;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d))
+        return 0;
+    return (a & (1u << 5)) != 0;
+#else
+    return 0;
+#endif
+}
+
+int fb_cpu_bf16_available(void)
+{
+    /* A benign race between first callers, made well defined. */
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = cpu_has_avx512bf16();
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    if (!v)
+        return 0;
+    const char *off = getenv("FUSEDBLAS_CPU_NO_BF16");
+    return off == NULL || off[0] == '\0' || strcmp(off, "0") == 0;
+}
+
+#if defined(FB_BF16_X86)
+
+/* ---- packing ------------------------------------------------------------ */
+
+/* Lanes of v that hold a denormal bf16. */
+FB_BF16_TARGET static inline __mmask32 denormals(__m512i v)
+{
+    const __m512i expo = _mm512_set1_epi16(0x7f80);
+    const __m512i mant = _mm512_set1_epi16(0x007f);
+    return _mm512_testn_epi16_mask(v, expo) & _mm512_test_epi16_mask(v, mant);
+}
+
+/* In-register transpose of 16 x 16 32-bit words: r[i] word j -> r[j]
+ * word i. */
+FB_BF16_TARGET static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + c], 128-bit lane L: column 4L + c of rows 4i..4i+3. */
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    /* For each c, a 4 x 4 transpose of 128-bit lanes over u[c + 4q]. */
+    #pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        __m512i x0 = _mm512_shuffle_i32x4(u[c], u[c + 4], 0x44);
+        __m512i x1 = _mm512_shuffle_i32x4(u[c], u[c + 4], 0xee);
+        __m512i x2 = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0x44);
+        __m512i x3 = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0xee);
+        r[c] = _mm512_shuffle_i32x4(x0, x2, 0x88);
+        r[c + 4] = _mm512_shuffle_i32x4(x0, x2, 0xdd);
+        r[c + 8] = _mm512_shuffle_i32x4(x1, x3, 0x88);
+        r[c + 12] = _mm512_shuffle_i32x4(x1, x3, 0xdd);
+    }
+}
+
+/* One panel, rows running along k: rows [i0, i0 + nrows) (nrows <= R may
+ * be short: the rest are zero words), all kp pairs. */
+FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
+                                       int64_t nrows, int64_t k, int r,
+                                       uint16_t *dst)
+{
+    const int64_t kp = (k + 1) / 2;
+    __mmask32 den = 0;
+    for (int g = 0; g < r; g += 16) {
+        /* Words of this group of 16 rows that belong in the panel. */
+        const int width = r - g < 16 ? r - g : 16;
+        const __mmask16 keep = (__mmask16)((1u << width) - 1u);
+        const int64_t live = nrows - g < 0 ? 0 : nrows - g;
+        for (int64_t p0 = 0; p0 < kp; p0 += 16) {
+            const int64_t e = k - 2 * p0; /* elements left in a row */
+            const __mmask32 emask = e >= 32 ? ~(__mmask32)0
+                                            : (__mmask32)((1u << e) - 1u);
+            __m512i v[16];
+            #pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) {
+                v[i] = i < live ? _mm512_maskz_loadu_epi16(
+                                      emask, src + (g + i) * ld + 2 * p0)
+                                : _mm512_setzero_si512();
+                den |= denormals(v[i]);
+            }
+            transpose16(v);
+            const int64_t pairs = kp - p0 < 16 ? kp - p0 : 16;
+            uint16_t *out = dst + 2 * (p0 * r + g);
+            for (int64_t c = 0; c < pairs; c++)
+                _mm512_mask_storeu_epi32(out + 2 * c * r, keep, v[c]);
+        }
+    }
+    return den != 0;
+}
+
+/* One panel, rows running across k: row i of pair p is src[i + l * ld]
+ * for l = 2p, 2p + 1. */
+FB_BF16_TARGET static int pack_across_k(const uint16_t *src, int64_t ld,
+                                        int64_t nrows, int64_t k, int r,
+                                        uint16_t *dst)
+{
+    const int64_t kp = (k + 1) / 2;
+    /* Word i of the result = (first[i], second[i]): indices into the
+     * 32 halves (first in 0..15, second in 16..31). */
+    static const uint16_t order[32] = {
+        0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_loadu_si512(order);
+    __mmask32 den = 0;
+    for (int g = 0; g < r; g += 16) {
+        const int width = r - g < 16 ? r - g : 16;
+        const __mmask16 keep = (__mmask16)((1u << width) - 1u);
+        int64_t live = nrows - g < 0 ? 0 : nrows - g;
+        if (live > width)
+            live = width;
+        const __mmask16 rmask = (__mmask16)((1u << live) - 1u);
+        for (int64_t p = 0; p < kp; p++) {
+            const uint16_t *s0 = src + g + 2 * p * ld;
+            __m256i lo = _mm256_maskz_loadu_epi16(rmask, s0);
+            __m256i hi = 2 * p + 1 < k
+                             ? _mm256_maskz_loadu_epi16(rmask, s0 + ld)
+                             : _mm256_setzero_si256();
+            __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                                              hi, 1);
+            den |= denormals(both);
+            _mm512_mask_storeu_epi32(dst + 2 * (p * r + g), keep,
+                                     _mm512_permutexvar_epi16(idx, both));
+        }
+    }
+    return den != 0;
+}
+
+int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
+                 int64_t q0, int64_t q1, uint16_t *dst)
+{
+    const int64_t kp = (k + 1) / 2;
+    int den = 0;
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t i0 = q * r;
+        const int64_t nrows = rows - i0 < r ? rows - i0 : r;
+        uint16_t *out = dst + q * fb_bf16_panel_elems(kp, r);
+        if (x->k_contiguous)
+            den |= pack_along_k((const uint16_t *)x->base + i0 * x->ld,
+                                x->ld, nrows, k, r, out);
+        else
+            den |= pack_across_k((const uint16_t *)x->base + i0, x->ld,
+                                 nrows, k, r, out);
+    }
+    return den;
+}
+
+/* ---- the register block ------------------------------------------------- */
+
+/* acc tile (32 x 12 at c, ldc) <- scale * ((load ? tile : 0) + sum over np
+ * pairs of a-panel x b-panel). */
+FB_BF16_TARGET static void kernel_32x12(int64_t np, const uint16_t *a,
+                                        const uint16_t *b, float *c,
+                                        int64_t ldc, int load, float scale)
+{
+    __m512 acc0[FB_BF16_NR], acc1[FB_BF16_NR];
+    #pragma GCC unroll 12
+    for (int j = 0; j < FB_BF16_NR; j++) {
+        acc0[j] = load ? _mm512_loadu_ps(c + j * ldc) : _mm512_setzero_ps();
+        acc1[j] = load ? _mm512_loadu_ps(c + j * ldc + 16)
+                       : _mm512_setzero_ps();
+    }
+    for (int64_t p = 0; p < np; p++) {
+        const __m512bh a0 = (__m512bh)_mm512_loadu_si512(a);
+        const __m512bh a1 = (__m512bh)_mm512_loadu_si512(a + 32);
+        #pragma GCC unroll 12
+        for (int j = 0; j < FB_BF16_NR; j++) {
+            uint32_t w;
+            memcpy(&w, b + 2 * j, sizeof w);
+            const __m512bh bj = (__m512bh)_mm512_set1_epi32((int)w);
+            acc0[j] = _mm512_dpbf16_ps(acc0[j], a0, bj);
+            acc1[j] = _mm512_dpbf16_ps(acc1[j], a1, bj);
+        }
+        a += 2 * FB_BF16_MR;
+        b += 2 * FB_BF16_NR;
+    }
+    const __m512 s = _mm512_set1_ps(scale);
+    #pragma GCC unroll 12
+    for (int j = 0; j < FB_BF16_NR; j++) {
+        _mm512_storeu_ps(c + j * ldc, _mm512_mul_ps(acc0[j], s));
+        _mm512_storeu_ps(c + j * ldc + 16, _mm512_mul_ps(acc1[j], s));
+    }
+}
+
+void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
+                   const uint16_t *b, int64_t bstride, int64_t nb,
+                   int64_t np, float alpha, int accumulate, float *acc,
+                   int64_t ldacc)
+{
+    for (int64_t p0 = 0; p0 < np; p0 += KC_PAIRS) {
+        const int64_t pc = np - p0 < KC_PAIRS ? np - p0 : KC_PAIRS;
+        const int last = p0 + pc == np;
+        for (int64_t jb = 0; jb < nb; jb++) {
+            const uint16_t *bj = b + jb * bstride + p0 * 2 * FB_BF16_NR;
+            float *cj = acc + jb * FB_BF16_NR * ldacc;
+            for (int64_t ia = 0; ia < na; ia++)
+                kernel_32x12(pc, a + ia * astride + p0 * 2 * FB_BF16_MR, bj,
+                             cj + ia * FB_BF16_MR, ldacc,
+                             accumulate || p0 > 0, last ? alpha : 1.0f);
+        }
+    }
+}
+
+FB_BF16_TARGET void fb_bf16_axpy(int64_t n, float a, const float *x,
+                                 float *y)
+{
+    const __m512 av = _mm512_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i),
+                                                _mm512_loadu_ps(y + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(y + i, m,
+                              _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
+                                              _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
+#else /* not x86-64: fb_cpu_bf16_available() is 0, nothing calls these */
+
+int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
+                 int64_t q0, int64_t q1, uint16_t *dst)
+{
+    (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
+    return 1;
+}
+
+void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
+                   const uint16_t *b, int64_t bstride, int64_t nb,
+                   int64_t np, float alpha, int accumulate, float *acc,
+                   int64_t ldacc)
+{
+    (void)a, (void)astride, (void)na, (void)b, (void)bstride, (void)nb;
+    (void)np, (void)alpha, (void)accumulate, (void)acc, (void)ldacc;
+}
+
+void fb_bf16_axpy(int64_t n, float a, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+#endif
