@@ -1,0 +1,246 @@
+/*
+ * test_cpu_bf16.c -- bgemm_bias_act on the CPU's AVX512-BF16 kernel
+ * (lib/cpu/cpu_bf16_gemm.c) against the double oracle, with the bf16
+ * bound of DESIGN.md's fp32-accumulation CPU target, and the path that ran
+ * asserted for every case:
+ *  - shapes around the 32 x 12 register block, the 256 x 192 blocks of C
+ *    and the 512-deep k chunks; odd and even k; both layouts (bias along
+ *    rows and along columns of the normalised C), all transpose pairs,
+ *    padded leading dimensions, beta != 0, every activation;
+ *  - products too small for fp32's normal range stay on the kernel, which
+ *    flushes them (the bound's absolute term allows it);
+ *  - a denormal bf16 in A or in B (each packing order), met by a huge
+ *    value, makes the call decline to the fp32 panels, which get it right;
+ *  - FUSEDBLAS_CPU_NO_BF16=1 sends bf16 calls to the fp32 panels.
+ * Run with FUSEDBLAS_CPU_NO_BF16=1 already set (tests/cpu_bf16_off.sh),
+ * the same sweep must take the fp32 path everywhere: what a CPU without
+ * AVX512-BF16 does. On such a CPU the program skips.
+ */
+#define _GNU_SOURCE /* setenv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gemm_check.h"
+#include "oracle.h"
+
+#define KERNEL_PATH "cpu/bf16-avx512bf16/"
+#define FALLBACK_PATH "/f32-panels/"
+
+static int env_off(void)
+{
+    const char *v = getenv("FUSEDBLAS_CPU_NO_BF16");
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+static int on_kernel(fb_handle h)
+{
+    return strncmp(fb_handle_last_path(h), KERNEL_PATH,
+                   strlen(KERNEL_PATH)) == 0;
+}
+
+static int on_fallback(fb_handle h)
+{
+    return strstr(fb_handle_last_path(h), FALLBACK_PATH) != NULL;
+}
+
+/* Run one case through the checker (oracle, guards, untouched inputs),
+ * then check which path ran: the kernel if want_kernel, else the fp32
+ * panels. */
+static void run_case(const target *cpu, gemm_data *d, int want_kernel)
+{
+    char label[256];
+    gemm_check(d, cpu, 1, NULL);
+    gemm_case_label(&d->c, label, sizeof label);
+    const int ok = want_kernel ? on_kernel(cpu->handle)
+                               : on_fallback(cpu->handle);
+    tap_ok(ok, "path %s for %s (want %s)", fb_handle_last_path(cpu->handle),
+           label, want_kernel ? KERNEL_PATH : FALLBACK_PATH);
+}
+
+static gemm_case make_case(fb_layout layout, fb_transpose ta,
+                           fb_transpose tb, int64_t m, int64_t n, int64_t k)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_BF16;
+    c.layout = layout;
+    c.transa = ta, c.transb = tb;
+    c.m = m, c.n = n, c.k = k;
+    c.alpha = 1.0f, c.beta = 0.0f;
+    c.act = FB_ACT_NONE;
+    gemm_case_set_lds(&c, 0, 0, 0);
+    return c;
+}
+
+/* Shapes (m, n, k of the call). None is the decode form the small-m
+ * kernel takes (it wants n <= 16 with m >= 48 after normalisation): every
+ * pair has both sides >= 17 or both < 48. */
+static const int64_t shapes[][3] = {
+    {1, 1, 1},     {7, 13, 3},     {33, 11, 2},    {12, 32, 64},
+    {31, 47, 5},   {32, 12, 65},   {65, 25, 17},   {97, 37, 128},
+    {257, 193, 31}, {289, 205, 40}, {40, 30, 511},  {33, 23, 512},
+    {17, 47, 513}, {36, 26, 1025}, {300, 200, 600},
+};
+
+static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
+
+/* Every shape x layout x transpose pair, with the epilogue and padding
+ * varied along the way; then every activation x bias x beta x layout on
+ * a shape with ragged edges in every direction. */
+static void sweep(const target *cpu, int want_kernel)
+{
+    int idx = 0;
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < nshapes; s++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int t = 0; t < 4; t++, idx++) {
+                gemm_case c = make_case(lay ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                        trans[t >> 1], trans[t & 1],
+                                        shapes[s][0], shapes[s][1],
+                                        shapes[s][2]);
+                c.act = all_acts[idx % N_ACTS];
+                c.has_bias = (idx / 2) % 2;
+                c.beta = idx % 3 == 1 ? 0.5f : 0.0f;
+                c.alpha = idx % 4 == 3 ? -0.75f : 1.0f;
+                const int64_t pad = idx % 2 ? 3 : 0;
+                gemm_case_set_lds(&c, pad, 2 * pad, pad + 1);
+                c.offset = idx % 3;
+                gemm_data d;
+                gemm_data_make(&d, &c);
+                run_case(cpu, &d, want_kernel);
+                gemm_data_free(&d);
+            }
+    for (int a = 0; a < N_ACTS; a++)
+        for (int v = 0; v < 8; v++) {
+            gemm_case c = make_case(v & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                    FB_TRANS, FB_NO_TRANS, 45, 39, 77);
+            c.act = all_acts[a];
+            c.has_bias = (v >> 1) & 1;
+            c.beta = v & 4 ? -1.25f : 0.0f;
+            c.alpha = 0.7f;
+            gemm_case_set_lds(&c, 5, 1, 2);
+            c.note = "every activation, bias, beta";
+            gemm_data d;
+            gemm_data_make(&d, &c);
+            run_case(cpu, &d, want_kernel);
+            gemm_data_free(&d);
+        }
+}
+
+/* Element (i, l) of op(A), or (l, j) of op(B), as an offset into the
+ * stored matrix. */
+static int64_t op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
+{
+    const int t = is_a ? c->transa != FB_NO_TRANS : c->transb != FB_NO_TRANS;
+    const int64_t ld = is_a ? c->lda : c->ldb;
+    return t ? oracle_at(c->layout, col, r, ld) : oracle_at(c->layout, r, col, ld);
+}
+
+/* bf16 bits: 127/128 2^-126 (a denormal: exponent field 0) and 2^126. */
+#define BF16_DENORMAL 0x007fu
+#define BF16_HUGE 0x7e80u
+
+/* A denormal at op(A)(i0, l0) (or op(B)(l0, j0)) and 2^126 at the other
+ * factor of that product: the kernel would read the denormal as 0 and
+ * miss 0.99 in C(i0, j0), far beyond the bound (about 0.03 there). The
+ * call must decline to the fp32 panels, which get it right. */
+static void denormal_inputs(const target *cpu)
+{
+    for (int where = 0; where < 2; where++)
+        for (int t = 0; t < 8; t++) {
+            gemm_case c = make_case(t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                    trans[(t >> 1) & 1], trans[t & 1],
+                                    70, 50, 41);
+            c.has_bias = 1;
+            c.act = FB_ACT_GELU_TANH;
+            gemm_case_set_lds(&c, 2, 1, 0);
+            c.note = where ? "denormal in B" : "denormal in A";
+            gemm_data d;
+            gemm_data_make(&d, &c);
+            const int64_t i0 = 37, j0 = 29, l0 = 40;
+            void *a = tbuf_data(&d.A), *b = tbuf_data(&d.B);
+            dt_set_bits(FB_DTYPE_BF16, a, op_at(&c, 1, i0, l0),
+                        where ? BF16_HUGE : BF16_DENORMAL);
+            dt_set_bits(FB_DTYPE_BF16, b, op_at(&c, 0, l0, j0),
+                        where ? BF16_DENORMAL : BF16_HUGE);
+            run_case(cpu, &d, 0);
+            gemm_data_free(&d);
+        }
+}
+
+/* Operands scaled by 2^-64: the products (2^-128 and below) are fp32
+ * denormals, which VDPBF16PS flushes; the inputs are normal, so the call
+ * stays on the kernel, and the oracle check holds with the bound's
+ * absolute term. */
+static void tiny_products(const target *cpu)
+{
+    for (int t = 0; t < 4; t++) {
+        gemm_case c = make_case(FB_ROW_MAJOR, trans[t >> 1], trans[t & 1],
+                                40, 36, 300);
+        c.note = "products below fp32's normal range";
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        tbuf *ops[2] = {&d.A, &d.B};
+        tshape *sh[2] = {&d.sa, &d.sb};
+        for (int o = 0; o < 2; o++) {
+            void *x = tbuf_data(ops[o]);
+            int64_t i, j;
+            for (int64_t e = 0; e < ops[o]->nelem; e++)
+                if (tshape_window(sh[o], e, &i, &j))
+                    dt_set(FB_DTYPE_BF16, x, e,
+                           ldexp(dt_get(FB_DTYPE_BF16, x, e), -64));
+        }
+        run_case(cpu, &d, 1);
+        gemm_data_free(&d);
+    }
+}
+
+/* FUSEDBLAS_CPU_NO_BF16 is read at every call. */
+static void env_switch(const target *cpu)
+{
+    gemm_case c = make_case(FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
+    c.has_bias = 1;
+    c.act = FB_ACT_SILU;
+    c.note = "FUSEDBLAS_CPU_NO_BF16=1";
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    if (setenv("FUSEDBLAS_CPU_NO_BF16", "1", 1) != 0)
+        tap_bail("setenv failed");
+    run_case(cpu, &d, 0);
+    if (unsetenv("FUSEDBLAS_CPU_NO_BF16") != 0)
+        tap_bail("unsetenv failed");
+    d.c.note = "FUSEDBLAS_CPU_NO_BF16 unset again";
+    run_case(cpu, &d, 1);
+    gemm_data_free(&d);
+}
+
+int main(void)
+{
+    tap_begin("test_cpu_bf16");
+    target cpu = target_cpu();
+    const int off = env_off();
+    /* Does this CPU run the kernel? A call's path says. */
+    uint16_t a[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80}, c1[4];
+    const fb_status st = gemm_call(
+        cpu.handle, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
+        2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
+    if (st != FB_STATUS_SUCCESS)
+        tap_bail("a 2x2 bgemm_bias_act failed: %s", fb_status_string(st));
+    if (!off && !on_kernel(cpu.handle)) {
+        fb_destroy(cpu.handle);
+        tap_skip_all("no AVX512-BF16 on this CPU (the bf16 kernel's "
+                     "fallback is test_gemm's)");
+    }
+    if (off)
+        tap_diag("FUSEDBLAS_CPU_NO_BF16 set: every call must take the "
+                 "fp32 panels");
+    sweep(&cpu, !off);
+    if (!off) {
+        tiny_products(&cpu);
+        denormal_inputs(&cpu);
+        env_switch(&cpu);
+    }
+    fb_destroy(cpu.handle);
+    return tap_end();
+}
