@@ -11,7 +11,10 @@
  *    flushes them (the bound's absolute term allows it);
  *  - a denormal bf16 in A or in B (each packing order), met by a huge
  *    value, makes the call decline to the fp32 panels, which get it right;
- *  - FUSEDBLAS_CPU_NO_BF16=1 sends bf16 calls to the fp32 panels.
+ *  - FUSEDBLAS_CPU_NO_BF16=1 sends bf16 calls to the fp32 panels;
+ *  - mlp_geglu_forward's prefill kernel (lib/cpu/cpu_bf16_mlp.c) over row
+ *    blocks, hidden chunks and k chunks with ragged edges, every gate and
+ *    bias pattern; a denormal in X or a weight declines to the fp32 path.
  * Run with FUSEDBLAS_CPU_NO_BF16=1 already set (tests/cpu_bf16_off.sh),
  * the same sweep must take the fp32 path everywhere: what a CPU without
  * AVX512-BF16 does. On such a CPU the program skips.
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm_check.h"
+#include "mlp_check.h"
 #include "oracle.h"
 
 #define KERNEL_PATH "cpu/bf16-avx512bf16/"
@@ -215,6 +219,75 @@ static void env_switch(const target *cpu)
     gemm_data_free(&d);
 }
 
+/* mlp_check (oracle, guards, untouched inputs), then the path. */
+static void run_mlp(const target *cpu, mlp_data *d, int want_kernel)
+{
+    char label[256];
+    mlp_check(d, cpu, 1, NULL);
+    mlp_case_label(&d->c, label, sizeof label);
+    const char *path = fb_handle_last_path(cpu->handle);
+    const int kernel = strncmp(path, KERNEL_PATH "mlp-",
+                               strlen(KERNEL_PATH "mlp-")) == 0;
+    tap_ok(kernel == want_kernel, "path %s for %s (want %s)", path, label,
+           want_kernel ? KERNEL_PATH "mlp-" : "not " KERNEL_PATH);
+}
+
+static mlp_case make_mlp(int64_t m, int64_t k, int64_t h, int64_t n,
+                         fb_activation act, unsigned biases, int pad)
+{
+    mlp_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_BF16;
+    c.act = act;
+    c.m = m, c.k = k, c.h = h, c.n = n;
+    c.ldx = k + pad, c.ldy = n + 2 * pad;
+    c.biases = biases;
+    c.offset = pad & 1;
+    return c;
+}
+
+/* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
+ * 32-row panels and 256-wide chunks of the hidden width, the 512-deep k
+ * chunks, odd k and h. m > 16 (below, the decode kernel's). */
+static void mlp_sweep(const target *cpu, int want_kernel)
+{
+    static const int64_t mlp_shapes[][4] = {
+        {17, 13, 45, 23},  {24, 2, 32, 32},    {97, 37, 257, 61},
+        {200, 64, 300, 33}, {40, 1025, 70, 40}, {193, 100, 513, 97},
+        {30, 7, 1, 3}};
+    const int nshapes = (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]);
+    int idx = 0;
+    for (int s = 0; s < nshapes; s++)
+        for (int a = 0; a < N_ACTS; a++, idx++) {
+            mlp_case c = make_mlp(mlp_shapes[s][0], mlp_shapes[s][1],
+                                  mlp_shapes[s][2], mlp_shapes[s][3],
+                                  all_acts[a],
+                                  (unsigned)(idx % 8), idx % 3);
+            mlp_data d;
+            mlp_data_make(&d, &c);
+            run_mlp(cpu, &d, want_kernel);
+            mlp_data_free(&d);
+        }
+}
+
+/* A denormal in X or in one of the weights: the kernel declines. */
+static void mlp_denormals(const target *cpu)
+{
+    for (int which = 0; which < 4; which++) {
+        mlp_case c = make_mlp(50, 40, 70, 30, FB_ACT_GELU_TANH, MLP_ALL_BIASES,
+                              1);
+        mlp_data d;
+        mlp_data_make(&d, &c);
+        tbuf *bufs[4] = {&d.X, &d.Wg, &d.Wu, &d.Wd};
+        /* Element 33 of the buffer is inside every operand's window
+         * (each is at least 30 x 40). */
+        dt_set_bits(FB_DTYPE_BF16, tbuf_data(bufs[which]), 33,
+                    BF16_DENORMAL);
+        run_mlp(cpu, &d, 0);
+        mlp_data_free(&d);
+    }
+}
+
 int main(void)
 {
     tap_begin("test_cpu_bf16");
@@ -236,10 +309,12 @@ int main(void)
         tap_diag("FUSEDBLAS_CPU_NO_BF16 set: every call must take the "
                  "fp32 panels");
     sweep(&cpu, !off);
+    mlp_sweep(&cpu, !off);
     if (!off) {
         tiny_products(&cpu);
         denormal_inputs(&cpu);
         env_switch(&cpu);
+        mlp_denormals(&cpu);
     }
     fb_destroy(cpu.handle);
     return tap_end();

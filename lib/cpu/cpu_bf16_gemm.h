@@ -38,10 +38,10 @@ int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p);
 int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                      fb_status *st, char *path, size_t len);
 
-/* The same for mlp_geglu_forward with bf16 data and enough rows (m >
- * min_rows) that the GEMMs are compute-bound. */
+/* The same for mlp_geglu_forward (cpu_bf16_mlp.c): bf16 data, k > 0,
+ * h > 0, and more than min_rows rows (fewer are the decode kernel's). */
 int fb_cpu_bf16_mlp_applies(const fb_mlp_problem *p, int64_t min_rows);
-int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, int threads,
-                    fb_status *st, char *path, size_t len);
+int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
+                    char *path, size_t len);
 
 #endif /* FB_CPU_BF16_GEMM_H */

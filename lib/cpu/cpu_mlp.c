@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cpu.h"
+#include "cpu_bf16_gemm.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_small_m.h"
@@ -78,6 +79,12 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         snprintf(path, len, "a width or leading dimension exceeds "
                             "OpenBLAS's %zu-byte integer", sizeof(blasint));
         return FB_STATUS_NOT_SUPPORTED;
+    }
+    if (fb_cpu_bf16_mlp_applies(p, SMALL_M_ROWS)) {
+        fb_status st;
+        if (fb_cpu_bf16_mlp(h, p, &st, path, len))
+            return st;
+        /* Declined (a denormal input): the fp32 panels below. */
     }
     const plan pl = make_plan(h, p);
     const int wide = p->dtype != FB_DTYPE_F32;
