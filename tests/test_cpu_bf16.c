@@ -78,11 +78,11 @@ static gemm_case make_case(fb_layout layout, fb_transpose ta,
 }
 
 /* Shapes (m, n, k of the call). None is the decode form the small-m
- * kernel takes (it wants n <= 16 with m >= 48 after normalisation): every
- * pair has both sides >= 17 or both < 48. */
+ * kernel takes (n <= 32 tokens with m >= 48 after normalisation): every
+ * pair has both sides > 32 or both < 48. */
 static const int64_t shapes[][3] = {
     {1, 1, 1},     {7, 13, 3},     {33, 11, 2},    {12, 32, 64},
-    {31, 47, 5},   {32, 12, 65},   {65, 25, 17},   {97, 37, 128},
+    {31, 47, 5},   {32, 12, 65},   {65, 35, 17},   {97, 37, 128},
     {257, 193, 31}, {289, 205, 40}, {40, 30, 511},  {33, 23, 512},
     {17, 47, 513}, {36, 26, 1025}, {300, 200, 600},
 };
@@ -248,13 +248,13 @@ static mlp_case make_mlp(int64_t m, int64_t k, int64_t h, int64_t n,
 
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
  * 32-row panels and 256-wide chunks of the hidden width, the 512-deep k
- * chunks, odd k and h. m > 16 (below, the decode kernel's). */
+ * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
 static void mlp_sweep(const target *cpu, int want_kernel)
 {
     static const int64_t mlp_shapes[][4] = {
-        {17, 13, 45, 23},  {24, 2, 32, 32},    {97, 37, 257, 61},
+        {33, 13, 45, 23},  {36, 2, 32, 32},    {97, 37, 257, 61},
         {200, 64, 300, 33}, {40, 1025, 70, 40}, {193, 100, 513, 97},
-        {30, 7, 1, 3}};
+        {45, 7, 1, 3}};
     const int nshapes = (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]);
     int idx = 0;
     for (int s = 0; s < nshapes; s++)

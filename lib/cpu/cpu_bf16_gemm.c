@@ -104,7 +104,7 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
             fb_cpu_bias_act(col, bias32 + i0, mb, p->ep.act);
         else
             fb_cpu_scalar_bias_act(col, bias32[j0 + j], mb, p->ep.act);
-        fb_cpu_from_f32(FB_DTYPE_BF16, col, cj, mb);
+        fb_bf16_from_f32(col, cj, mb);
     }
 }
 

@@ -271,6 +271,37 @@ void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
     }
 }
 
+/* Round to nearest even by integer arithmetic (VCVTNEPS2BF16 would flush
+ * denormal results); a NaN keeps its sign and top payload, made quiet. */
+FB_BF16_TARGET static inline __m256i round_bf16(__m512i u)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i half = _mm512_set1_epi32(0x7fff);
+    const __m512i top = _mm512_srli_epi32(u, 16);
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, half),
+                         _mm512_and_si512(top, one)), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+        _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+}
+
+FB_BF16_TARGET void fb_bf16_from_f32(const float *src, uint16_t *dst,
+                                     int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(dst + i),
+                            round_bf16(_mm512_loadu_si512(src + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16(dst + i, m,
+                                 round_bf16(_mm512_maskz_loadu_epi32(m, src + i)));
+    }
+}
+
 FB_BF16_TARGET void fb_bf16_axpy(int64_t n, float a, const float *x,
                                  float *y)
 {
@@ -303,6 +334,11 @@ void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
 {
     (void)a, (void)astride, (void)na, (void)b, (void)bstride, (void)nb;
     (void)np, (void)alpha, (void)accumulate, (void)acc, (void)ldacc;
+}
+
+void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n)
+{
+    (void)src, (void)dst, (void)n;
 }
 
 void fb_bf16_axpy(int64_t n, float a, const float *x, float *y)

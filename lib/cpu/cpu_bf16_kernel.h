@@ -52,6 +52,10 @@ void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
                    int64_t np, float alpha, int accumulate, float *acc,
                    int64_t ldacc);
 
+/* dst[i] = src[i] rounded to bf16 (nearest even, NaN kept quiet,
+ * denormals kept): the same bits as fb_cpu_from_f32, 16 at a time. */
+void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n);
+
 /* y[i] += a * x[i], i < n. */
 void fb_bf16_axpy(int64_t n, float a, const float *x, float *y);
 

@@ -81,7 +81,7 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
             float *g = s->g + t * HC;
             fb_cpu_gate(g, s->u + t * HC, pk->bg ? pk->bg + h0 : NULL,
                         pk->bu ? pk->bu + h0 : NULL, hc, p->gate_act);
-            fb_cpu_from_f32(FB_DTYPE_BF16, g, s->h + t * HC, hc);
+            fb_bf16_from_f32(g, s->h + t * HC, hc);
         }
         /* H is op(B) of the down projection, k = the chunk's width. */
         const fb_bf16_operand hop = {s->h, HC, 1};
@@ -95,8 +95,7 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
         float *y = s->y + t * ldy;
         if (pk->bd != NULL)
             fb_cpu_bias_act(y, pk->bd, p->n, FB_ACT_NONE);
-        fb_cpu_from_f32(FB_DTYPE_BF16, y,
-                        (uint16_t *)p->y + (r0 + t) * p->ldy, p->n);
+        fb_bf16_from_f32(y, (uint16_t *)p->y + (r0 + t) * p->ldy, p->n);
     }
 }
 
