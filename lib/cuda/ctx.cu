@@ -145,6 +145,15 @@ fb_status fb_ctx_create(fb_cuda_ctx **out, int device, char *message,
         st = fb_message_cuda(message, len, e, "cudaMalloc(workspace)");
         goto fail;
     }
+    ctx->lt_workspace_bytes = ctx->workspace_bytes - FB_FUSED_BARRIER_BYTES;
+    e = cudaMemsetAsync(static_cast<char *>(ctx->workspace) +
+                            ctx->lt_workspace_bytes,
+                        0, FB_FUSED_BARRIER_BYTES, ctx->stream);
+    if (e != cudaSuccess) {
+        st = fb_message_cuda(message, len, e,
+                             "cudaMemsetAsync(fused barrier region)");
+        goto fail;
+    }
 
     *out = ctx;
     return FB_STATUS_SUCCESS;

@@ -54,6 +54,8 @@ struct fb_cuda_ctx {
 
     void *workspace;      /* FB_CTX_WORKSPACE_BYTES, cuBLASLt and fused */
     size_t workspace_bytes;
+    size_t lt_workspace_bytes; /* cuBLASLt's part: all but the fused
+                                  kernels' barrier region (fused.h) */
     fb_device_buffer scratch; /* mlp intermediates (G, U, H) */
     fb_device_buffer accum;   /* fp32 GEMM results of 16-bit calls before
                                  their epilogue (lt_gemm.cu), at most

@@ -64,7 +64,7 @@ static const int kHeaderBytes = 128; /* spare, keeps offsets aligned */
 
 /* Barrier state at the end of the workspace (the start is where the
  * intermediates go, and where cuBLASLt's split-k data would be). */
-static const size_t kBarrierRegion = 64 << 10;
+static const size_t kBarrierRegion = FB_FUSED_BARRIER_BYTES;
 static const int kMaxGrid = 4000;      /* flags: 8 B each, 32 000 B */
 static const int kMaxRanges = 4000;    /* counters: 4 B each */
 

@@ -11,7 +11,7 @@
  * bound from the data type and the reduction lengths, no element left
  * non-finite where the reference is finite, padding untouched.
  * Then NaN propagation (relu keeps NaN), beta == 0 never reading C, and
- * the grid barrier with a workspace full of foreign data.
+ * the grid barrier after a workspace full of foreign data.
  *
  * Timing: CUDA events around each launch, warm-up first, median of many,
  * weights rotated among copies so that L2 never holds them, against
@@ -838,7 +838,26 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
            r.name.c_str(), ours, base, path);
     fflush(stdout);
 
-    if (sweep) {
+    if (sweep && c.m > 32) {
+        /* tiny widths: the kernel configurations (fused_tiny_mlp.cu) */
+        const std::string shape = std::string(dname(c.dtype)) + " m=" + std::to_string(c.m) +
+                                  " " + std::to_string(c.k) + "-" + std::to_string(c.h) +
+                                  "-" + std::to_string(c.n);
+        for (int v = 1; v <= 2; ++v) {
+            fbf_tuning t = {0, 0, 0, v};
+            if (fbf_tiny_mlp(&dev.env, &probs[0], &t, path, sizeof path) !=
+                FB_STATUS_SUCCESS) {
+                CK(cudaStreamSynchronize(dev.stream));
+                continue;
+            }
+            const double us = time_us(dev.stream, 3, 30, [&](int i) {
+                (void)fbf_tiny_mlp(&dev.env, &probs[i % sets], &t, path, sizeof path);
+            });
+            char line[200];
+            snprintf(line, sizeof line, "%-32s tiny variant %d: %7.1f us", shape.c_str(), v, us);
+            g_tune_lines.push_back(line);
+        }
+    } else if (sweep) {
         /* stripes of the down projection x L2 prefetch ahead (KiB; -1
          * none); hs = 0 is the launcher's own choice */
         const int hss[] = {0, 1, 2, 4, 6, 11, 12, 22, 33};
@@ -850,7 +869,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
             for (int pk : pref) {
                 if (hs != 0 && pk != 64)
                     continue; /* prefetch varied at the default hs only */
-                fbf_tuning t = {hs, pk, 0};
+                fbf_tuning t = {hs, pk, 0, 0};
                 if (fbf_decode_mlp(&dev.env, &probs[0], &t, path, sizeof path) !=
                     FB_STATUS_SUCCESS) {
                     CK(cudaStreamSynchronize(dev.stream));
@@ -980,11 +999,15 @@ int main(int argc, char **argv)
     dev.env.math = FB_MATH_DEFAULT;
     dev.env.workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
     CK(cudaMalloc(&dev.env.workspace, dev.env.workspace_bytes));
-    /* Foreign data in the workspace (it is shared with cuBLASLt): the
-     * barrier must not need it zeroed. */
+    /* Foreign data in the workspace (it is shared with cuBLASLt), except
+     * the barrier region at its end, which the module zeroes once and
+     * keeps from cuBLASLt (fused.h): the same here. */
     fill_bytes_random_k<<<1024, 256, 0, dev.stream>>>((unsigned char *)dev.env.workspace,
                                                       dev.env.workspace_bytes, seed);
     CK(cudaGetLastError());
+    CK(cudaMemsetAsync((char *)dev.env.workspace + dev.env.workspace_bytes -
+                           FB_FUSED_BARRIER_BYTES,
+                       0, FB_FUSED_BARRIER_BYTES, dev.stream));
     printf("device %s, cc %d.%d, %d SMs, L2 %d MB, smem opt-in %d KB, seed %llu\n",
            dev.prop.name, dev.prop.major, dev.prop.minor, dev.prop.multiProcessorCount,
            dev.prop.l2CacheSize >> 20, optin >> 10, (unsigned long long)seed);
@@ -1122,7 +1145,7 @@ int main(int argc, char **argv)
             const int i = bi++;
             if (quick && i != 0 && i != 6 && i != 7)
                 continue;
-            bench_mlp(dev, c, i == 0 && !quick);
+            bench_mlp(dev, c, (i == 0 && !quick) || i == 7 || i == 9);
         }
         /* the seed workload on the measurement-only prefill kernels */
         bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
@@ -1134,7 +1157,7 @@ int main(int argc, char **argv)
             bench_linear(dev, FB_DTYPE_BF16, 65536, 128, 128, FB_ACT_GELU_TANH);
         }
 
-        printf("\n== tuning sweep (decode mlp) ==\n");
+        printf("\n== tuning sweep (decode mlp; tiny mlp variants) ==\n");
         for (auto &l : g_tune_lines)
             printf("%s\n", l.c_str());
         printf("\n== benchmark (%s, copy %.0f GB/s; floor = min bytes / copy bandwidth) ==\n",
