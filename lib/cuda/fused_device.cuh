@@ -49,7 +49,9 @@ __device__ __forceinline__ float4 ld_cached16(const float *p)
 /* ---- tensor cores ---------------------------------------------------- */
 
 /* D += A B, m16n8k16, fp32 accumulate. A row-major 16x16 (4 registers of
- * two elements), B column-major 16x8 (2 registers). */
+ * two elements), B column-major 16x8 (2 registers). Not volatile: it only
+ * reads and writes registers, so the compiler may interleave independent
+ * ones with other work (the tiny kernels depend on that for overlap). */
 template <typename T>
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0,
                                          uint32_t a1, uint32_t a2,
@@ -61,8 +63,7 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(
     float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
     uint32_t b0, uint32_t b1)
 {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -74,8 +75,7 @@ __device__ __forceinline__ void mma16816<__half>(float (&d)[4], uint32_t a0,
                                                  uint32_t a3, uint32_t b0,
                                                  uint32_t b1)
 {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -228,19 +228,22 @@ __device__ __forceinline__ void prefetch_l2(const void *p, uint32_t bytes)
 __device__ __forceinline__ float ex2_approx(float x)
 {
     float y;
-    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
 
 __device__ __forceinline__ float rcp_approx(float x)
 {
     float y;
-    asm("rcp.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
 
 /* x / (1 + 2^z) without overflow trouble: 2^z = inf gives x * 0 = 0 for
- * finite x (the limit), as the sigmoid form means. */
+ * finite x (the limit), as the sigmoid form means. Both approximations
+ * flush subnormals (.ftz): 2^z below 2^-126 next to the 1 it is added to
+ * changes nothing, and 1 + 2^z is never subnormal; without .ftz each one
+ * costs a compare and two predicated multiplies around the MUFU. */
 __device__ __forceinline__ float x_over_1p_exp2(float x, float z)
 {
     return x * rcp_approx(1.0f + ex2_approx(z));

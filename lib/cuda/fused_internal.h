@@ -23,6 +23,7 @@ typedef struct fbf_tuning {
                         before the grid barrier); negative: none */
     int dry_run;     /* non-zero: decide coverage only, launch nothing
                         (the shape rule asks this way) */
+    int tiny_variant; /* tiny MLP kernel configuration (fused_tiny_mlp.cu) */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */

@@ -22,6 +22,14 @@
  *   sigmoid forms, ~10 instructions each). Eager: 108 us (H200); goal
  *   <= 27 us. Prediction: 14-18 us.
  *
+ *   v1 measured 46 us (ncu, GPU session 2 of 2026-11-22): 8 warps of 242
+ *   registers, 45 % of issue slots busy, 20 M instructions, of which
+ *   HMMA 8 %: the activation with non-ftz MUFU fix-ups, runtime strides
+ *   in every fragment address. v2: ftz MUFUs, compile-time strides, Wd in
+ *   16-column blocks (one 8-byte read per down HMMA), mma not volatile,
+ *   and MT = 1 x 16 warps where 128 registers suffice: ~190 instructions
+ *   per 16 hidden units x 16 rows (SASS) against ~300 before.
+ *
  * fp32 data: fused_tiny_f32.cu.
  */
 #include <stdio.h>
@@ -40,68 +48,110 @@ template <typename T> struct TinyMlpArgs {
     int64_t m;
     int k, h, n;
     fb_activation act;
-    int kpad, hpad, ldk, ldh;
+    int kpad, hpad;
     int y_pairs; /* Y allows 4-byte stores of column pairs */
 };
 
-/* Shared memory: Wg, Wu (hpad x ldk), Wd (npad x ldh), biases (fp32,
- * zero-padded), then one X tile buffer per warp. */
-template <typename T, int KQ, int NJ>
-__host__ __device__ static inline size_t tiny_mlp_smem(int hpad, int ldk,
-                                                       int ldh)
+/* One kernel configuration: KQ (k padded to 32 KQ), NJ (n padded to
+ * 8 NJ), MT 16-row m-tiles per warp tile, WARPS per CTA (one CTA per SM).
+ * MT = 2 halves the shared-memory reads per HMMA but needs ~240 registers
+ * (8 warps); MT = 1 fits in 128 (16 warps: twice the warps to hide the
+ * HMMA and MUFU latencies). LDK: row stride of Wg, Wu and the X tiles in
+ * shared memory, a compile-time constant so that every fragment address
+ * is a fixed offset from a per-block base. */
+template <int KQ_, int NJ_, int MT_, int WARPS_> struct TinyMlpShape {
+    static const int KQ = KQ_, NJ = NJ_, MT = MT_, WARPS = WARPS_;
+    static const int THREADS = 32 * WARPS, ROWS = 16 * MT;
+    static const int KPAD = 32 * KQ, NPAD = 8 * NJ;
+    static const int LDK = (KPAD * 2) % 128 == 0 ? KPAD + 32 : KPAD;
+};
+
+/* Shared memory: Wg, Wu (hpad x LDK), Wd in 16-column blocks (below),
+ * biases (fp32, zero-padded), then one X tile buffer per warp. */
+template <typename T, typename S>
+__host__ __device__ static inline size_t tiny_mlp_smem(int hpad)
 {
-    const int ROWS = TinyShape<KQ, NJ>::ROWS;
-    return (size_t)2 * hpad * ldk * sizeof(T) +
-           (size_t)8 * NJ * ldh * sizeof(T) +
-           (size_t)(2 * hpad + 8 * NJ) * 4 +
-           (size_t)kTinyWarps * ROWS * ldk * sizeof(T);
+    return (size_t)2 * hpad * S::LDK * sizeof(T) +
+           (size_t)S::NPAD * hpad * sizeof(T) +
+           (size_t)(2 * hpad + S::NPAD) * 4 +
+           (size_t)S::WARPS * S::ROWS * S::LDK * sizeof(T);
 }
 
-template <typename T, int KQ, int NJ>
-__global__ void __launch_bounds__(kTinyThreads, 1)
+/* Wd (n x h, row-major) into shared memory as blocks of 16 hidden units:
+ * block b holds NPAD rows x 16 columns, 32 bytes a row, with the columns
+ * of each row ordered 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15, so that lane
+ * (g, t) finds both B registers of its down-projection HMMA (columns 2t,
+ * 2t+1 and 2t+8, 2t+9 of row g) in one 8-byte word, and the warp's 32
+ * words are 256 contiguous bytes (two conflict-free wavefronts). Zero
+ * outside n x h. Plain loads: done once per CTA. */
+template <typename T, int NPAD>
+__device__ __forceinline__ void tiny_copy_wd(uint32_t *dst, const T *wd,
+                                             int n, int h, int hpad)
+{
+    const int pairs = NPAD * hpad / 2;
+    for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+        /* destination word i: block b, row r, word w of the row */
+        const int b = i / (NPAD * 8), rem = i - b * NPAD * 8;
+        const int r = rem / 8, w = rem - r * 8;
+        const int col = 16 * b + 2 * (w >> 1) + 8 * (w & 1);
+        uint32_t v = 0;
+        if (r < n && col < h) /* h is a multiple of 8: col + 1 < h too */
+            v = *reinterpret_cast<const uint32_t *>(wd + (int64_t)r * h + col);
+        dst[i] = v;
+    }
+}
+
+template <typename T, typename S>
+__global__ void __launch_bounds__(S::THREADS, 1)
     tiny_mlp_kernel(const TinyMlpArgs<T> a)
 {
-    const int MT = TinyShape<KQ, NJ>::MT, ROWS = TinyShape<KQ, NJ>::ROWS;
-    const int NPAD = 8 * NJ;
+    const int MT = S::MT, KQ = S::KQ, NJ = S::NJ, LDK = S::LDK;
+    const int ROWS = S::ROWS, NPAD = S::NPAD, WARPS = S::WARPS;
     extern __shared__ __align__(16) unsigned char smem[];
     T *wg_s = reinterpret_cast<T *>(smem);
-    T *wu_s = wg_s + a.hpad * a.ldk;
-    T *wd_s = wu_s + a.hpad * a.ldk;
-    float *bg_s = reinterpret_cast<float *>(wd_s + NPAD * a.ldh);
+    T *wu_s = wg_s + a.hpad * LDK;
+    uint32_t *wd_s = reinterpret_cast<uint32_t *>(wu_s + a.hpad * LDK);
+    float *bg_s = reinterpret_cast<float *>(wd_s + NPAD * a.hpad / 2);
     float *bu_s = bg_s + a.hpad;
     float *bd_s = bu_s + a.hpad;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-    T *xs = reinterpret_cast<T *>(bd_s + NPAD) + warp * ROWS * a.ldk;
+    T *xs = reinterpret_cast<T *>(bd_s + NPAD) + warp * ROWS * LDK;
 
-    tiny_copy_rows<T>(wg_s, a.ldk, a.wg, a.k, a.h, a.k, a.hpad, a.kpad);
-    tiny_copy_rows<T>(wu_s, a.ldk, a.wu, a.k, a.h, a.k, a.hpad, a.kpad);
-    tiny_copy_rows<T>(wd_s, a.ldh, a.wd, a.h, a.n, a.h, NPAD, a.hpad);
-    for (int i = threadIdx.x; i < a.hpad; i += kTinyThreads) {
+    tiny_copy_rows<T>(wg_s, LDK, a.wg, a.k, a.h, a.k, a.hpad, a.kpad);
+    tiny_copy_rows<T>(wu_s, LDK, a.wu, a.k, a.h, a.k, a.hpad, a.kpad);
+    tiny_copy_wd<T, NPAD>(wd_s, a.wd, a.n, a.h, a.hpad);
+    for (int i = threadIdx.x; i < a.hpad; i += S::THREADS) {
         bg_s[i] = (a.bg && i < a.h) ? fb_load_f32(a.bg[i]) : 0.0f;
         bu_s[i] = (a.bu && i < a.h) ? fb_load_f32(a.bu[i]) : 0.0f;
     }
-    for (int i = threadIdx.x; i < NPAD; i += kTinyThreads)
+    for (int i = threadIdx.x; i < NPAD; i += S::THREADS)
         bd_s[i] = (a.bd && i < a.n) ? fb_load_f32(a.bd[i]) : 0.0f;
 
     const int64_t ntiles = (a.m + ROWS - 1) / ROWS;
-    const int64_t stride = (int64_t)gridDim.x * kTinyWarps;
-    int64_t tile = (int64_t)blockIdx.x * kTinyWarps + warp;
+    const int64_t stride = (int64_t)gridDim.x * WARPS;
+    int64_t tile = (int64_t)blockIdx.x * WARPS + warp;
     if (tile < ntiles)
-        tiny_copy_x<T, ROWS>(xs, a.ldk, a.x, a.ldx, tile * ROWS, a.m, a.k,
+        tiny_copy_x<T, ROWS>(xs, LDK, a.x, a.ldx, tile * ROWS, a.m, a.k,
                              a.kpad);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads(); /* weights, biases and each warp's first tile */
 
+    /* Per-lane bases: fragment addresses below are these plus constants
+     * (and hb times a constant). */
+    const T *wg_l = wg_s + g * LDK + 8 * t;
+    const T *wu_l = wu_s + g * LDK + 8 * t;
+    const uint2 *wd_l = reinterpret_cast<const uint2 *>(wd_s) + g * 4 + t;
+
     for (; tile < ntiles; tile += stride) {
         uint4 xa[MT][KQ], xb[MT][KQ];
-        tiny_load_frags<T, KQ, MT>(xa, xb, xs, a.ldk);
+        tiny_load_frags<T, KQ, MT>(xa, xb, xs, LDK);
         __syncwarp();
         /* The buffer is free again: fetch the next tile meanwhile. */
         if (tile + stride < ntiles)
-            tiny_copy_x<T, ROWS>(xs, a.ldk, a.x, a.ldx,
-                                 (tile + stride) * ROWS, a.m, a.k, a.kpad);
+            tiny_copy_x<T, ROWS>(xs, LDK, a.x, a.ldx, (tile + stride) * ROWS,
+                                 a.m, a.k, a.kpad);
         cp_async_commit();
 
         float yacc[MT][NJ][4];
@@ -121,50 +171,67 @@ __global__ void __launch_bounds__(kTinyThreads, 1)
 #pragma unroll
                     for (int q = 0; q < 4; ++q)
                         gacc[mt][nt][q] = uacc[mt][nt][q] = 0.0f;
-            tiny_layer1<T, KQ, MT>(gacc, xa, xb, wg_s, a.ldk, hb);
-            tiny_layer1<T, KQ, MT>(uacc, xa, xb, wu_s, a.ldk, hb);
+            /* gate and up: B fragments of weight rows hb + 8 nt + g */
+#pragma unroll
+            for (int q = 0; q < KQ; ++q)
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt) {
+                    const int off = (hb + 8 * nt) * LDK + 32 * q;
+                    const uint4 bgv = *reinterpret_cast<const uint4 *>(wg_l + off);
+                    const uint4 buv = *reinterpret_cast<const uint4 *>(wu_l + off);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma16816<T>(gacc[mt][nt], xa[mt][q].x, xb[mt][q].x,
+                                    xa[mt][q].y, xb[mt][q].y, bgv.x, bgv.y);
+                        mma16816<T>(uacc[mt][nt], xa[mt][q].x, xb[mt][q].x,
+                                    xa[mt][q].y, xb[mt][q].y, buv.x, buv.y);
+                        mma16816<T>(gacc[mt][nt], xa[mt][q].z, xb[mt][q].z,
+                                    xa[mt][q].w, xb[mt][q].w, bgv.z, bgv.w);
+                        mma16816<T>(uacc[mt][nt], xa[mt][q].z, xb[mt][q].z,
+                                    xa[mt][q].w, xb[mt][q].w, buv.z, buv.w);
+                    }
+                }
 
             /* H = act(gate + bg) .* (up + bu), packed as the A fragment
              * of the down projection over hidden units hb..hb+15:
              * element q of n-tile nt is column hb + 8 nt + 2t + (q & 1),
              * row g + 8 (q >> 1). */
             float hv[MT * 8];
+            float2 bgp[2], bup[2];
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
-                const int c = hb + 8 * nt + 2 * t;
+                bgp[nt] = *reinterpret_cast<const float2 *>(bg_s + hb + 8 * nt + 2 * t);
+                bup[nt] = *reinterpret_cast<const float2 *>(bu_s + hb + 8 * nt + 2 * t);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                     for (int q = 0; q < 4; ++q)
                         hv[mt * 8 + nt * 4 + q] =
-                            gacc[mt][nt][q] + bg_s[c + (q & 1)];
+                            gacc[mt][nt][q] + ((q & 1) ? bgp[nt].y : bgp[nt].x);
             }
             act_fast_all<MT * 8>(a.act, hv);
             uint32_t ha[MT][4];
 #pragma unroll
-            for (int nt = 0; nt < 2; ++nt) {
-                const int c = hb + 8 * nt + 2 * t;
+            for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    float h[4];
+                    float hq[4];
 #pragma unroll
                     for (int q = 0; q < 4; ++q)
-                        h[q] = hv[mt * 8 + nt * 4 + q] *
-                               (uacc[mt][nt][q] + bu_s[c + (q & 1)]);
-                    ha[mt][2 * nt] = pack2<T>(h[0], h[1]);
-                    ha[mt][2 * nt + 1] = pack2<T>(h[2], h[3]);
+                        hq[q] = hv[mt * 8 + nt * 4 + q] *
+                                (uacc[mt][nt][q] + ((q & 1) ? bup[nt].y : bup[nt].x));
+                    ha[mt][2 * nt] = pack2<T>(hq[0], hq[1]);
+                    ha[mt][2 * nt + 1] = pack2<T>(hq[2], hq[3]);
                 }
-            }
+            /* down projection: Wd block hb / 16, rows 8 j + g */
+            const uint2 *wdb = wd_l + (hb / 16) * (NPAD * 4);
 #pragma unroll
             for (int j = 0; j < NJ; ++j) {
-                const T *wrow = wd_s + (8 * j + g) * a.ldh + hb + 2 * t;
-                const uint32_t b0 = *reinterpret_cast<const uint32_t *>(wrow);
-                const uint32_t b1 =
-                    *reinterpret_cast<const uint32_t *>(wrow + 8);
+                const uint2 b = wdb[j * 32];
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
                     mma16816<T>(yacc[mt][j], ha[mt][0], ha[mt][1], ha[mt][2],
-                                ha[mt][3], b0, b1);
+                                ha[mt][3], b.x, b.y);
             }
         }
 
@@ -199,22 +266,19 @@ __global__ void __launch_bounds__(kTinyThreads, 1)
     cp_async_wait<0>();
 }
 
-template <typename T, int KQ, int NJ>
+template <typename T, typename S>
 static fb_status run_tiny_mlp(const fb_fused_env *env,
                               const fb_mlp_problem *p,
                               const fbf_tuning *tune, char *path,
                               size_t pathlen)
 {
     static TinyKernelState state;
-    const void *func =
-        reinterpret_cast<const void *>(&tiny_mlp_kernel<T, KQ, NJ>);
+    const void *func = reinterpret_cast<const void *>(&tiny_mlp_kernel<T, S>);
     TinyMlpArgs<T> a;
     memset(&a, 0, sizeof a);
-    a.kpad = 32 * KQ;
+    a.kpad = S::KPAD;
     a.hpad = (int)((p->h + 15) / 16 * 16);
-    a.ldk = tiny_ld(a.kpad);
-    a.ldh = a.hpad + 8; /* 4-byte reads of 8 rows x 4 lanes: stride 4 banks */
-    const size_t smem = tiny_mlp_smem<T, KQ, NJ>(a.hpad, a.ldk, a.ldh);
+    const size_t smem = tiny_mlp_smem<T, S>(a.hpad);
     if (smem > env->smem_optin)
         return FB_STATUS_NOT_SUPPORTED;
     cudaError_t e = tiny_prepare(state, func, env);
@@ -238,16 +302,39 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
     a.n = (int)p->n;
     a.act = p->gate_act;
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
-    const int ROWS = TinyShape<KQ, NJ>::ROWS;
-    const int grid = tiny_grid(env, (p->m + ROWS - 1) / ROWS);
+    const int64_t ntiles = (p->m + S::ROWS - 1) / S::ROWS;
+    const int64_t need = (ntiles + S::WARPS - 1) / S::WARPS;
+    const int grid = (int)(need < env->sm_count ? need : env->sm_count);
     void *args[] = {&a};
     fb_status st = fbf_launch_status(cudaLaunchKernel(
-        func, dim3(grid), dim3(kTinyThreads), args, smem, env->stream));
+        func, dim3(grid), dim3(S::THREADS), args, smem, env->stream));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "mlp_tiny_%s", tiny_suffix(p->dtype));
         fbf_set_path(path, pathlen, name);
     }
+    return st;
+}
+
+/* The configuration: tune->tiny_variant 1 = MT as the registers allow at
+ * 8 warps (the first version), 2 = MT 1 at 16 warps; 0 = the default:
+ * variant 2 where it fits in 128 registers without spilling (k <= 128 and
+ * n <= 64: nvcc 13 for sm_90 spills beyond) and its shared memory fits,
+ * else 1. */
+template <typename T, int KQ, int NJ>
+static fb_status tiny_mlp_variant(const fb_fused_env *env,
+                                  const fb_mlp_problem *p,
+                                  const fbf_tuning *tune, char *path,
+                                  size_t pathlen)
+{
+    typedef TinyMlpShape<KQ, NJ, (16 * KQ + 8 * NJ) <= 128 ? 2 : 1, 8> V1;
+    typedef TinyMlpShape<KQ, NJ, 1, 16> V2;
+    const int v = tune ? tune->tiny_variant : 0;
+    if (v == 1 || (v == 0 && !(KQ <= 4 && NJ <= 8)))
+        return run_tiny_mlp<T, V1>(env, p, tune, path, pathlen);
+    fb_status st = run_tiny_mlp<T, V2>(env, p, tune, path, pathlen);
+    if (st == FB_STATUS_NOT_SUPPORTED && v == 0)
+        st = run_tiny_mlp<T, V1>(env, p, tune, path, pathlen);
     return st;
 }
 
@@ -257,10 +344,10 @@ static fb_status tiny_mlp_nj(const fb_fused_env *env, const fb_mlp_problem *p,
                              size_t pathlen)
 {
     if (p->n <= 32)
-        return run_tiny_mlp<T, KQ, 4>(env, p, tune, path, pathlen);
+        return tiny_mlp_variant<T, KQ, 4>(env, p, tune, path, pathlen);
     if (p->n <= 64)
-        return run_tiny_mlp<T, KQ, 8>(env, p, tune, path, pathlen);
-    return run_tiny_mlp<T, KQ, 16>(env, p, tune, path, pathlen);
+        return tiny_mlp_variant<T, KQ, 8>(env, p, tune, path, pathlen);
+    return tiny_mlp_variant<T, KQ, 16>(env, p, tune, path, pathlen);
 }
 
 template <typename T>

@@ -73,7 +73,7 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
 
 int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 {
-    fbf_tuning dry = {0, 0, 1};
+    fbf_tuning dry = {0, 0, 1, 0};
     const int64_t kn = p->k > p->n ? p->k : p->n;
     if (fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return table_says(TINY_MLP, env, p->dtype, p->m, kn, p->h);
@@ -84,7 +84,7 @@ int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 
 int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
 {
-    fbf_tuning dry = {0, 0, 1};
+    fbf_tuning dry = {0, 0, 1, 0};
     const int64_t tokens = p->m < p->n ? p->m : p->n;
     /* gemm_tiny has no row (measured slower); only decode is asked. The
      * fused entry point's own refusals (alpha == 0, k == 0) apply too. */
