@@ -125,15 +125,16 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Output rows (of the normalised C) per unit of work in the small-m path. */
+/* Output rows (of the normalised C) per unit of work in the small-m path:
+ * a multiple of the kernel's 6-row block; the unit's dot products (at most
+ * 32 x 48 floats) stay in L1 for the epilogue. */
 #define SMALL_M_ROWS 48
 
 /* The decode form: op(A) = W (stored rows contiguous along k), op(B) = X^T
- * (tokens contiguous along k), few tokens. Measured on the 2-core AVX-512
- * machine (16 x 4096 -> 11008): at 16 tokens the kernel and OpenBLAS tie
- * (12 ms), below it the kernel wins (m = 1: 4.8 ms, 38 GB/s), above it
- * OpenBLAS's packed kernel wins. */
-#define SMALL_M_TOKENS 16
+ * (tokens contiguous along k), few tokens. The kernel streams W once and
+ * beats OpenBLAS (whose packing re-reads W per 16 tokens here) up to its
+ * 32 tokens; see cpu_small_m.c. */
+#define SMALL_M_TOKENS FB_SMALL_M_MAX
 
 static int small_m_applies(const fb_gemm_problem *p)
 {
@@ -142,9 +143,12 @@ static int small_m_applies(const fb_gemm_problem *p)
            p->m >= SMALL_M_ROWS && fb_cpu_small_m_available();
 }
 
-/* C (m x n, n <= 32 tokens) in units of SMALL_M_ROWS rows; each unit's dot
- * products land in a small buffer, then alpha, beta, bias and activation
- * are applied per token over the unit's contiguous rows and stored. */
+/* C (m x n, n <= 32 tokens) in units of SMALL_M_ROWS rows, each thread a
+ * contiguous run of units (the weights split, never the tokens); each
+ * unit's dot products land in a small buffer, then alpha, beta, bias and
+ * activation are applied per token over the unit's contiguous rows and
+ * stored. 16-bit weights are read as they are (the kernel widens them in
+ * registers); X and the bias are converted to fp32 once. */
 static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
                               char *path, size_t len)
 {
@@ -154,29 +158,24 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
     if (t > units)
         t = (int)units;
     const int64_t bias_len = p->ep.bias_per_row ? p->m : p->n;
-    /* 16-bit: X and the bias once in fp32, and a w panel per thread. */
-    float *ws = NULL;
     const float *x32 = p->b, *bias32 = p->ep.bias;
     if (wide) {
-        size_t floats = (size_t)(ntok * k + bias_len + 32) +
-                        (size_t)t * (size_t)(SMALL_M_ROWS * k + 16);
-        ws = fb_handle_workspace(h, floats * sizeof(float));
+        float *ws = fb_handle_workspace(
+            h, (size_t)(ntok * k + bias_len + 32) * sizeof(float));
         if (ws == NULL) {
             snprintf(path, len, "cannot allocate %zu bytes of workspace",
-                     floats * sizeof(float));
+                     (size_t)(ntok * k + bias_len + 32) * sizeof(float));
             return FB_STATUS_ALLOC_FAILED;
         }
-        float *xc = ws;
         for (int64_t i = 0; i < ntok; i++)
             fb_cpu_to_f32(p->dtype, (const char *)p->b + i * p->ldb * es,
-                          xc + i * k, k);
-        x32 = xc;
-        ws += (ntok * k + 15) / 16 * 16;
+                          ws + i * k, k);
+        x32 = ws;
         if (p->ep.bias != NULL) {
-            fb_cpu_to_f32(p->dtype, p->ep.bias, ws, bias_len);
-            bias32 = ws;
+            float *b32 = ws + (ntok * k + 15) / 16 * 16;
+            fb_cpu_to_f32(p->dtype, p->ep.bias, b32, bias_len);
+            bias32 = b32;
         }
-        ws += (bias_len + 15) / 16 * 16;
     }
     const int64_t ldx = wide ? k : p->ldb;
 
@@ -184,22 +183,18 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         const int64_t u0 = units * tid / nt, u1 = units * (tid + 1) / nt;
-        float *panel = wide ? ws + (SMALL_M_ROWS * k + 16) * tid : NULL;
+        const int64_t end = u1 * SMALL_M_ROWS < p->m ? u1 * SMALL_M_ROWS
+                                                      : p->m;
         float dots[FB_SMALL_M_MAX * SMALL_M_ROWS];
         float old[SMALL_M_ROWS];
         for (int64_t u = u0; u < u1; u++) {
             const int64_t j0 = u * SMALL_M_ROWS;
-            const int64_t rows = p->m - j0 < SMALL_M_ROWS ? p->m - j0
-                                                           : SMALL_M_ROWS;
-            const float *w = (const float *)a_rows(p, j0);
-            int64_t ldw = p->lda;
-            if (wide) {
-                for (int64_t r = 0; r < rows; r++)
-                    fb_cpu_to_f32(p->dtype, a_rows(p, j0 + r), panel + r * k,
-                                  k);
-                w = panel, ldw = k;
-            }
-            fb_cpu_small_m_nt(ntok, rows, k, x32, ldx, w, ldw, dots,
+            const int64_t rows = end - j0 < SMALL_M_ROWS ? end - j0
+                                                         : SMALL_M_ROWS;
+            /* The rest of this thread's rows follow: the kernel may
+             * prefetch into them. */
+            fb_cpu_small_m_nt(p->dtype, ntok, rows, k, x32, ldx,
+                              a_rows(p, j0), p->lda, end - j0 - rows, dots,
                               SMALL_M_ROWS, 0);
             for (int64_t i = 0; i < ntok; i++) {
                 float *d = dots + i * SMALL_M_ROWS;
@@ -220,7 +215,8 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
             }
         }
     }
-    snprintf(path, len, "cpu/small-m-avx512/threads=%d", t);
+    snprintf(path, len, "cpu/small-m-avx512/%s-weights/threads=%d",
+             wide ? (p->dtype == FB_DTYPE_F16 ? "f16" : "bf16") : "f32", t);
     return FB_STATUS_SUCCESS;
 }
 

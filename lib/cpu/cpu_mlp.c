@@ -40,6 +40,9 @@
 /* Row blocks this short go through the small-m kernel (cpu_small_m.h),
  * which streams each weight once; OpenBLAS's packing wins above. */
 #define SMALL_M_ROWS 16
+/* Up to this many rows of X the whole MLP goes through mlp_small_m: the
+ * decode shape, where the three weights stream once at memory speed. */
+#define SMALL_M_MLP_ROWS FB_SMALL_M_MAX
 
 typedef struct plan {
     int64_t mb, hc;       /* row block, hidden chunk */
@@ -65,6 +68,9 @@ static void finish_rows(const fb_mlp_problem *p, const float *bd,
 static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
                     int64_t ldx, const float *w, int64_t ldw, float *out,
                     int64_t ldo, int accumulate);
+static int mlp_small_m_applies(const fb_mlp_problem *p);
+static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
+                             char *path, size_t len);
 
 fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                      size_t len)
@@ -86,6 +92,8 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
             return st;
         /* Declined (a denormal input): the fp32 panels below. */
     }
+    if (mlp_small_m_applies(p))
+        return mlp_small_m(h, p, path, len);
     const plan pl = make_plan(h, p);
     const int wide = p->dtype != FB_DTYPE_F32;
     const int64_t nbias = wide ? 2 * p->h + p->n : 0;
@@ -284,10 +292,114 @@ static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
                     int64_t ldo, int accumulate)
 {
     if (m <= SMALL_M_ROWS && fb_cpu_small_m_available()) {
-        fb_cpu_small_m_nt(m, n, k, x, ldx, w, ldw, out, ldo, accumulate);
+        fb_cpu_small_m_nt(FB_DTYPE_F32, m, n, k, x, ldx, w, ldw, 0, out, ldo,
+                          accumulate);
         return;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m,
                 (blasint)n, (blasint)k, 1.0f, x, (blasint)ldx, w,
                 (blasint)ldw, accumulate ? 1.0f : 0.0f, out, (blasint)ldo);
+}
+
+/* ---- the decode path ------------------------------------------------------ */
+
+static int mlp_small_m_applies(const fb_mlp_problem *p)
+{
+    return p->m <= SMALL_M_MLP_ROWS && p->k > 0 && p->h > 0 &&
+           fb_cpu_small_m_available();
+}
+
+/* Few rows of X: each thread owns a slice [h0, h1) of the hidden width and
+ * streams its rows of Wg and Wu, then its columns of Wd, each element once
+ * (16-bit weights as they are: the kernel widens them in registers):
+ *   G, U = X Wg[h0:h1]^T, X Wu[h0:h1]^T          (m x hs each, L2)
+ *   H = act_g(G + bg) .* (U + bu), in place of G  (rounded to the dtype)
+ *   Ypart = H Wd[:, h0:h1]^T                      (m x n)
+ * then the threads' partial Y are summed, bd added, Y stored. Whole slices
+ * rather than chunks, so each weight is one unbroken stream for the
+ * kernel's prefetch; X (m x k), H and U (m x hs) stay in L2/L3. */
+static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
+                             char *path, size_t len)
+{
+    const int64_t m = p->m, k = p->k, hw = p->h, n = p->n;
+    const int wide = p->dtype != FB_DTYPE_F32;
+    const double flops = 2.0 * (double)m *
+                         (2.0 * (double)hw * (double)k + (double)hw * (double)n);
+    int t = fb_cpu_threads(h, flops);
+    /* Slices are whole 6-row blocks of the kernel, when there are enough. */
+    const int64_t blocks = (hw + 5) / 6;
+    if (t > blocks)
+        t = (int)blocks;
+    const int64_t hs_max = (blocks + t - 1) / t * 6;
+#define ROUND16(x) (((x) + 15) / 16 * 16)
+    const int64_t shared = wide ? ROUND16(m * k) + ROUND16(2 * hw) +
+                                      ROUND16(n)
+                                : 0;
+    const int64_t per_thread = 2 * ROUND16(m * hs_max) + ROUND16(m * n);
+#undef ROUND16
+    const size_t bytes =
+        ((size_t)shared + (size_t)per_thread * (size_t)t + 16) * sizeof(float);
+    float *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    const float *x32 = p->x;
+    int64_t ldx = p->ldx;
+    biases bs = {p->bg, p->bu, p->bd};
+    if (wide) {
+        float *xc = ws, *b = ws + (m * k + 15) / 16 * 16;
+        for (int64_t i = 0; i < m; i++)
+            fb_cpu_to_f32(p->dtype, at(p->x, p->dtype, i * p->ldx),
+                          xc + i * k, k);
+        x32 = xc, ldx = k;
+        if (p->bg) fb_cpu_to_f32(p->dtype, p->bg, b, hw), bs.bg = b;
+        if (p->bu) fb_cpu_to_f32(p->dtype, p->bu, b + hw, hw), bs.bu = b + hw;
+        if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * hw, n), bs.bd = b + 2 * hw;
+    }
+    float *mine0 = ws + shared;
+
+    /* Slice q of t: rows [m*hs_max*q...) of the per-thread area; a team
+     * smaller than t takes several slices per thread. */
+#define SLICE_H(q) (mine0 + per_thread * (q))
+#define SLICE_U(q) (SLICE_H(q) + (m * hs_max + 15) / 16 * 16)
+#define SLICE_Y(q) (SLICE_U(q) + (m * hs_max + 15) / 16 * 16)
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        for (int q = tid; q < t; q += nt) {
+            const int64_t h0 = blocks * q / t * 6;
+            const int64_t h1 = q == t - 1 ? hw : blocks * (q + 1) / t * 6;
+            const int64_t hs = h1 - h0;
+            float *hbuf = SLICE_H(q), *ubuf = SLICE_U(q), *yacc = SLICE_Y(q);
+            fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx,
+                              at(p->wg, p->dtype, h0 * k), k, 0, hbuf, hs, 0);
+            fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx,
+                              at(p->wu, p->dtype, h0 * k), k, 0, ubuf, hs, 0);
+            for (int64_t i = 0; i < m; i++)
+                fb_cpu_gate(hbuf + i * hs, ubuf + i * hs,
+                            bs.bg ? bs.bg + h0 : NULL,
+                            bs.bu ? bs.bu + h0 : NULL, hs, p->gate_act);
+            fb_cpu_round_to(p->dtype, hbuf, m * hs);
+            fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, hs,
+                              at(p->wd, p->dtype, h0), hw, 0, yacc, n, 0);
+        }
+#pragma omp barrier
+        /* Sum the slices' partial Y into slice 0's, by rows. */
+        const int64_t r0 = m * tid / nt, r1 = m * (tid + 1) / nt;
+        float *y0 = SLICE_Y(0);
+        for (int q = 1; q < t; q++) {
+            const float *yq = SLICE_Y(q);
+#pragma omp simd
+            for (int64_t e = r0 * n; e < r1 * n; e++)
+                y0[e] += yq[e];
+        }
+        finish_rows(p, bs.bd, y0 + r0 * n, n, r0, r1 - r0);
+    }
+#undef SLICE_H
+#undef SLICE_U
+#undef SLICE_Y
+    snprintf(path, len, "cpu/small-m-avx512/mlp-hidden/%s-weights/threads=%d",
+             wide ? (p->dtype == FB_DTYPE_F16 ? "f16" : "bf16") : "f32", t);
+    return FB_STATUS_SUCCESS;
 }

@@ -7,19 +7,27 @@
 #define FB_CPU_SMALL_M_H
 
 #include <stdint.h>
+#include "problem.h"
 
 /* The most rows of x the kernel takes. */
 #define FB_SMALL_M_MAX 32
 
-/* Non-zero if this CPU runs the kernel (AVX-512F); otherwise callers use
- * OpenBLAS. */
+/* Non-zero if this CPU runs the kernel (AVX-512F and BW); otherwise
+ * callers use OpenBLAS. */
 int fb_cpu_small_m_available(void);
 
 /* out[i*ldo + j] = (accumulate ? out[i*ldo + j] : 0)
- *                  + sum_p x[i*ldx + p] w[j*ldw + p]
- * for i < m <= FB_SMALL_M_MAX, j < n. Single-threaded: callers split n. */
-void fb_cpu_small_m_nt(int64_t m, int64_t n, int64_t k, const float *x,
-                       int64_t ldx, const float *w, int64_t ldw, float *out,
+ *                  + sum_p x[i*ldx + p] w(j, p)
+ * for i < m <= FB_SMALL_M_MAX, j < n, p < k, where w(j, p) is element
+ * j*ldw + p of w, of type wtype (fp32, or fp16/bf16 widened exactly in
+ * registers); x and out are fp32. Each element of w is read once.
+ * rows_after: how many rows of w after row n - 1 exist (the same ldw);
+ * the kernel may prefetch them (it never reads them), so that a caller
+ * cutting a long w into pieces keeps memory busy across the cuts.
+ * Single-threaded: callers split n. */
+void fb_cpu_small_m_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
+                       const float *x, int64_t ldx, const void *w,
+                       int64_t ldw, int64_t rows_after, float *out,
                        int64_t ldo, int accumulate);
 
 #endif /* FB_CPU_SMALL_M_H */
