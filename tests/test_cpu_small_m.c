@@ -1,0 +1,130 @@
+/*
+ * test_cpu_small_m.c -- the CPU decode kernel (lib/cpu/cpu_small_m.c)
+ * through gemm_bias_act and mlp_geglu_forward, against the double oracle,
+ * with the path asserted: every token count m = 1..32, every dtype (fp16
+ * and bf16 weights are widened inside the kernel), k that is a multiple of
+ * nothing and crosses the kernel's k chunks (512 fp32 or 1024 16-bit
+ * values) and its 16-value steps, leading dimensions above the minimum,
+ * operands off their alignment, weight row counts that leave the 6-row
+ * register block and the 48-row units ragged, alpha, beta, bias and every
+ * activation.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "gemm_check.h"
+#include "mlp_check.h"
+
+#define KERNEL_PATH "cpu/small-m-avx512/"
+#define BF16_MLP_PATH "cpu/bf16-avx512bf16/mlp-"
+
+static int path_is(fb_handle h, const char *prefix)
+{
+    return strncmp(fb_handle_last_path(h), prefix, strlen(prefix)) == 0;
+}
+
+/* k values: below one step, a step and a ragged tail, past one chunk of
+ * each width with a ragged tail, past two chunks. */
+static const int64_t ks[] = {5, 45, 549, 1061, 2100};
+#define NK ((int)(sizeof ks / sizeof ks[0]))
+/* Rows of W (output features): one 48-row unit plus a 2-row tail (the
+ * kernel's one-row blocks), several units with a 6-row block and a tail. */
+static const int64_t feats[] = {50, 103, 151};
+#define NF ((int)(sizeof feats / sizeof feats[0]))
+
+static const float alphas[] = {1.0f, 0.7f, -1.5f};
+static const float betas[] = {0.0f, 1.3f, 0.0f, 1.0f};
+
+static void gemm_cases(const target *cpu)
+{
+    int idx = 0;
+    for (int di = 0; di < 3; di++)
+        for (int64_t m = 1; m <= 32; m++, idx++) {
+            gemm_case c;
+            memset(&c, 0, sizeof c);
+            c.dtype = all_dtypes[di];
+            /* Y (m x n) = X W^T row-major, the nn.Linear call; every
+             * third one the same product column-major (C^T = W X^T). */
+            const int64_t n = feats[idx % NF], k = ks[(idx / 2) % NK];
+            if (idx % 3 == 2) {
+                c.layout = FB_COL_MAJOR;
+                c.transa = FB_TRANS, c.transb = FB_NO_TRANS;
+                c.m = n, c.n = m;
+            } else {
+                c.layout = FB_ROW_MAJOR;
+                c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+                c.m = m, c.n = n;
+            }
+            c.k = k;
+            c.alpha = alphas[idx % 3];
+            c.beta = betas[idx % 4];
+            c.has_bias = idx % 5 != 4;
+            c.act = all_acts[idx % N_ACTS];
+            gemm_case_set_lds(&c, 1 + idx % 4, 1 + (idx / 4) % 4, idx % 3);
+            c.offset = idx % 2;
+            gemm_data d;
+            gemm_data_make(&d, &c);
+            gemm_check(&d, cpu, 1, NULL);
+            char label[256];
+            gemm_case_label(&c, label, sizeof label);
+            tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
+                   fb_handle_last_path(cpu->handle), label);
+            gemm_data_free(&d);
+        }
+}
+
+static void mlp_cases(const target *cpu)
+{
+    int idx = 0;
+    for (int di = 0; di < 3; di++)
+        for (int64_t m = 1; m <= 32; m++, idx++) {
+            mlp_case c;
+            memset(&c, 0, sizeof c);
+            c.dtype = all_dtypes[di];
+            c.act = all_acts[idx % N_ACTS];
+            c.m = m;
+            c.k = ks[idx % NK];
+            /* Hidden widths that split into ragged per-thread slices of
+             * 6-row blocks; the down projection's k is the slice. */
+            c.h = idx % 2 ? 103 : 37;
+            c.n = idx % 3 ? 29 : 50;
+            c.biases = (unsigned)(idx % 8);
+            mlp_run_case(&c, cpu, 1, NULL);
+            char label[256];
+            mlp_case_label(&c, label, sizeof label);
+            /* bf16 above 16 rows may belong to the AVX512-BF16 kernel. */
+            const int ok = path_is(cpu->handle, KERNEL_PATH) ||
+                           (c.dtype == FB_DTYPE_BF16 && m > 16 &&
+                            path_is(cpu->handle, BF16_MLP_PATH));
+            tap_ok(ok, "path %s for %s", fb_handle_last_path(cpu->handle),
+                   label);
+        }
+}
+
+int main(void)
+{
+    tap_begin("test_cpu_small_m");
+    target cpu = target_cpu();
+    /* Does this CPU run the kernel (AVX-512)? A decode-shaped call's path
+     * says; elsewhere these shapes take OpenBLAS, which test_gemm covers. */
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_F32;
+    c.layout = FB_ROW_MAJOR;
+    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+    c.m = 2, c.n = 64, c.k = 16;
+    c.alpha = 1.0f;
+    gemm_case_set_lds(&c, 0, 0, 0);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    const int failed = gemm_check(&d, &cpu, 1, NULL);
+    gemm_data_free(&d);
+    if (!failed && !path_is(cpu.handle, KERNEL_PATH)) {
+        fb_destroy(cpu.handle);
+        tap_skip_all("the small-m kernel does not run on this CPU "
+                     "(no AVX-512)");
+    }
+    gemm_cases(&cpu);
+    mlp_cases(&cpu);
+    fb_destroy(cpu.handle);
+    return tap_end();
+}
