@@ -15,7 +15,6 @@
 #include "mlp_check.h"
 
 #define KERNEL_PATH "cpu/small-m-avx512/"
-#define BF16_MLP_PATH "cpu/bf16-avx512bf16/mlp-"
 
 static int path_is(fb_handle h, const char *prefix)
 {
@@ -91,12 +90,8 @@ static void mlp_cases(const target *cpu)
             mlp_run_case(&c, cpu, 1, NULL);
             char label[256];
             mlp_case_label(&c, label, sizeof label);
-            /* bf16 above 16 rows may belong to the AVX512-BF16 kernel. */
-            const int ok = path_is(cpu->handle, KERNEL_PATH) ||
-                           (c.dtype == FB_DTYPE_BF16 && m > 16 &&
-                            path_is(cpu->handle, BF16_MLP_PATH));
-            tap_ok(ok, "path %s for %s", fb_handle_last_path(cpu->handle),
-                   label);
+            tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
+                   fb_handle_last_path(cpu->handle), label);
         }
 }
 

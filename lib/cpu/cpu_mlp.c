@@ -86,14 +86,17 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                             "OpenBLAS's %zu-byte integer", sizeof(blasint));
         return FB_STATUS_NOT_SUPPORTED;
     }
+    /* Decode (m <= 32) first, every dtype: it streams the weights once,
+     * where the bf16 kernel packs them (measured at bf16 m = 32: 22 ms
+     * against 44 ms). */
+    if (mlp_small_m_applies(p))
+        return mlp_small_m(h, p, path, len);
     if (fb_cpu_bf16_mlp_applies(p, SMALL_M_ROWS)) {
         fb_status st;
         if (fb_cpu_bf16_mlp(h, p, &st, path, len))
             return st;
         /* Declined (a denormal input): the fp32 panels below. */
     }
-    if (mlp_small_m_applies(p))
-        return mlp_small_m(h, p, path, len);
     const plan pl = make_plan(h, p);
     const int wide = p->dtype != FB_DTYPE_F32;
     const int64_t nbias = wide ? 2 * p->h + p->n : 0;
