@@ -7,8 +7,9 @@
  *    and the 512-deep k chunks; odd and even k; both layouts (bias along
  *    rows and along columns of the normalised C), all transpose pairs,
  *    padded leading dimensions, beta != 0, every activation;
- *  - products too small for fp32's normal range stay on the kernel, which
- *    flushes them (the bound's absolute term allows it);
+ *  - operands small enough that products or sums could fall below fp32's
+ *    normal range (where VDPBF16PS flushes and IEEE does not) decline to
+ *    the fp32 panels; scaled operands that stay clear of it do not;
  *  - a denormal bf16 in A or in B (each packing order), met by a huge
  *    value, makes the call decline to the fp32 panels, which get it right;
  *  - FUSEDBLAS_CPU_NO_BF16=1 sends bf16 calls to the fp32 panels;
@@ -173,16 +174,22 @@ static void denormal_inputs(const target *cpu)
         }
 }
 
-/* Operands scaled by 2^-64: the products (2^-128 and below) are fp32
- * denormals, which VDPBF16PS flushes; the inputs are normal, so the call
- * stays on the kernel, and the oracle check holds with the bound's
- * absolute term. */
-static void tiny_products(const target *cpu)
+/* A scaled by 2^-sa and B by 2^-sb. With 2^-64 each, the products (2^-128
+ * and below) are fp32 denormals, which VDPBF16PS would flush: the call
+ * must decline to the fp32 panels. With 2^-30 and 2^-20 every product and
+ * sum stays a multiple of about 2^-80 (unless a value below 2^-40 comes
+ * up): the kernel, exactly. */
+static void scaled_operands(const target *cpu)
 {
-    for (int t = 0; t < 4; t++) {
-        gemm_case c = make_case(FB_ROW_MAJOR, trans[t >> 1], trans[t & 1],
-                                40, 36, 300);
-        c.note = "products below fp32's normal range";
+    static const int scale[2][2] = {{64, 64}, {30, 20}};
+    for (int t = 0; t < 8; t++) {
+        const int tiny = t < 4;
+        gemm_case c = make_case(t & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                trans[(t >> 1) & 1], trans[t & 1], 40, 36,
+                                300);
+        c.note = tiny ? "A, B scaled by 2^-64: products below fp32's normal "
+                        "range"
+                      : "A, B scaled by 2^-30, 2^-20";
         gemm_data d;
         gemm_data_make(&d, &c);
         tbuf *ops[2] = {&d.A, &d.B};
@@ -193,9 +200,10 @@ static void tiny_products(const target *cpu)
             for (int64_t e = 0; e < ops[o]->nelem; e++)
                 if (tshape_window(sh[o], e, &i, &j))
                     dt_set(FB_DTYPE_BF16, x, e,
-                           ldexp(dt_get(FB_DTYPE_BF16, x, e), -64));
+                           ldexp(dt_get(FB_DTYPE_BF16, x, e),
+                                 -scale[!tiny][o]));
         }
-        run_case(cpu, &d, 1);
+        run_case(cpu, &d, !tiny);
         gemm_data_free(&d);
     }
 }
@@ -288,6 +296,26 @@ static void mlp_denormals(const target *cpu)
     }
 }
 
+/* The gate's bias at -80 with silu: H is about 2^-109 everywhere, too
+ * small for the kernel against Wd, so every chunk's down projection runs
+ * in fp32 (the path counts them); the call itself stays on the kernel. */
+static void mlp_tiny_h(const target *cpu)
+{
+    mlp_case c = make_mlp(40, 24, 300, 20, FB_ACT_SILU, MLP_BG, 0);
+    mlp_data d;
+    mlp_data_make(&d, &c);
+    void *bg = tbuf_data(&d.bg);
+    for (int64_t j = 0; j < c.h; j++)
+        dt_set(FB_DTYPE_BF16, bg, j, -80.0);
+    mlp_check(&d, cpu, 1, NULL);
+    const char *path = fb_handle_last_path(cpu->handle);
+    tap_ok(strncmp(path, KERNEL_PATH "mlp-", strlen(KERNEL_PATH "mlp-")) == 0 &&
+               strstr(path, "/fp32-down-chunks=2") != NULL,
+           "path %s for the MLP with H near 2^-109 (want " KERNEL_PATH
+           "mlp-.../fp32-down-chunks=2)", path);
+    mlp_data_free(&d);
+}
+
 int main(void)
 {
     tap_begin("test_cpu_bf16");
@@ -311,10 +339,11 @@ int main(void)
     sweep(&cpu, !off);
     mlp_sweep(&cpu, !off);
     if (!off) {
-        tiny_products(&cpu);
+        scaled_operands(&cpu);
         denormal_inputs(&cpu);
         env_switch(&cpu);
         mlp_denormals(&cpu);
+        mlp_tiny_h(&cpu);
     }
     fb_destroy(cpu.handle);
     return tap_end();

@@ -4,12 +4,12 @@
  *
  * Operands are packed k-pair interleaved (the two bf16 of one k-pair in
  * one 32-bit word) into the handle's workspace, and a 32 x 12 register
- * block of fp32 accumulators runs over them. VDPBF16PS treats denormal
- * inputs as zero, which is a wrong answer when they meet a large factor,
- * so the packing looks for them and the call declines (nothing written)
- * when it finds one; the caller then takes the fp32 path. Denormal fp32
- * results and products it flushes too; each costs less than 2^-126 per
- * accumulation step, inside the contract's absolute error term.
+ * block of fp32 accumulators runs over them. VDPBF16PS reads denormal
+ * inputs as zero and flushes denormal products and sums, where IEEE fp32
+ * keeps them; the packing finds the calls where that could happen (a
+ * denormal input, or tiny values meeting tiny values: see
+ * fb_bf16_products_exact) and they decline, nothing written; the caller
+ * then takes its fp32 path.
  */
 #ifndef FB_CPU_BF16_GEMM_H
 #define FB_CPU_BF16_GEMM_H
@@ -33,8 +33,9 @@ int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p);
 
 /* Run p (which fb_cpu_bf16_gemm_applies) on up to threads OpenMP threads.
  * Returns 1 if it ran the call: *st is its status, path says what ran.
- * Returns 0 if it declined (a denormal bf16 input): nothing was written
- * to C, and the caller runs the call another way. */
+ * Returns 0 if it declined (inputs the kernel would not get exactly
+ * right, above): nothing was written to C, and the caller runs the call
+ * another way. */
 int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                      fb_status *st, char *path, size_t len);
 

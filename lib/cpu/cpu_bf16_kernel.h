@@ -37,10 +37,27 @@ static inline size_t fb_bf16_round64(size_t bytes)
 }
 
 /* Pack panels [q0, q1) of R rows (R is FB_BF16_MR or FB_BF16_NR) of the
- * rows x k operand x into dst (panel q at q * fb_bf16_panel_elems). Returns
- * non-zero if any element read is a denormal bf16. */
+ * rows x k operand x into dst (panel q at q * fb_bf16_panel_elems).
+ * Returns the smallest exponent field (0..255; 0: a denormal) among the
+ * non-zero elements read, 255 if there were none. */
 int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
                  int64_t q0, int64_t q1, uint16_t *dst);
+
+/* Whether VDPBF16PS computes A B exactly as IEEE fp32 arithmetic would,
+ * given the smallest exponent fields ea, eb of A's and B's non-zero
+ * elements. It reads denormal inputs as zero and flushes denormal
+ * products and sums to zero; IEEE keeps them (gradual underflow), and
+ * the fuzzer's bound (2^-149 per rounding) holds us to that. A bf16 of
+ * field e is a multiple of 2^(e - 134), so every product, and every sum
+ * of products rounded to fp32, is a multiple of 2^(ea + eb - 268): when
+ * that is at least 2^-126 (ea + eb >= 142), nothing non-zero is ever
+ * below the normal range and no flush can happen. Otherwise (values below
+ * about 2^-56 meeting each other, or a denormal input) the caller takes
+ * an fp32 path. */
+static inline int fb_bf16_products_exact(int ea, int eb)
+{
+    return ea > 0 && eb > 0 && ea + eb >= 142;
+}
 
 /* acc (column-major, ldacc, na * MR rows x nb * NR columns) <-
  *   alpha * ((accumulate ? acc : 0) + sum over np pairs of A B)

@@ -6,9 +6,10 @@
  *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
  *
  * All three weights and X are packed once, k-pair interleaved, by all
- * threads together, before anything is computed: a denormal in any of them
- * (which VDPBF16PS would read as zero) makes the call decline with nothing
- * written, and cpu_mlp.c's fp32 panels run it. Threads then own ranges of
+ * threads together, before anything is computed: where the gate or up
+ * projection could meet VDPBF16PS's flushing (fb_bf16_products_exact on
+ * X and Wg, X and Wu), or Wd holds a denormal, the call declines with
+ * nothing written, and cpu_mlp.c's fp32 panels run it. Threads then own ranges of
  * row blocks (96 rows, fewer when there are not 96 per thread). For one row block and one chunk of the hidden
  * width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, 96 KiB each, in L2
@@ -18,11 +19,10 @@
  * and when the chunks are done, Y_b = Y_b + bd, rounded to bf16 on the
  * store. Each row block streams the packed weights from L3 once.
  *
- * H values that are bf16 denormals are flushed by VDPBF16PS in the down
- * projection: each loses less than 2^-126 |Wd|, inside the MLP bound's
- * absolute term (which grows with the sum of |Wd|), so they need no
- * fallback; nor do the flushed denormal products and sums (see
- * cpu_bf16_gemm.c).
+ * H is only known chunk by chunk: a chunk whose H is too small for the
+ * kernel against Wd (a gate far in its negative tail: silu(-80) is about
+ * 2^-109) runs its down projection in plain fp32 instead (the path then
+ * counts such chunks). That is slow, and rare in real activations.
  */
 #include "config.h"
 #include <omp.h>
@@ -50,6 +50,7 @@ typedef struct mlp_packed {
     const uint16_t *x, *wg, *wu, *wd;
     int64_t xstride, wstride, dstride; /* bf16 between panels */
     int64_t dpanels;                   /* 32-row panels of Wd */
+    int emin_wd;                       /* Wd's smallest exponent field */
     const float *bg, *bu, *bd;         /* fp32 biases or NULL */
 } mlp_packed;
 
@@ -61,11 +62,33 @@ typedef struct mlp_scratch {
     uint16_t *hpack;  /* the packed H: ROW_PANELS panels */
 } mlp_scratch;
 
-/* Rows [r0, r0 + rows) of Y: every chunk of the hidden width, then the
- * store. */
-static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
-                      const mlp_scratch *s, int64_t r0, int64_t rows)
+/* y (column t: token t, ldy) (+)= Wd[:, h0 .. h0 + hc) h^T in fp32,
+ * IEEE: the products of two bf16 are exact, one rounding per sum. */
+static void down_f32(const fb_mlp_problem *p, const uint16_t *h, int64_t h0,
+                     int64_t hc, int64_t rows, float *y, int64_t ldy)
 {
+    const uint16_t *wd = (const uint16_t *)p->wd + h0;
+    for (int64_t t = 0; t < rows; t++)
+        for (int64_t j = 0; j < p->n; j++) {
+            const uint16_t *w = wd + j * p->h, *x = h + t * HC;
+            float acc = h0 > 0 ? y[t * ldy + j] : 0.0f;
+            for (int64_t l = 0; l < hc; l++) {
+                uint32_t a = (uint32_t)x[l] << 16, b = (uint32_t)w[l] << 16;
+                float fa, fb;
+                memcpy(&fa, &a, sizeof fa);
+                memcpy(&fb, &b, sizeof fb);
+                acc += fa * fb;
+            }
+            y[t * ldy + j] = acc;
+        }
+}
+
+/* Rows [r0, r0 + rows) of Y: every chunk of the hidden width, then the
+ * store. Returns the number of chunks whose down projection ran in fp32. */
+static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
+                         const mlp_scratch *s, int64_t r0, int64_t rows)
+{
+    int64_t slow = 0;
     const int64_t kp = (p->k + 1) / 2, ldy = pk->dpanels * FB_BF16_MR;
     const int64_t xpanels = (rows + FB_BF16_NR - 1) / FB_BF16_NR;
     const uint16_t *xb = pk->x + (r0 / FB_BF16_NR) * pk->xstride;
@@ -85,7 +108,13 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
         }
         /* H is op(B) of the down projection, k = the chunk's width. */
         const fb_bf16_operand hop = {s->h, HC, 1};
-        (void)fb_bf16_pack(&hop, rows, hc, FB_BF16_NR, 0, xpanels, s->hpack);
+        const int eh = fb_bf16_pack(&hop, rows, hc, FB_BF16_NR, 0, xpanels,
+                                    s->hpack);
+        if (!fb_bf16_products_exact(eh, pk->emin_wd)) {
+            down_f32(p, s->h, h0, hc, rows, s->y, ldy);
+            slow++;
+            continue;
+        }
         const int64_t hp = (hc + 1) / 2;
         fb_bf16_block(pk->wd + (h0 / 2) * 2 * FB_BF16_MR, pk->dstride,
                       pk->dpanels, s->hpack, fb_bf16_panel_elems(hp, FB_BF16_NR),
@@ -97,6 +126,7 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
             fb_cpu_bias_act(y, pk->bd, p->n, FB_ACT_NONE);
         fb_bf16_from_f32(y, (uint16_t *)p->y + (r0 + t) * p->ldy, p->n);
     }
+    return slow;
 }
 
 int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
@@ -124,6 +154,7 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     pk.wstride = fb_bf16_panel_elems(kp, FB_BF16_MR);
     pk.dstride = fb_bf16_panel_elems(hp, FB_BF16_MR);
     pk.dpanels = dpanels;
+    pk.emin_wd = 0; /* set once Wd is packed */
     const size_t bias_bytes = fb_bf16_round64((size_t)(2 * hid + n) * 4);
     const size_t x_bytes = fb_bf16_round64((size_t)(xpanels * pk.xstride) * 2);
     const size_t w_bytes = fb_bf16_round64((size_t)(wpanels * pk.wstride) * 2);
@@ -154,30 +185,42 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     pk.x = xq, pk.wg = wgq, pk.wu = wuq, pk.wd = wdq;
     const fb_bf16_operand xop = {p->x, p->ldx, 1}, gop = {p->wg, k, 1};
     const fb_bf16_operand uop = {p->wu, k, 1}, dop = {p->wd, hid, 1};
-    int denormal = 0;
+    int ex = 255, eg = 255, eu = 255, ed = 255;
+    int64_t slow = 0;
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        int den = fb_bf16_pack(&xop, m, k, FB_BF16_NR, xpanels * tid / nt,
-                               xpanels * (tid + 1) / nt, xq);
-        den |= fb_bf16_pack(&gop, hid, k, FB_BF16_MR, wpanels * tid / nt,
-                            wpanels * (tid + 1) / nt, wgq);
-        den |= fb_bf16_pack(&uop, hid, k, FB_BF16_MR, wpanels * tid / nt,
-                            wpanels * (tid + 1) / nt, wuq);
-        den |= fb_bf16_pack(&dop, n, hid, FB_BF16_MR, dpanels * tid / nt,
-                            dpanels * (tid + 1) / nt, wdq);
-        if (den) {
-#pragma omp atomic write
-            denormal = 1;
+        const int tx = fb_bf16_pack(&xop, m, k, FB_BF16_NR,
+                                    xpanels * tid / nt,
+                                    xpanels * (tid + 1) / nt, xq);
+        const int tg = fb_bf16_pack(&gop, hid, k, FB_BF16_MR,
+                                    wpanels * tid / nt,
+                                    wpanels * (tid + 1) / nt, wgq);
+        const int tu = fb_bf16_pack(&uop, hid, k, FB_BF16_MR,
+                                    wpanels * tid / nt,
+                                    wpanels * (tid + 1) / nt, wuq);
+        const int td = fb_bf16_pack(&dop, n, hid, FB_BF16_MR,
+                                    dpanels * tid / nt,
+                                    dpanels * (tid + 1) / nt, wdq);
+#pragma omp critical(fb_bf16_mlp_emin)
+        {
+            ex = tx < ex ? tx : ex;
+            eg = tg < eg ? tg : eg;
+            eu = tu < eu ? tu : eu;
+            ed = td < ed ? td : ed;
         }
 #pragma omp barrier
-        int skip;
-#pragma omp atomic read
-        skip = denormal;
-        if (!skip) {
+        int ok;
+#pragma omp critical(fb_bf16_mlp_emin)
+        ok = fb_bf16_products_exact(ex, eg) &&
+             fb_bf16_products_exact(ex, eu) && ed > 0;
+        if (ok) {
             char *mine = thread_ws + per_thread * (size_t)tid;
             mlp_scratch s;
+            mlp_packed mine_pk = pk;
+            mine_pk.emin_wd = ed;
+            int64_t my_slow = 0;
             s.g = (float *)mine;
             s.u = (float *)(mine + acc_bytes);
             s.y = (float *)(mine + 2 * acc_bytes);
@@ -186,14 +229,22 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
             const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
             for (int64_t b = b0; b < b1; b++) {
                 const int64_t r0 = b * mb;
-                row_block(p, &pk, &s, r0, m - r0 < mb ? m - r0 : mb);
+                my_slow += row_block(p, &mine_pk, &s, r0,
+                                     m - r0 < mb ? m - r0 : mb);
             }
+#pragma omp atomic update
+            slow += my_slow;
         }
     }
-    if (denormal)
+    if (!(fb_bf16_products_exact(ex, eg) && fb_bf16_products_exact(ex, eu) &&
+          ed > 0))
         return 0;
+    char slow_note[48] = "";
+    if (slow > 0)
+        snprintf(slow_note, sizeof slow_note, "/fp32-down-chunks=%lld",
+                 (long long)slow);
     snprintf(path, len, "cpu/bf16-avx512bf16/mlp-rows/mb=%lld/hc=%d/"
-             "threads=%d", (long long)mb, HC, t);
+             "threads=%d%s", (long long)mb, HC, t, slow_note);
     *st = FB_STATUS_SUCCESS;
     return 1;
 }
