@@ -21,6 +21,9 @@ cases=${*:-tiny:mlp:bf16:65536,64,256,64 decode1:mlp:bf16:1,4096,11008,4096 deco
 sections="--section SpeedOfLight --section ComputeWorkloadAnalysis \
  --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
  --section SchedulerStats --section WarpStateStats --section InstructionStats"
+# NCU_FULL=1: every section, the stall reasons by source line included
+# (slower: about a minute a case).
+[ "${NCU_FULL:-0}" = 1 ] && sections="--set full --import-source yes"
 for c in $cases; do
   IFS=: read -r name routine dtype shape <<<"$c"
   echo "== $name ($routine $dtype $shape)"

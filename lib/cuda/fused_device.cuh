@@ -186,6 +186,18 @@ __device__ __forceinline__ void cp_async16(void *smem_dst, const void *src,
                  : "memory");
 }
 
+/* 4 bytes global -> shared (L1-allocating .ca: the only size below 16 a
+ * cp.async takes); src_bytes 0 writes zeros without reading src. For
+ * copies that permute 4-byte words, which 16-byte copies cannot. */
+__device__ __forceinline__ void cp_async4(void *smem_dst, const void *src,
+                                          int src_bytes)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit()
 {
     asm volatile("cp.async.commit_group;" ::: "memory");

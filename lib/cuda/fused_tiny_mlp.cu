@@ -83,7 +83,9 @@ __host__ __device__ static inline size_t tiny_mlp_smem(int hpad)
  * (g, t) finds both B registers of its down-projection HMMA (columns 2t,
  * 2t+1 and 2t+8, 2t+9 of row g) in one 8-byte word, and the warp's 32
  * words are 256 contiguous bytes (two conflict-free wavefronts). Zero
- * outside n x h. Plain loads: done once per CTA. */
+ * outside n x h. 4-byte cp.async, not yet waited for (plain loads here
+ * were a dependent load-store chain per thread: ~10 us of start-up in GPU
+ * session 3). */
 template <typename T, int NPAD>
 __device__ __forceinline__ void tiny_copy_wd(uint32_t *dst, const T *wd,
                                              int n, int h, int hpad)
@@ -94,10 +96,8 @@ __device__ __forceinline__ void tiny_copy_wd(uint32_t *dst, const T *wd,
         const int b = i / (NPAD * 8), rem = i - b * NPAD * 8;
         const int r = rem / 8, w = rem - r * 8;
         const int col = 16 * b + 2 * (w >> 1) + 8 * (w & 1);
-        uint32_t v = 0;
-        if (r < n && col < h) /* h is a multiple of 8: col + 1 < h too */
-            v = *reinterpret_cast<const uint32_t *>(wd + (int64_t)r * h + col);
-        dst[i] = v;
+        const bool in = r < n && col < h; /* h % 8 == 0: col + 1 < h too */
+        cp_async4(dst + i, in ? wd + (int64_t)r * h + col : wd, in ? 4 : 0);
     }
 }
 
