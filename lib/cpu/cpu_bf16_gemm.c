@@ -156,50 +156,46 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
     const int64_t bstride = fb_bf16_panel_elems(kp, FB_BF16_NR);
     int emin_a = 255, emin_b = 255;
 
-#pragma omp parallel num_threads(t) if (t > 1)
+    /* Pack: each thread its share of the panels of both operands. */
+#pragma omp parallel num_threads(t) if (t > 1) reduction(min : emin_a, emin_b)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Pack: each thread its share of the panels of both operands. */
         const int ea = fb_bf16_pack(&opa, m, k, FB_BF16_MR,
                                     apanels * tid / nt,
                                     apanels * (tid + 1) / nt, apack);
         const int eb = fb_bf16_pack(&opb, n, k, FB_BF16_NR,
                                     bpanels * tid / nt,
                                     bpanels * (tid + 1) / nt, bpack);
-#pragma omp critical(fb_bf16_gemm_emin)
-        {
-            emin_a = ea < emin_a ? ea : emin_a;
-            emin_b = eb < emin_b ? eb : emin_b;
-        }
-#pragma omp barrier
-        int exact;
-#pragma omp critical(fb_bf16_gemm_emin)
-        exact = fb_bf16_products_exact(emin_a, emin_b);
-        if (exact) {
-            float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
-            float *old = acc + ldacc * b.bp * FB_BF16_NR;
-            /* Contiguous runs of blocks, row blocks fastest: consecutive
-             * blocks share their B panels. */
-            const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
-            for (int64_t q = lo; q < hi; q++) {
-                const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
-                const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
-                const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
-                const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
-                fb_bf16_block(apack + pa0 * astride, astride, na,
-                              bpack + pb0 * bstride, bstride, nb, kp,
-                              p->alpha, 0, acc, ldacc);
-                const int64_t i0 = pa0 * FB_BF16_MR, j0 = pb0 * FB_BF16_NR;
-                const int64_t mb = m - i0 < na * FB_BF16_MR ? m - i0
-                                                             : na * FB_BF16_MR;
-                const int64_t ncols = n - j0 < nb * FB_BF16_NR
-                                          ? n - j0 : nb * FB_BF16_NR;
-                finish_block(p, bias32, acc, ldacc, i0, j0, mb, ncols, old);
-            }
-        }
+        emin_a = ea < emin_a ? ea : emin_a;
+        emin_b = eb < emin_b ? eb : emin_b;
     }
     if (!fb_bf16_products_exact(emin_a, emin_b))
         return 0;
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
+        float *old = acc + ldacc * b.bp * FB_BF16_NR;
+        /* Contiguous runs of blocks, row blocks fastest: consecutive
+         * blocks share their B panels. */
+        const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
+        for (int64_t q = lo; q < hi; q++) {
+            const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
+            const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
+            const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
+            const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
+            fb_bf16_block(apack + pa0 * astride, astride, na,
+                          bpack + pb0 * bstride, bstride, nb, kp, p->alpha, 0,
+                          acc, ldacc);
+            const int64_t i0 = pa0 * FB_BF16_MR, j0 = pb0 * FB_BF16_NR;
+            const int64_t mb = m - i0 < na * FB_BF16_MR ? m - i0
+                                                         : na * FB_BF16_MR;
+            const int64_t ncols = n - j0 < nb * FB_BF16_NR ? n - j0
+                                                            : nb * FB_BF16_NR;
+            finish_block(p, bias32, acc, ldacc, i0, j0, mb, ncols, old);
+        }
+    }
     snprintf(path, len, "cpu/bf16-avx512bf16/%dx%d/blocks=%lldx%lld/"
              "threads=%d", FB_BF16_MR, FB_BF16_NR,
              (long long)(b.ap * FB_BF16_MR), (long long)(b.bp * FB_BF16_NR),

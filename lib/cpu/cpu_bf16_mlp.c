@@ -188,7 +188,8 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     int ex = 255, eg = 255, eu = 255, ed = 255;
     int64_t slow = 0;
 
-#pragma omp parallel num_threads(t) if (t > 1)
+#pragma omp parallel num_threads(t) if (t > 1) \
+    reduction(min : ex, eg, eu, ed)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         const int tx = fb_bf16_pack(&xop, m, k, FB_BF16_NR,
@@ -203,42 +204,32 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
         const int td = fb_bf16_pack(&dop, n, hid, FB_BF16_MR,
                                     dpanels * tid / nt,
                                     dpanels * (tid + 1) / nt, wdq);
-#pragma omp critical(fb_bf16_mlp_emin)
-        {
-            ex = tx < ex ? tx : ex;
-            eg = tg < eg ? tg : eg;
-            eu = tu < eu ? tu : eu;
-            ed = td < ed ? td : ed;
-        }
-#pragma omp barrier
-        int ok;
-#pragma omp critical(fb_bf16_mlp_emin)
-        ok = fb_bf16_products_exact(ex, eg) &&
-             fb_bf16_products_exact(ex, eu) && ed > 0;
-        if (ok) {
-            char *mine = thread_ws + per_thread * (size_t)tid;
-            mlp_scratch s;
-            mlp_packed mine_pk = pk;
-            mine_pk.emin_wd = ed;
-            int64_t my_slow = 0;
-            s.g = (float *)mine;
-            s.u = (float *)(mine + acc_bytes);
-            s.y = (float *)(mine + 2 * acc_bytes);
-            s.h = (uint16_t *)(mine + 2 * acc_bytes + y_bytes);
-            s.hpack = s.h + MB * HC;
-            const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
-            for (int64_t b = b0; b < b1; b++) {
-                const int64_t r0 = b * mb;
-                my_slow += row_block(p, &mine_pk, &s, r0,
-                                     m - r0 < mb ? m - r0 : mb);
-            }
-#pragma omp atomic update
-            slow += my_slow;
-        }
+        ex = tx < ex ? tx : ex;
+        eg = tg < eg ? tg : eg;
+        eu = tu < eu ? tu : eu;
+        ed = td < ed ? td : ed;
     }
     if (!(fb_bf16_products_exact(ex, eg) && fb_bf16_products_exact(ex, eu) &&
           ed > 0))
         return 0;
+    pk.emin_wd = ed;
+
+#pragma omp parallel num_threads(t) if (t > 1) reduction(+ : slow)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        char *mine = thread_ws + per_thread * (size_t)tid;
+        mlp_scratch s;
+        s.g = (float *)mine;
+        s.u = (float *)(mine + acc_bytes);
+        s.y = (float *)(mine + 2 * acc_bytes);
+        s.h = (uint16_t *)(mine + 2 * acc_bytes + y_bytes);
+        s.hpack = s.h + MB * HC;
+        const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
+        for (int64_t b = b0; b < b1; b++) {
+            const int64_t r0 = b * mb;
+            slow += row_block(p, &pk, &s, r0, m - r0 < mb ? m - r0 : mb);
+        }
+    }
     char slow_note[48] = "";
     if (slow > 0)
         snprintf(slow_note, sizeof slow_note, "/fp32-down-chunks=%lld",
