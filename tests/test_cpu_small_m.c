@@ -9,12 +9,18 @@
  * register block and the 48-row units ragged, alpha, beta, bias and every
  * activation.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gemm_check.h"
 #include "mlp_check.h"
+#include "oracle.h"
 
 #define KERNEL_PATH "cpu/small-m-avx512/"
+/* bf16 on VDPBF16PS, and the FMA form it falls back to. */
+#define DP_PATH "bf16-dpbf16/"
+#define DP_MIXED_PATH "bf16-dpbf16+fma-where-tiny/"
+#define FMA_PATH "bf16-weights/"
 
 static int path_is(fb_handle h, const char *prefix)
 {
@@ -95,6 +101,93 @@ static void mlp_cases(const target *cpu)
         }
 }
 
+static int path_has(fb_handle h, const char *part)
+{
+    return strstr(fb_handle_last_path(h), part) != NULL;
+}
+
+/* A bf16 value of magnitude 2^e times [1, 2), random sign. */
+static double tiny_value(int e)
+{
+    const double v = (1.0 + rng_unit()) * (rng_below(2) ? 1 : -1);
+    return oracle_round(FB_DTYPE_BF16, ldexp(v, e));
+}
+
+/* VDPBF16PS reads denormal inputs as 0 and flushes denormal products and
+ * sums; the decode kernel must notice and give the IEEE answer through
+ * its FMA form. Row-major Y = X W^T, m tokens, 103 features, k = 45:
+ *  - which = 0: X holds a denormal: no unit may use VDPBF16PS;
+ *  - which = 1: token row 1 (0 if m = 1) and weight rows 60..69 hold values near 2^-65,
+ *    so their products (2^-130) are denormal: the units holding those
+ *    weights run again on the FMA form (the answer there is a sum of
+ *    denormals, which a flush would make 0, far beyond the bound);
+ *  - which = 2: the same with FUSEDBLAS_CPU_NO_BF16=1: FMA form only. */
+static void dp_edges(const target *cpu, int which, int64_t m)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_BF16;
+    c.layout = FB_ROW_MAJOR;
+    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+    c.m = m, c.n = 103, c.k = 45;
+    c.alpha = 1.0f;
+    c.has_bias = 0;
+    c.act = FB_ACT_NONE;
+    c.note = which == 0 ? "denormal in X" : which == 1
+                 ? "denormal products" : "FUSEDBLAS_CPU_NO_BF16=1";
+    gemm_case_set_lds(&c, 1, 2, 0);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    void *x = tbuf_data(&d.A), *w = tbuf_data(&d.B);
+    if (which == 0) {
+        dt_set(FB_DTYPE_BF16, x, (m - 1) * c.lda + 7, ldexp(1.0, -130));
+    } else {
+        const int64_t row = m > 1 ? 1 : 0;
+        for (int64_t p = 0; p < c.k; p++) {
+            dt_set(FB_DTYPE_BF16, x, row * c.lda + p, tiny_value(-65));
+            for (int64_t j = 60; j < 70; j++)
+                dt_set(FB_DTYPE_BF16, w, j * c.ldb + p, tiny_value(-65));
+        }
+    }
+    if (which == 2)
+        setenv("FUSEDBLAS_CPU_NO_BF16", "1", 1);
+    gemm_check(&d, cpu, 1, NULL);
+    if (which == 2)
+        unsetenv("FUSEDBLAS_CPU_NO_BF16");
+    char label[256];
+    gemm_case_label(&c, label, sizeof label);
+    const char *want = which == 1 ? DP_MIXED_PATH : FMA_PATH;
+    tap_ok(path_has(cpu->handle, want), "path %s for %s (want %s)",
+           fb_handle_last_path(cpu->handle), label, want);
+    gemm_data_free(&d);
+}
+
+/* The MLP's H on VDPBF16PS too: X near 2^-60 makes G, U and so H tiny
+ * (near 2^-115), too small to meet Wd on VDPBF16PS: the down projection
+ * runs on the FMA form, the gate and up projections do not. */
+static void dp_mlp_tiny_h(const target *cpu, int64_t m)
+{
+    mlp_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_BF16;
+    c.act = FB_ACT_GELU_TANH;
+    c.m = m, c.k = 45, c.h = 64, c.n = 33;
+    c.ldx = c.k + 1, c.ldy = c.n;
+    mlp_data d;
+    mlp_data_make(&d, &c);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < c.k; p++)
+            dt_set(FB_DTYPE_BF16, tbuf_data(&d.X), i * c.ldx + p,
+                   tiny_value(-60));
+    mlp_check(&d, cpu, 1, NULL);
+    char label[256];
+    mlp_case_label(&c, label, sizeof label);
+    tap_ok(path_has(cpu->handle, DP_MIXED_PATH), "path %s for %s, X near "
+           "2^-60 (want %s)", fb_handle_last_path(cpu->handle), label,
+           DP_MIXED_PATH);
+    mlp_data_free(&d);
+}
+
 int main(void)
 {
     tap_begin("test_cpu_small_m");
@@ -120,6 +213,19 @@ int main(void)
     }
     gemm_cases(&cpu);
     mlp_cases(&cpu);
+    /* The VDPBF16PS form: ordinary bf16 data takes it (or the CPU lacks
+     * AVX512-BF16, and the FMA form is all there is). */
+    if (path_has(cpu.handle, DP_PATH)) {
+        for (int64_t m = 1; m <= 32; m += 31) {
+            dp_edges(&cpu, 0, m);
+            dp_edges(&cpu, 1, m);
+            dp_edges(&cpu, 2, m);
+            dp_mlp_tiny_h(&cpu, m);
+        }
+    } else {
+        tap_skip("bf16 on VDPBF16PS: not on this CPU (path %s)",
+                 fb_handle_last_path(cpu.handle));
+    }
     fb_destroy(cpu.handle);
     return tap_end();
 }

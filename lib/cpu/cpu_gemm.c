@@ -126,9 +126,12 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 /* ---- helpers ------------------------------------------------------------ */
 
 /* Output rows (of the normalised C) per unit of work in the small-m path:
- * a multiple of the kernel's 6-row block; the unit's dot products (at most
- * 32 x 48 floats) stay in L1 for the epilogue. */
-#define SMALL_M_ROWS 48
+ * a multiple of the kernel's 6-row (FMA) and 5-row (VDPBF16PS) blocks;
+ * the unit's dot products (at most 32 x 60 floats) stay in L1 for the
+ * epilogue. */
+#define SMALL_M_ROWS 60
+/* Fewer output rows than this stay with OpenBLAS (as before 32 tokens). */
+#define SMALL_M_MIN_ROWS 48
 
 /* The decode form: op(A) = W (stored rows contiguous along k), op(B) = X^T
  * (tokens contiguous along k), few tokens. The kernel streams W once and
@@ -140,7 +143,7 @@ static int small_m_applies(const fb_gemm_problem *p)
 {
     return p->transa && !p->transb && p->n <= SMALL_M_TOKENS &&
            !nothing_to_multiply(p) &&
-           p->m >= SMALL_M_ROWS && fb_cpu_small_m_available();
+           p->m >= SMALL_M_MIN_ROWS && fb_cpu_small_m_available();
 }
 
 /* C (m x n, n <= 32 tokens) in units of SMALL_M_ROWS rows, each thread a
@@ -178,8 +181,15 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
         }
     }
     const int64_t ldx = wide ? k : p->ldb;
+    /* bf16 on VDPBF16PS, unless X holds values it would not get exactly
+     * right (then no unit could: a denormal); a unit whose weights are
+     * too small for it runs again on the FMA form. */
+    int x_field = 0, fell_back = 0;
+    if (p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available())
+        x_field = fb_cpu_bf16_min_field(p->b, ntok, k, p->ldb);
+    const int dp = x_field > 0;
 
-#pragma omp parallel num_threads(t) if (t > 1)
+#pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         const int64_t u0 = units * tid / nt, u1 = units * (tid + 1) / nt;
@@ -193,9 +203,15 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
                                                          : SMALL_M_ROWS;
             /* The rest of this thread's rows follow: the kernel may
              * prefetch into them. */
-            fb_cpu_small_m_nt(p->dtype, ntok, rows, k, x32, ldx,
-                              a_rows(p, j0), p->lda, end - j0 - rows, dots,
-                              SMALL_M_ROWS, 0);
+            if (!dp || !fb_cpu_small_m_dp_nt(ntok, rows, k, p->b, p->ldb,
+                                             x_field, a_rows(p, j0), p->lda,
+                                             end - j0 - rows, dots,
+                                             SMALL_M_ROWS)) {
+                fb_cpu_small_m_nt(p->dtype, ntok, rows, k, x32, ldx,
+                                  a_rows(p, j0), p->lda, end - j0 - rows,
+                                  dots, SMALL_M_ROWS, 0);
+                fell_back |= dp;
+            }
             for (int64_t i = 0; i < ntok; i++) {
                 float *d = dots + i * SMALL_M_ROWS;
                 char *c = (char *)p->c + (j0 + i * p->ldc) * es;
@@ -215,8 +231,12 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
             }
         }
     }
-    snprintf(path, len, "cpu/small-m-avx512/%s-weights/threads=%d",
-             wide ? (p->dtype == FB_DTYPE_F16 ? "f16" : "bf16") : "f32", t);
+    snprintf(path, len, "cpu/small-m-avx512/%s/threads=%d",
+             dp && !fell_back ? "bf16-dpbf16"
+             : dp             ? "bf16-dpbf16+fma-where-tiny"
+             : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
+                    : "f32-weights",
+             t);
     return FB_STATUS_SUCCESS;
 }
 

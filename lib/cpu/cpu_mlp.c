@@ -86,9 +86,8 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                             "OpenBLAS's %zu-byte integer", sizeof(blasint));
         return FB_STATUS_NOT_SUPPORTED;
     }
-    /* Decode (m <= 32) first, every dtype: it streams the weights once,
-     * where the bf16 kernel packs them (measured at bf16 m = 32: 22 ms
-     * against 44 ms). */
+    /* Decode (m <= 32) first, every dtype: it streams the weights once
+     * (bf16 on VDPBF16PS too), where the bf16 kernel packs them first. */
     if (mlp_small_m_applies(p))
         return mlp_small_m(h, p, path, len);
     if (fb_cpu_bf16_mlp_applies(p, SMALL_M_ROWS)) {
@@ -329,11 +328,12 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
     const double flops = 2.0 * (double)m *
                          (2.0 * (double)hw * (double)k + (double)hw * (double)n);
     int t = fb_cpu_threads(h, flops);
-    /* Slices are whole 6-row blocks of the kernel, when there are enough. */
-    const int64_t blocks = (hw + 5) / 6;
+    /* Slices are whole 30-row blocks (6-row FMA and 5-row VDPBF16PS blocks
+     * of the kernel), when there are enough. */
+    const int64_t blocks = (hw + 29) / 30;
     if (t > blocks)
         t = (int)blocks;
-    const int64_t hs_max = (blocks + t - 1) / t * 6;
+    const int64_t hs_max = (blocks + t - 1) / t * 30;
 #define ROUND16(x) (((x) + 15) / 16 * 16)
     const int64_t shared = wide ? ROUND16(m * k) + ROUND16(2 * hw) +
                                       ROUND16(n)
@@ -361,31 +361,60 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
         if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * hw, n), bs.bd = b + 2 * hw;
     }
     float *mine0 = ws + shared;
+    /* bf16 on VDPBF16PS where it is exact (see gemm_small_m); H too is
+     * checked, and a GEMM that could flush runs again on the FMA form. */
+    int x_field = 0, fell_back = 0;
+    if (p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available())
+        x_field = fb_cpu_bf16_min_field(p->x, m, k, p->ldx);
+    const int dp = x_field > 0;
 
     /* Slice q of t: rows [m*hs_max*q...) of the per-thread area; a team
      * smaller than t takes several slices per thread. */
 #define SLICE_H(q) (mine0 + per_thread * (q))
 #define SLICE_U(q) (SLICE_H(q) + (m * hs_max + 15) / 16 * 16)
 #define SLICE_Y(q) (SLICE_U(q) + (m * hs_max + 15) / 16 * 16)
-#pragma omp parallel num_threads(t) if (t > 1)
+#pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         for (int q = tid; q < t; q += nt) {
-            const int64_t h0 = blocks * q / t * 6;
-            const int64_t h1 = q == t - 1 ? hw : blocks * (q + 1) / t * 6;
+            const int64_t h0 = blocks * q / t * 30;
+            const int64_t h1 = q == t - 1 ? hw : blocks * (q + 1) / t * 30;
             const int64_t hs = h1 - h0;
             float *hbuf = SLICE_H(q), *ubuf = SLICE_U(q), *yacc = SLICE_Y(q);
-            fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx,
-                              at(p->wg, p->dtype, h0 * k), k, 0, hbuf, hs, 0);
-            fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx,
-                              at(p->wu, p->dtype, h0 * k), k, 0, ubuf, hs, 0);
+            const void *wg = at(p->wg, p->dtype, h0 * k);
+            const void *wu = at(p->wu, p->dtype, h0 * k);
+            const void *wd = at(p->wd, p->dtype, h0);
+            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, p->x, p->ldx, x_field,
+                                             wg, k, 0, hbuf, hs)) {
+                fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wg, k, 0,
+                                  hbuf, hs, 0);
+                fell_back |= dp;
+            }
+            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, p->x, p->ldx, x_field,
+                                             wu, k, 0, ubuf, hs)) {
+                fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wu, k, 0,
+                                  ubuf, hs, 0);
+                fell_back |= dp;
+            }
             for (int64_t i = 0; i < m; i++)
                 fb_cpu_gate(hbuf + i * hs, ubuf + i * hs,
                             bs.bg ? bs.bg + h0 : NULL,
                             bs.bu ? bs.bu + h0 : NULL, hs, p->gate_act);
             fb_cpu_round_to(p->dtype, hbuf, m * hs);
-            fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, hs,
-                              at(p->wd, p->dtype, h0), hw, 0, yacc, n, 0);
+            /* H in bf16 for VDPBF16PS, in U's place (U is spent). */
+            uint16_t *h16 = (uint16_t *)ubuf;
+            int h_field = 0;
+            if (dp) {
+                fb_cpu_from_f32(p->dtype, hbuf, h16, m * hs);
+                h_field = fb_cpu_bf16_min_field(h16, m, hs, hs);
+            }
+            if (h_field == 0 ||
+                !fb_cpu_small_m_dp_nt(m, n, hs, h16, hs, h_field, wd, hw, 0,
+                                      yacc, n)) {
+                fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, hs, wd, hw, 0,
+                                  yacc, n, 0);
+                fell_back |= dp;
+            }
         }
 #pragma omp barrier
         /* Sum the slices' partial Y into slice 0's, by rows. */
@@ -402,7 +431,11 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
 #undef SLICE_H
 #undef SLICE_U
 #undef SLICE_Y
-    snprintf(path, len, "cpu/small-m-avx512/mlp-hidden/%s-weights/threads=%d",
-             wide ? (p->dtype == FB_DTYPE_F16 ? "f16" : "bf16") : "f32", t);
+    snprintf(path, len, "cpu/small-m-avx512/mlp-hidden/%s/threads=%d",
+             dp && !fell_back ? "bf16-dpbf16"
+             : dp             ? "bf16-dpbf16+fma-where-tiny"
+             : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
+                    : "f32-weights",
+             t);
     return FB_STATUS_SUCCESS;
 }

@@ -27,16 +27,24 @@
  */
 #include <string.h>
 #include "cpu_small_m.h"
+#include "cpu_bf16_gemm.h"
+#include "cpu_bf16_kernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define FB_SMALL_M_AVX512 1
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+/* One target for every copy: the VDPBF16PS ones need avx512bf16, and the
+ * others emit no instruction of it (they run where it is absent). */
+#define TARGET                                                                 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 
 #define WR 6                /* rows of w per register block */
 #define XR 4                /* rows of x per register block */
 #define GROUPS (FB_SMALL_M_MAX / XR)
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T0
+#endif
 #ifndef PF_MIN_GROUPS
 #define PF_MIN_GROUPS 2
 #endif
@@ -64,8 +72,14 @@ int fb_cpu_small_m_available(void)
 }
 
 #if defined(FB_SMALL_M_AVX512)
-/* Weight element types, as template-like constants. */
-enum { W_F32, W_F16, W_BF16 };
+/* Operand types, as template-like constants: fp32 x against fp32, fp16 or
+ * bf16 w (widened in registers, FMA); or bf16 x against bf16 w on
+ * VDPBF16PS (two products per lane per instruction). */
+enum { W_F32, W_F16, W_BF16, W_DP };
+
+/* Rows of w per register block: 6, or 5 on VDPBF16PS, whose block also
+ * holds the running minimum of |w| and two constants (see step). */
+#define WR_DP 5
 
 /* 16 elements of a w row from element p on, widened to fp32; the masked
  * form reads only the lanes in mk and zeroes the rest. */
@@ -91,36 +105,54 @@ load_w_masked(const int wt, const char *row, int64_t p, __mmask16 mk)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* One step of 16 k values: acc[a][b] += w row a * x row b. */
+/* One step of 16 k values (32 on VDPBF16PS) from element p on:
+ * acc[a][b] += w row a . x row b. The masked form covers the last
+ * values of k (mask bits past k are zero: both operands read as 0).
+ * With check, the w values also lower *wmin: the minimum over them of
+ * (magnitude bits - 1) as unsigned 16-bit, so that the smallest non-zero
+ * |w| is wmin + 1 and zeros (0xffff) never count. */
 TARGET __attribute__((always_inline)) static inline void
-step(const int wt, const int wr, const int xr, const char *w, int64_t ldwb,
-     const float *x, int64_t ldx, int64_t p, __m512 acc[WR][XR])
+step(const int wt, const int wr, const int xr, const int check,
+     const int masked, const char *w, int64_t ldwb, const char *x,
+     int64_t ldxb, int64_t p, __mmask32 mk, __m512 acc[WR][XR],
+     __m512i *wmin)
 {
-    __m512 wv[WR];
-    #pragma GCC unroll 8
-    for (int a = 0; a < wr; a++)
-        wv[a] = load_w(wt, w + a * ldwb, p);
-    #pragma GCC unroll 8
-    for (int b = 0; b < xr; b++) {
-        const __m512 xv = _mm512_loadu_ps(x + b * ldx + p);
+    if (wt == W_DP) {
+        __m512i wv[WR];
         #pragma GCC unroll 8
-        for (int a = 0; a < wr; a++)
-            acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
+        for (int a = 0; a < wr; a++) {
+            const char *row = w + a * ldwb + 2 * p;
+            wv[a] = masked ? _mm512_maskz_loadu_epi16(mk, row)
+                           : _mm512_loadu_si512(row);
+            if (check) {
+                const __m512i mag = _mm512_and_si512(
+                    wv[a], _mm512_set1_epi16(0x7fff));
+                *wmin = _mm512_min_epu16(
+                    *wmin, _mm512_sub_epi16(mag, _mm512_set1_epi16(1)));
+            }
+        }
+        #pragma GCC unroll 8
+        for (int b = 0; b < xr; b++) {
+            const char *row = x + b * ldxb + 2 * p;
+            const __m512i xv = masked ? _mm512_maskz_loadu_epi16(mk, row)
+                                      : _mm512_loadu_si512(row);
+            #pragma GCC unroll 8
+            for (int a = 0; a < wr; a++)
+                acc[a][b] = _mm512_dpbf16_ps(acc[a][b], (__m512bh)wv[a],
+                                             (__m512bh)xv);
+        }
+        return;
     }
-}
-
-TARGET __attribute__((always_inline)) static inline void
-step_masked(const int wt, const int wr, const int xr, const char *w,
-            int64_t ldwb, const float *x, int64_t ldx, int64_t p,
-            __mmask16 mk, __m512 acc[WR][XR])
-{
     __m512 wv[WR];
     #pragma GCC unroll 8
     for (int a = 0; a < wr; a++)
-        wv[a] = load_w_masked(wt, w + a * ldwb, p, mk);
+        wv[a] = masked ? load_w_masked(wt, w + a * ldwb, p, (__mmask16)mk)
+                       : load_w(wt, w + a * ldwb, p);
     #pragma GCC unroll 8
     for (int b = 0; b < xr; b++) {
-        const __m512 xv = _mm512_maskz_loadu_ps(mk, x + b * ldx + p);
+        const float *row = (const float *)(x + b * ldxb) + p;
+        const __m512 xv = masked ? _mm512_maskz_loadu_ps((__mmask16)mk, row)
+                                 : _mm512_loadu_ps(row);
         #pragma GCC unroll 8
         for (int a = 0; a < wr; a++)
             acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);
@@ -131,8 +163,8 @@ step_masked(const int wt, const int wr, const int xr, const char *w,
 typedef struct chunk_job {
     const char *w;     /* row 0 of the block, at the chunk's first k */
     int64_t ldwb;      /* bytes between w rows */
-    const float *x;    /* row 0 of the group, at the chunk's first k */
-    int64_t ldx;
+    const char *x;     /* row 0 of the group, at the chunk's first k */
+    int64_t ldxb;      /* bytes between x rows */
     int64_t kc;        /* k values in the chunk */
     const char *pf;    /* first row of this group's share of the next
                           chunk, or NULL */
@@ -143,38 +175,46 @@ typedef struct chunk_job {
     float *out;        /* out(group row 0, block row 0) */
     int64_t ldo;
     int accumulate;
+    __m512i *wmin;     /* VDPBF16PS: the running minimum of step(), kept
+                          by one group per chunk (the others see the same
+                          w); NULL in the others */
 } chunk_job;
 
 /* One group of xr rows of x over one chunk of a block of wr rows of w. */
 TARGET __attribute__((always_inline)) static inline void
-group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
+group_chunk(const int wt, const int wr, const int xr, const int check,
+            const chunk_job *j)
 {
     const int64_t es = wt == W_F32 ? 4 : 2;
-    const int64_t line = 64 / (16 * es); /* 16-value steps per 64 bytes */
-    const char *w = j->w;
-    const float *x = j->x;
-    const int64_t ldwb = j->ldwb, ldx = j->ldx, kc = j->kc;
+    const int64_t sv = wt == W_DP ? 32 : 16; /* k values per step */
+    const int64_t line = 64 / (sv * es);     /* steps per 64 bytes of w */
+    const char *w = j->w, *x = j->x;
+    const int64_t ldwb = j->ldwb, ldxb = j->ldxb, kc = j->kc;
     __m512 acc[WR][XR];
     #pragma GCC unroll 8
     for (int a = 0; a < wr; a++)
         #pragma GCC unroll 8
         for (int b = 0; b < xr; b++)
             acc[a][b] = j->first ? _mm512_setzero_ps() : j->buf[a][b];
+    __m512i wmin = check ? *j->wmin : _mm512_setzero_si512();
 
     int64_t p = 0, s = 0;
-    for (; p + 16 * line <= kc; p += 16 * line, s++) {
+    for (; p + sv * line <= kc; p += sv * line, s++) {
         if (j->pf && s < j->pf_lines)
             for (int r = 0; r < j->pf_rows; r++)
-                _mm_prefetch(j->pf + r * ldwb + s * 64, _MM_HINT_T0);
-        step(wt, wr, xr, w, ldwb, x, ldx, p, acc);
+                _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT);
+        step(wt, wr, xr, check, 0, w, ldwb, x, ldxb, p, 0, acc, &wmin);
         if (line == 2)
-            step(wt, wr, xr, w, ldwb, x, ldx, p + 16, acc);
+            step(wt, wr, xr, check, 0, w, ldwb, x, ldxb, p + sv, 0, acc,
+                 &wmin);
     }
-    for (; p + 16 <= kc; p += 16)
-        step(wt, wr, xr, w, ldwb, x, ldx, p, acc);
+    for (; p + sv <= kc; p += sv)
+        step(wt, wr, xr, check, 0, w, ldwb, x, ldxb, p, 0, acc, &wmin);
     if (p < kc)
-        step_masked(wt, wr, xr, w, ldwb, x, ldx, p,
-                    (__mmask16)((1u << (kc - p)) - 1u), acc);
+        step(wt, wr, xr, check, 1, w, ldwb, x, ldxb, p,
+             (__mmask32)((1u << (kc - p)) - 1u), acc, &wmin);
+    if (check)
+        *j->wmin = wmin;
 
     if (!j->last) {
         #pragma GCC unroll 8
@@ -195,45 +235,66 @@ group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
     }
 }
 
-/* Dispatch runtime (wt, wr, xr) to a constant-shaped copy of group_chunk:
- * wr is WR, or 1 for the last rows of w. */
-TARGET static void group_chunk_any(int wt, int wr, int xr, const chunk_job *j)
+/* Dispatch runtime (wt, wr, xr, check) to a constant-shaped copy of
+ * group_chunk: wr is the type's block rows, or 1 for the last rows of w;
+ * check only on VDPBF16PS. */
+TARGET static void group_chunk_any(int wt, int wr, int xr,
+                                           const chunk_job *j)
 {
-#define CASE_X(T_, W_, X_)                                                     \
+#define CASE_X(T_, W_, X_, C_)                                                 \
     case X_:                                                                   \
-        group_chunk(T_, W_, X_, j);                                            \
+        group_chunk(T_, W_, X_, C_, j);                                        \
         return;
-#define CASE_W(T_, W_)                                                         \
+#define CASE_W(T_, W_, C_)                                                     \
     switch (xr) {                                                              \
-        CASE_X(T_, W_, 1) CASE_X(T_, W_, 2) CASE_X(T_, W_, 3)                  \
-        CASE_X(T_, W_, 4)                                                      \
+        CASE_X(T_, W_, 1, C_) CASE_X(T_, W_, 2, C_) CASE_X(T_, W_, 3, C_)      \
+        CASE_X(T_, W_, 4, C_)                                                  \
     }                                                                          \
     return;
 #define CASE_T(T_)                                                             \
     case T_:                                                                   \
         if (wr == WR) {                                                        \
-            CASE_W(T_, WR)                                                     \
+            CASE_W(T_, WR, 0)                                                  \
         }                                                                      \
-        CASE_W(T_, 1)
+        CASE_W(T_, 1, 0)
+    const int check = j->wmin != NULL;
     switch (wt) {
         CASE_T(W_F32) CASE_T(W_F16) CASE_T(W_BF16)
+    case W_DP:
+        if (wr == WR_DP && check) {
+            CASE_W(W_DP, WR_DP, 1)
+        }
+        if (wr == WR_DP) {
+            CASE_W(W_DP, WR_DP, 0)
+        }
+        if (check) {
+            CASE_W(W_DP, 1, 1)
+        }
+        CASE_W(W_DP, 1, 0)
     }
 #undef CASE_T
 #undef CASE_W
 #undef CASE_X
 }
 
-TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
-                              const float *x, int64_t ldx, const char *w,
-                              int64_t ldw, int64_t rows_after, float *out,
-                              int64_t ldo, int accumulate)
+/* The driver for every type; x rows are ldxb bytes apart. Returns the
+ * minimum of step() over all of w (VDPBF16PS only; 0xffff otherwise). */
+TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
+                                           int64_t k, const char *x,
+                                           int64_t ldxb, const char *w,
+                                           int64_t ldw, int64_t rows_after,
+                                           float *out, int64_t ldo,
+                                           int accumulate)
 {
     const int64_t es = wt == W_F32 ? 4 : 2, ldwb = ldw * es;
+    const int64_t xes = wt == W_F32 || wt == W_DP ? es : 4;
     const int64_t kcmax = CHUNK_BYTES / es;
     const int groups = (int)((m + XR - 1) / XR);
+    const int wrb = wt == W_DP ? WR_DP : WR;
     __m512 buf[GROUPS][WR][XR];
+    __m512i wmin = _mm512_set1_epi16(-1);
     for (int64_t j0 = 0; j0 < n;) {
-        const int wr = n - j0 >= WR ? WR : 1;
+        const int wr = n - j0 >= wrb ? wrb : 1;
         const char *wj = w + j0 * ldwb;
         for (int64_t p0 = 0; p0 < k; p0 += kcmax) {
             const int64_t kc = k - p0 < kcmax ? k - p0 : kcmax;
@@ -250,8 +311,8 @@ TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
                 next_rows = n - j0 - wr + rows_after;
                 next_k = k;
             }
-            if (next_rows > WR)
-                next_rows = WR;
+            if (next_rows > wrb)
+                next_rows = wrb;
             if (next_k > kcmax)
                 next_k = kcmax;
             for (int g = 0; g < groups; g++) {
@@ -262,10 +323,12 @@ TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
                 chunk_job job = {
                     .w = wj + p0 * es,
                     .ldwb = ldwb,
-                    .x = x + g * XR * ldx + p0,
-                    .ldx = ldx,
+                    .x = x + g * XR * ldxb + p0 * xes,
+                    .ldxb = ldxb,
                     .kc = kc,
-                    .pf = r1 > r0 && groups >= PF_MIN_GROUPS ? next + r0 * ldwb : NULL,
+                    .pf = r1 > r0 && groups >= PF_MIN_GROUPS
+                              ? next + r0 * ldwb
+                              : NULL,
                     .pf_rows = r1 - r0,
                     .pf_lines = (next_k * es + 63) / 64,
                     .first = p0 == 0,
@@ -274,12 +337,21 @@ TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
                     .out = out + g * XR * ldo + j0,
                     .ldo = ldo,
                     .accumulate = accumulate,
+                    .wmin = wt == W_DP && g == 0 ? &wmin : NULL,
                 };
                 group_chunk_any(wt, wr, xr, &job);
             }
         }
         j0 += wr;
     }
+    if (wt != W_DP)
+        return 0xffff;
+    /* The minimum across the 32 lanes. */
+    __m256i h = _mm256_min_epu16(_mm512_castsi512_si256(wmin),
+                                 _mm512_extracti64x4_epi64(wmin, 1));
+    __m128i q = _mm_min_epu16(_mm256_castsi256_si128(h),
+                              _mm256_extracti128_si256(h, 1));
+    return (unsigned)_mm_extract_epi16(_mm_minpos_epu16(q), 0);
 }
 #endif
 
@@ -297,10 +369,59 @@ void fb_cpu_small_m_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
 #if defined(FB_SMALL_M_AVX512)
     const int wt = wtype == FB_DTYPE_F32 ? W_F32
                    : wtype == FB_DTYPE_F16 ? W_F16 : W_BF16;
-    small_m_nt(wt, m, n, k, x, ldx, (const char *)w, ldw, rows_after, out,
-               ldo, accumulate);
+    small_m_nt(wt, m, n, k, (const char *)x, ldx * 4, (const char *)w, ldw,
+               rows_after, out, ldo, accumulate);
 #else
     (void)wtype, (void)m, (void)n, (void)x, (void)ldx, (void)w, (void)ldw;
     (void)rows_after, (void)out, (void)ldo, (void)accumulate;
+#endif
+}
+
+int fb_cpu_small_m_dp_available(void)
+{
+    return fb_cpu_small_m_available() && fb_cpu_bf16_available();
+}
+
+/* Exponent field (0..255) of the smallest non-zero magnitude among
+ * magnitude-minus-one minima: 255 when every value was zero. */
+static int min_field(unsigned min_mag_minus_1)
+{
+    return min_mag_minus_1 >= 0x7fff ? 255
+                                     : (int)((min_mag_minus_1 + 1) >> 7);
+}
+
+int fb_cpu_bf16_min_field(const void *x, int64_t rows, int64_t cols,
+                          int64_t ld)
+{
+    unsigned lo = 0xffff;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t p = 0; p < cols; p++) {
+            const unsigned v =
+                (unsigned)(((const uint16_t *)x)[i * ld + p] & 0x7fff) - 1u;
+            if ((v & 0xffff) < lo)
+                lo = v & 0xffff;
+        }
+    return min_field(lo);
+}
+
+int fb_cpu_small_m_dp_nt(int64_t m, int64_t n, int64_t k, const void *x,
+                         int64_t ldx, int x_field, const void *w,
+                         int64_t ldw, int64_t rows_after, float *out,
+                         int64_t ldo)
+{
+#if defined(FB_SMALL_M_AVX512)
+    if (k == 0) {
+        for (int64_t i = 0; i < m; i++)
+            memset(out + i * ldo, 0, (size_t)n * sizeof(float));
+        return 1;
+    }
+    const unsigned lo = small_m_nt(W_DP, m, n, k, (const char *)x, ldx * 2,
+                                   (const char *)w, ldw, rows_after, out,
+                                   ldo, 0);
+    return fb_bf16_products_exact(x_field, min_field(lo));
+#else
+    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)x_field, (void)w;
+    (void)ldw, (void)rows_after, (void)out, (void)ldo;
+    return 0;
 #endif
 }

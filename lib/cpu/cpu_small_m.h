@@ -30,4 +30,27 @@ void fb_cpu_small_m_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
                        int64_t ldw, int64_t rows_after, float *out,
                        int64_t ldo, int accumulate);
 
+/* The same kernel on VDPBF16PS for bf16 x and w: two products per lane
+ * per instruction, twice the FMA rate, where the FMA form is
+ * compute-bound (m >= 16 or so). Available where AVX512-BF16 is and
+ * FUSEDBLAS_CPU_NO_BF16 is not set (fb_cpu_bf16_available). */
+int fb_cpu_small_m_dp_available(void);
+
+/* The smallest exponent field (0..255; 0: a denormal) among the non-zero
+ * values of a rows x cols bf16 matrix (row stride ld); 255 if none. */
+int fb_cpu_bf16_min_field(const void *x, int64_t rows, int64_t cols,
+                          int64_t ld);
+
+/* out[i*ldo + j] = sum_p x[i*ldx + p] w[j*ldw + p] (overwritten), x and w
+ * bf16, fp32 accumulation, on VDPBF16PS. x_field: fb_cpu_bf16_min_field of
+ * x. VDPBF16PS reads denormals as 0 and flushes denormal results; the
+ * kernel finds w's smallest exponent as it streams w, and returns 0 when
+ * that could have happened (fb_bf16_products_exact of the two fields):
+ * then out holds no answer and the caller runs fb_cpu_small_m_nt. Returns
+ * 1 when out is exact-equivalent to IEEE fp32 accumulation. */
+int fb_cpu_small_m_dp_nt(int64_t m, int64_t n, int64_t k, const void *x,
+                         int64_t ldx, int x_field, const void *w,
+                         int64_t ldw, int64_t rows_after, float *out,
+                         int64_t ldo);
+
 #endif /* FB_CPU_SMALL_M_H */
