@@ -175,38 +175,42 @@ FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
 }
 
 /* One panel, rows running across k: row i of pair p is src[i + l * ld]
- * for l = 2p, 2p + 1. */
+ * for l = 2p, 2p + 1. All R (<= 32) rows of a pair come from one vector
+ * per l, so each cache line of the operand is read once. */
 FB_BF16_TARGET static int pack_across_k(const uint16_t *src, int64_t ld,
                                         int64_t nrows, int64_t k, int r,
                                         uint16_t *dst)
 {
     const int64_t kp = (k + 1) / 2;
-    /* Word i of the result = (first[i], second[i]): indices into the
-     * 32 halves (first in 0..15, second in 16..31). */
-    static const uint16_t order[32] = {
-        0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
-        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __m512i idx = _mm512_loadu_si512(order);
+    /* Words 0..15 of the result, then 16..31: (first[i], second[i]),
+     * indices into the pair of vectors (first 0..31, second 32..63). */
+    static const uint16_t order[2][32] = {
+        {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+         8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47},
+        {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+         24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63}};
+    const __m512i lo_idx = _mm512_loadu_si512(order[0]);
+    const __m512i hi_idx = _mm512_loadu_si512(order[1]);
+    const int64_t live = nrows < r ? nrows : r;
+    const __mmask32 rmask = live >= 32 ? ~(__mmask32)0
+                                       : (__mmask32)((1u << live) - 1u);
+    const __mmask16 keep = (__mmask16)(r >= 16 ? 0xffffu : (1u << r) - 1u);
     __m512i emin = _mm512_set1_epi16(255);
-    for (int g = 0; g < r; g += 16) {
-        const int width = r - g < 16 ? r - g : 16;
-        const __mmask16 keep = (__mmask16)((1u << width) - 1u);
-        int64_t live = nrows - g < 0 ? 0 : nrows - g;
-        if (live > width)
-            live = width;
-        const __mmask16 rmask = (__mmask16)((1u << live) - 1u);
-        for (int64_t p = 0; p < kp; p++) {
-            const uint16_t *s0 = src + g + 2 * p * ld;
-            __m256i lo = _mm256_maskz_loadu_epi16(rmask, s0);
-            __m256i hi = 2 * p + 1 < k
-                             ? _mm256_maskz_loadu_epi16(rmask, s0 + ld)
-                             : _mm256_setzero_si256();
-            __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(lo),
-                                              hi, 1);
-            emin = exponent_min(emin, both);
-            _mm512_mask_storeu_epi32(dst + 2 * (p * r + g), keep,
-                                     _mm512_permutexvar_epi16(idx, both));
-        }
+    for (int64_t p = 0; p < kp; p++) {
+        const uint16_t *s0 = src + 2 * p * ld;
+        const __m512i first = _mm512_maskz_loadu_epi16(rmask, s0);
+        const __m512i second = 2 * p + 1 < k
+                                   ? _mm512_maskz_loadu_epi16(rmask, s0 + ld)
+                                   : _mm512_setzero_si512();
+        emin = exponent_min(emin, first);
+        emin = exponent_min(emin, second);
+        uint16_t *out = dst + 2 * p * r;
+        _mm512_mask_storeu_epi32(
+            out, keep, _mm512_permutex2var_epi16(first, lo_idx, second));
+        if (r > 16)
+            _mm512_mask_storeu_epi32(
+                out + 32, (__mmask16)((1u << (r - 16)) - 1u),
+                _mm512_permutex2var_epi16(first, hi_idx, second));
     }
     return exponent_min_reduce(emin);
 }
