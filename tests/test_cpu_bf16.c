@@ -4,7 +4,7 @@
  * bound of DESIGN.md's fp32-accumulation CPU target, and the path that ran
  * asserted for every case:
  *  - shapes around the 32 x 12 register block, the 256 x 192 blocks of C
- *    and the 512-deep k chunks; odd and even k; both layouts (bias along
+ *    and the k chunks (up to 768); odd and even k; both layouts (bias along
  *    rows and along columns of the normalised C), all transpose pairs,
  *    padded leading dimensions, beta != 0, every activation;
  *  - operands small enough that products or sums could fall below fp32's
@@ -84,8 +84,8 @@ static gemm_case make_case(fb_layout layout, fb_transpose ta,
 static const int64_t shapes[][3] = {
     {1, 1, 1},     {7, 13, 3},     {33, 11, 2},    {12, 32, 64},
     {31, 47, 5},   {32, 12, 65},   {65, 35, 17},   {97, 37, 128},
-    {257, 193, 31}, {289, 205, 40}, {40, 30, 511},  {33, 23, 512},
-    {17, 47, 513}, {36, 26, 1025}, {300, 200, 600},
+    {257, 193, 31}, {289, 205, 40}, {40, 30, 767},  {33, 23, 768},
+    {17, 47, 769}, {36, 26, 1537}, {300, 200, 600},
 };
 
 static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
@@ -255,7 +255,7 @@ static mlp_case make_mlp(int64_t m, int64_t k, int64_t h, int64_t n,
 }
 
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
- * 32-row panels and 256-wide chunks of the hidden width, the 512-deep k
+ * 32-row panels and 256-wide chunks of the hidden width, the 768-deep k
  * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
 static void mlp_sweep(const target *cpu, int want_kernel)
 {

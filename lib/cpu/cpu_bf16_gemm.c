@@ -23,10 +23,10 @@
  * fp32 keeps; fb_bf16_products_exact rules those out from the smallest
  * exponents of A and B, and such calls decline to the fp32 panels. C is
  * cut into blocks (about 256 x 192) that each thread finishes in turn:
- * the block's fp32 accumulators (in L2) take the k range in chunks of 512
- * (A's chunk in L2, a 12-column B panel in L1), then alpha, beta C, bias
- * and activation are applied while the block is in cache and it is
- * rounded to bf16 once, on the store.
+ * the block's fp32 accumulators (in L2) take the k range in equal chunks
+ * of at most 768 (A's chunk in L2, a 12-column B panel in L1), then
+ * alpha, beta C, bias and activation are applied while the block is in
+ * cache and it is rounded to bf16 once, on the store.
  *
  * (tests/harness.c's bound allows (k + 4) 2^-124 absolute, which would
  * cover the flushes, but the fuzzer's judge allows only 2^-149 per

@@ -33,9 +33,10 @@
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 
-/* k pairs per pass over a block: A's chunk (MR x 512 bf16 = 32 KiB per
- * panel) stays in L2, B's (NR x 512 = 12 KiB) in L1. */
-#define KC_PAIRS 256
+/* Most k pairs per pass over a block: A's chunk (MR x 768 bf16 = 48 KiB
+ * per panel) stays in L2, B's (NR x 768 = 18 KiB) in L1. 768 is the seed
+ * MLP's k in one pass (6% faster there than 512 + 256). */
+#define KC_PAIRS 384
 
 /* ---- availability ---------------------------------------------------------
  * CPUID itself rather than __builtin_cpu_supports: compilers disagree on
@@ -277,8 +278,11 @@ void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
                    int64_t np, float alpha, int accumulate, float *acc,
                    int64_t ldacc)
 {
-    for (int64_t p0 = 0; p0 < np; p0 += KC_PAIRS) {
-        const int64_t pc = np - p0 < KC_PAIRS ? np - p0 : KC_PAIRS;
+    /* Equal chunks of at most KC_PAIRS: no short last chunk. */
+    const int64_t nchunks = (np + KC_PAIRS - 1) / KC_PAIRS;
+    const int64_t kc = (np + nchunks - 1) / nchunks;
+    for (int64_t p0 = 0; p0 < np; p0 += kc) {
+        const int64_t pc = np - p0 < kc ? np - p0 : kc;
         const int last = p0 + pc == np;
         for (int64_t jb = 0; jb < nb; jb++) {
             const uint16_t *bj = b + jb * bstride + p0 * 2 * FB_BF16_NR;
