@@ -161,32 +161,42 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
     if (t > units)
         t = (int)units;
     const int64_t bias_len = p->ep.bias_per_row ? p->m : p->n;
-    const float *x32 = p->b, *bias32 = p->ep.bias;
-    if (wide) {
-        float *ws = fb_handle_workspace(
-            h, (size_t)(ntok * k + bias_len + 32) * sizeof(float));
-        if (ws == NULL) {
-            snprintf(path, len, "cannot allocate %zu bytes of workspace",
-                     (size_t)(ntok * k + bias_len + 32) * sizeof(float));
-            return FB_STATUS_ALLOC_FAILED;
-        }
-        for (int64_t i = 0; i < ntok; i++)
-            fb_cpu_to_f32(p->dtype, (const char *)p->b + i * p->ldb * es,
-                          ws + i * k, k);
-        x32 = ws;
-        if (p->ep.bias != NULL) {
-            float *b32 = ws + (ntok * k + 15) / 16 * 16;
-            fb_cpu_to_f32(p->dtype, p->ep.bias, b32, bias_len);
-            bias32 = b32;
-        }
+    /* X copied into panels whose rows sit off w's L1 sets
+     * (fb_cpu_small_m_panel_ld): fp32 for the FMA form, and the bf16 as
+     * stored for VDPBF16PS. */
+    const int dpa = p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available();
+    const int64_t ldx = fb_cpu_small_m_panel_ld(k, 4);
+    const int64_t ldx16 = fb_cpu_small_m_panel_ld(k, 2);
+    const int64_t x16_floats = dpa ? (ntok * ldx16 + 31) / 32 * 16 : 0;
+    const size_t bytes =
+        (size_t)(ntok * ldx + x16_floats + bias_len + 16) * sizeof(float);
+    float *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
+        return FB_STATUS_ALLOC_FAILED;
     }
-    const int64_t ldx = wide ? k : p->ldb;
+    float *x32 = ws;
+    uint16_t *x16 = (uint16_t *)(ws + ntok * ldx);
+    const float *bias32 = p->ep.bias;
+    for (int64_t i = 0; i < ntok; i++) {
+        const char *xi = (const char *)p->b + i * p->ldb * es;
+        if (wide)
+            fb_cpu_to_f32(p->dtype, xi, x32 + i * ldx, k);
+        else
+            memcpy(x32 + i * ldx, xi, (size_t)k * sizeof(float));
+        if (dpa)
+            memcpy(x16 + i * ldx16, xi, (size_t)k * sizeof(uint16_t));
+    }
+    if (wide && p->ep.bias != NULL) {
+        float *b32 = ws + ntok * ldx + x16_floats;
+        fb_cpu_to_f32(p->dtype, p->ep.bias, b32, bias_len);
+        bias32 = b32;
+    }
     /* bf16 on VDPBF16PS, unless X holds values it would not get exactly
      * right (then no unit could: a denormal); a unit whose weights are
      * too small for it runs again on the FMA form. */
-    int x_field = 0, fell_back = 0;
-    if (p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available())
-        x_field = fb_cpu_bf16_min_field(p->b, ntok, k, p->ldb);
+    int fell_back = 0;
+    const int x_field = dpa ? fb_cpu_bf16_min_field(x16, ntok, k, ldx16) : 0;
     const int dp = x_field > 0;
 
 #pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
@@ -203,7 +213,7 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
                                                          : SMALL_M_ROWS;
             /* The rest of this thread's rows follow: the kernel may
              * prefetch into them. */
-            if (!dp || !fb_cpu_small_m_dp_nt(ntok, rows, k, p->b, p->ldb,
+            if (!dp || !fb_cpu_small_m_dp_nt(ntok, rows, k, x16, ldx16,
                                              x_field, a_rows(p, j0), p->lda,
                                              end - j0 - rows, dots,
                                              SMALL_M_ROWS)) {

@@ -334,11 +334,17 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
     if (t > blocks)
         t = (int)blocks;
     const int64_t hs_max = (blocks + t - 1) / t * 30;
+    /* X, and each slice's H, in panels whose rows sit off the weights' L1
+     * sets (fb_cpu_small_m_panel_ld): fp32, and for VDPBF16PS bf16. H's
+     * bf16 copy takes U's place once U is spent. */
+    const int dpa = p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available();
+    const int64_t ldx = fb_cpu_small_m_panel_ld(k, 4);
+    const int64_t ldx16 = fb_cpu_small_m_panel_ld(k, 2);
+    const int64_t ldh = fb_cpu_small_m_panel_ld(hs_max, 4);
 #define ROUND16(x) (((x) + 15) / 16 * 16)
-    const int64_t shared = wide ? ROUND16(m * k) + ROUND16(2 * hw) +
-                                      ROUND16(n)
-                                : 0;
-    const int64_t per_thread = 2 * ROUND16(m * hs_max) + ROUND16(m * n);
+    const int64_t shared = m * ldx + (dpa ? ROUND16((m * ldx16 + 1) / 2) : 0) +
+                           (wide ? ROUND16(2 * hw) + ROUND16(n) : 0);
+    const int64_t per_thread = 2 * m * ldh + ROUND16(m * n);
 #undef ROUND16
     const size_t bytes =
         ((size_t)shared + (size_t)per_thread * (size_t)t + 16) * sizeof(float);
@@ -347,15 +353,20 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
         snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
         return FB_STATUS_ALLOC_FAILED;
     }
-    const float *x32 = p->x;
-    int64_t ldx = p->ldx;
+    float *x32 = ws;
+    uint16_t *x16 = (uint16_t *)(ws + m * ldx);
+    for (int64_t i = 0; i < m; i++) {
+        const void *xi = at(p->x, p->dtype, i * p->ldx);
+        if (wide)
+            fb_cpu_to_f32(p->dtype, xi, x32 + i * ldx, k);
+        else
+            memcpy(x32 + i * ldx, xi, (size_t)k * sizeof(float));
+        if (dpa)
+            memcpy(x16 + i * ldx16, xi, (size_t)k * sizeof(uint16_t));
+    }
     biases bs = {p->bg, p->bu, p->bd};
     if (wide) {
-        float *xc = ws, *b = ws + (m * k + 15) / 16 * 16;
-        for (int64_t i = 0; i < m; i++)
-            fb_cpu_to_f32(p->dtype, at(p->x, p->dtype, i * p->ldx),
-                          xc + i * k, k);
-        x32 = xc, ldx = k;
+        float *b = ws + m * ldx + (dpa ? ((m * ldx16 + 1) / 2 + 15) / 16 * 16 : 0);
         if (p->bg) fb_cpu_to_f32(p->dtype, p->bg, b, hw), bs.bg = b;
         if (p->bu) fb_cpu_to_f32(p->dtype, p->bu, b + hw, hw), bs.bu = b + hw;
         if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * hw, n), bs.bd = b + 2 * hw;
@@ -363,16 +374,15 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
     float *mine0 = ws + shared;
     /* bf16 on VDPBF16PS where it is exact (see gemm_small_m); H too is
      * checked, and a GEMM that could flush runs again on the FMA form. */
-    int x_field = 0, fell_back = 0;
-    if (p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available())
-        x_field = fb_cpu_bf16_min_field(p->x, m, k, p->ldx);
+    int fell_back = 0;
+    const int x_field = dpa ? fb_cpu_bf16_min_field(x16, m, k, ldx16) : 0;
     const int dp = x_field > 0;
 
-    /* Slice q of t: rows [m*hs_max*q...) of the per-thread area; a team
+    /* Slice q of t: H (m x ldh), U (m x ldh), partial Y (m x n); a team
      * smaller than t takes several slices per thread. */
 #define SLICE_H(q) (mine0 + per_thread * (q))
-#define SLICE_U(q) (SLICE_H(q) + (m * hs_max + 15) / 16 * 16)
-#define SLICE_Y(q) (SLICE_U(q) + (m * hs_max + 15) / 16 * 16)
+#define SLICE_U(q) (SLICE_H(q) + m * ldh)
+#define SLICE_Y(q) (SLICE_U(q) + m * ldh)
 #pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -384,34 +394,37 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
             const void *wg = at(p->wg, p->dtype, h0 * k);
             const void *wu = at(p->wu, p->dtype, h0 * k);
             const void *wd = at(p->wd, p->dtype, h0);
-            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, p->x, p->ldx, x_field,
-                                             wg, k, 0, hbuf, hs)) {
+            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
+                                             wg, k, 0, hbuf, ldh)) {
                 fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wg, k, 0,
-                                  hbuf, hs, 0);
+                                  hbuf, ldh, 0);
                 fell_back |= dp;
             }
-            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, p->x, p->ldx, x_field,
-                                             wu, k, 0, ubuf, hs)) {
+            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
+                                             wu, k, 0, ubuf, ldh)) {
                 fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wu, k, 0,
-                                  ubuf, hs, 0);
+                                  ubuf, ldh, 0);
                 fell_back |= dp;
             }
-            for (int64_t i = 0; i < m; i++)
-                fb_cpu_gate(hbuf + i * hs, ubuf + i * hs,
+            for (int64_t i = 0; i < m; i++) {
+                fb_cpu_gate(hbuf + i * ldh, ubuf + i * ldh,
                             bs.bg ? bs.bg + h0 : NULL,
                             bs.bu ? bs.bu + h0 : NULL, hs, p->gate_act);
-            fb_cpu_round_to(p->dtype, hbuf, m * hs);
+                fb_cpu_round_to(p->dtype, hbuf + i * ldh, hs);
+            }
             /* H in bf16 for VDPBF16PS, in U's place (U is spent). */
             uint16_t *h16 = (uint16_t *)ubuf;
             int h_field = 0;
             if (dp) {
-                fb_cpu_from_f32(p->dtype, hbuf, h16, m * hs);
-                h_field = fb_cpu_bf16_min_field(h16, m, hs, hs);
+                for (int64_t i = 0; i < m; i++)
+                    fb_cpu_from_f32(p->dtype, hbuf + i * ldh, h16 + i * ldh,
+                                    hs);
+                h_field = fb_cpu_bf16_min_field(h16, m, hs, ldh);
             }
             if (h_field == 0 ||
-                !fb_cpu_small_m_dp_nt(m, n, hs, h16, hs, h_field, wd, hw, 0,
+                !fb_cpu_small_m_dp_nt(m, n, hs, h16, ldh, h_field, wd, hw, 0,
                                       yacc, n)) {
-                fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, hs, wd, hw, 0,
+                fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, ldh, wd, hw, 0,
                                   yacc, n, 0);
                 fell_back |= dp;
             }

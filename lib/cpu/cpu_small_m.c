@@ -377,6 +377,12 @@ void fb_cpu_small_m_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
 #endif
 }
 
+int64_t fb_cpu_small_m_panel_ld(int64_t k, int64_t es)
+{
+    const int64_t line = 64 / es;
+    return (k + line - 1) / line * line + 3 * line;
+}
+
 int fb_cpu_small_m_dp_available(void)
 {
     return fb_cpu_small_m_available() && fb_cpu_bf16_available();
