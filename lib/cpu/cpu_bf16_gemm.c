@@ -41,6 +41,7 @@
 #include "cpu_bf16_kernel.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "log.h"
 
 /* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
  * columns; fp32 accumulators 256 x 192 x 4 = 192 KiB. */
@@ -138,9 +139,10 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                          per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
+        /* The fp32 panels need less (no whole packed operands). */
+        fb_log(h, "bf16 kernel: cannot allocate %zu bytes of workspace; "
+                  "the fp32 panels instead", bytes);
+        return 0;
     }
     float *bias32 = NULL;
     if (p->ep.bias != NULL) {
@@ -169,8 +171,12 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
         emin_a = ea < emin_a ? ea : emin_a;
         emin_b = eb < emin_b ? eb : emin_b;
     }
-    if (!fb_bf16_products_exact(emin_a, emin_b))
+    if (!fb_bf16_products_exact(emin_a, emin_b)) {
+        fb_log(h, "bf16 kernel: smallest exponent fields %d (A), %d (B): "
+                  "VDPBF16PS could flush; the fp32 panels instead",
+               emin_a, emin_b);
         return 0;
+    }
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {

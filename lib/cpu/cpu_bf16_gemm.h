@@ -34,8 +34,9 @@ int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p);
 /* Run p (which fb_cpu_bf16_gemm_applies) on up to threads OpenMP threads.
  * Returns 1 if it ran the call: *st is its status, path says what ran.
  * Returns 0 if it declined (inputs the kernel would not get exactly
- * right, above): nothing was written to C, and the caller runs the call
- * another way. */
+ * right, above, or no memory for the packed operands; logged under
+ * FUSEDBLAS_VERBOSE): nothing was written to C, and the caller runs the
+ * call another way. */
 int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                      fb_status *st, char *path, size_t len);
 

@@ -32,6 +32,7 @@
 #include "cpu_bf16_kernel.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "log.h"
 
 /* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
  * 32-row panels of Wg, Wu). */
@@ -167,9 +168,10 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
+        /* The fp32 path needs less (no whole packed weights). */
+        fb_log(h, "bf16 MLP kernel: cannot allocate %zu bytes of "
+                  "workspace; the fp32 path instead", bytes);
+        return 0;
     }
     float *b32 = (float *)ws;
     pk.bg = pk.bu = pk.bd = NULL;
@@ -210,8 +212,12 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
         ed = td < ed ? td : ed;
     }
     if (!(fb_bf16_products_exact(ex, eg) && fb_bf16_products_exact(ex, eu) &&
-          ed > 0))
+          ed > 0)) {
+        fb_log(h, "bf16 MLP kernel: smallest exponent fields %d (X), %d "
+                  "(Wg), %d (Wu), %d (Wd): VDPBF16PS could flush; the fp32 "
+                  "path instead", ex, eg, eu, ed);
         return 0;
+    }
     pk.emin_wd = ed;
 
 #pragma omp parallel num_threads(t) if (t > 1) reduction(+ : slow)
