@@ -8,8 +8,8 @@
  *  - A register block is 6 rows of w by 4 rows of x: 24 AVX-512
  *    accumulators, 6 w vectors, 1 x vector (31 of 32 registers). One step
  *    loads 6 w vectors and 4 x vectors for 24 FMAs.
- *  - k is cut into chunks of 1 KiB of each w row. For one block of 6 w rows
- *    and one chunk, every group of 4 x rows passes over the chunk: the 6 KiB
+ *  - k is cut into chunks of 2 KiB of each w row. For one block of 6 w rows
+ *    and one chunk, every group of 4 x rows passes over the chunk: the 12 KiB
  *    of w stay in L1 for all groups, and x (at most 32 rows, 512 KiB at
  *    k = 4096) comes from L2, one line per 6 FMAs. The accumulators of the
  *    groups not in registers wait in a 12 KiB buffer (L1) between chunks.
@@ -21,6 +21,14 @@
  *    and not only while the first group touches new lines.
  *  - fp16 and bf16 weights are widened in registers (vcvtph2ps; bf16 is the
  *    high half of an fp32), so they cost half the bytes and no panel.
+ *  - bf16 x against bf16 w may run on VDPBF16PS instead (a 5 x 4 block:
+ *    two products per lane per instruction, twice the FMA rate, which the
+ *    FMA form needs from 16 tokens on). It also keeps the smallest |w|
+ *    it streamed, so the caller can tell whether a flush-to-zero could
+ *    have happened (fb_cpu_small_m_dp_nt).
+ *  - Callers give x in a panel whose rows are not 4 KiB apart
+ *    (fb_cpu_small_m_panel_ld): w rows at k = 4096 all share L1 sets,
+ *    and x rows there too would crowd them.
  *
  * The register loops must unroll completely (GCC unroll pragmas, constant
  * block shapes at the call sites), or the accumulators live on the stack.
@@ -45,11 +53,12 @@
 #ifndef PF_HINT
 #define PF_HINT _MM_HINT_T0
 #endif
-#ifndef PF_MIN_GROUPS
-#define PF_MIN_GROUPS 2
-#endif
 #ifndef CHUNK_BYTES
 #define CHUNK_BYTES 2048    /* of each w row per k chunk */
+#endif
+#ifndef CHUNK_BYTES_DP
+#define CHUNK_BYTES_DP 4096 /* the same on VDPBF16PS (5 rows, half the
+                               FMA time per byte: longer chunks pay) */
 #endif
 
 int fb_cpu_small_m_available(void)
@@ -288,11 +297,17 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
 {
     const int64_t es = wt == W_F32 ? 4 : 2, ldwb = ldw * es;
     const int64_t xes = wt == W_F32 || wt == W_DP ? es : 4;
-    const int64_t kcmax = CHUNK_BYTES / es;
+    const int64_t kcmax = (wt == W_DP ? CHUNK_BYTES_DP : CHUNK_BYTES) / es;
     const int groups = (int)((m + XR - 1) / XR);
     const int wrb = wt == W_DP ? WR_DP : WR;
     __m512 buf[GROUPS][WR][XR];
     __m512i wmin = _mm512_set1_epi16(-1);
+    /* Software prefetch pays everywhere (one core, thread CPU time: 20-40%
+     * at 16 and 32 tokens, 10-30% at 1-4 with 16-bit weights) except for
+     * fp32 weights and 1-3 tokens, where there is so little arithmetic per
+     * line that the prefetch instructions cost more than the hardware
+     * prefetcher leaves to gain (1 token: 2.4 ms without, 3.3 ms with). */
+    const int prefetch = wt != W_F32 || m >= 4;
     for (int64_t j0 = 0; j0 < n;) {
         const int wr = n - j0 >= wrb ? wrb : 1;
         const char *wj = w + j0 * ldwb;
@@ -326,9 +341,7 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
                     .x = x + g * XR * ldxb + p0 * xes,
                     .ldxb = ldxb,
                     .kc = kc,
-                    .pf = r1 > r0 && groups >= PF_MIN_GROUPS
-                              ? next + r0 * ldwb
-                              : NULL,
+                    .pf = r1 > r0 && prefetch ? next + r0 * ldwb : NULL,
                     .pf_rows = r1 - r0,
                     .pf_lines = (next_k * es + 63) / 64,
                     .first = p0 == 0,
