@@ -24,6 +24,12 @@ sections="--section SpeedOfLight --section ComputeWorkloadAnalysis \
 # NCU_FULL=1: every section, the stall reasons by source line included
 # (slower: about a minute a case).
 [ "${NCU_FULL:-0}" = 1 ] && sections="--set full --import-source yes"
+# NCU_STALLS=1: the stall reasons per issued instruction and the busy
+# fraction of each pipe, as plain metrics (printed in full below).
+[ "${NCU_STALLS:-0}" = 1 ] && sections="$sections --metrics \
+regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,\
+regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active,\
+regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active"
 for c in $cases; do
   IFS=: read -r name routine dtype shape <<<"$c"
   echo "== $name ($routine $dtype $shape)"
@@ -35,4 +41,8 @@ for c in $cases; do
   echo "   rc $?"
   grep -E 'tiny|decode|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Executed Ipc Active|Achieved Occupancy|Registers Per|No Eligible|One or More Eligible|Warp Cycles Per Issued|Stall|L1/TEX Hit|L2 Hit' \
     "$OUT/ncu-$name.txt" | head -40
+  if [ "${NCU_STALLS:-0}" = 1 ]; then
+    grep -E 'stalled|pipe_' "$OUT/ncu-$name.txt" |
+      awk '$NF+0 >= 0.5 {print}' | sort -k3 -g -r | head -40
+  fi
 done

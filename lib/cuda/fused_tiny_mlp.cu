@@ -28,7 +28,11 @@
  *   in every fragment address. v2: ftz MUFUs, compile-time strides, Wd in
  *   16-column blocks (one 8-byte read per down HMMA), mma not volatile,
  *   and MT = 1 x 16 warps where 128 registers suffice: ~190 instructions
- *   per 16 hidden units x 16 rows (SASS) against ~300 before.
+ *   per 16 hidden units x 16 rows (SASS) against ~300 before. Measured
+ *   (session 4): 39.5 us, start-up ~16 us of it (Wd copied by plain
+ *   loads; now cp.async). v3: X tiles stored as the A operand's register
+ *   quads (tiny_copy_x_pairs), which removes 64 moves per 16 hidden
+ *   units: ~155 instructions.
  *
  * fp32 data: fused_tiny_f32.cu.
  */
@@ -64,17 +68,44 @@ template <int KQ_, int NJ_, int MT_, int WARPS_> struct TinyMlpShape {
     static const int THREADS = 32 * WARPS, ROWS = 16 * MT;
     static const int KPAD = 32 * KQ, NPAD = 8 * NJ;
     static const int LDK = (KPAD * 2) % 128 == 0 ? KPAD + 32 : KPAD;
+    /* X tile: 8 MT pair-rows of PSTRIDE 4-byte words (below) */
+    static const int PSTRIDE = KPAD + 4;
+    static const int XWORDS = 8 * MT * PSTRIDE;
 };
 
 /* Shared memory: Wg, Wu (hpad x LDK), Wd in 16-column blocks (below),
- * biases (fp32, zero-padded), then one X tile buffer per warp. */
+ * biases (fp32, zero-padded), then one X tile buffer per warp (below). */
 template <typename T, typename S>
 __host__ __device__ static inline size_t tiny_mlp_smem(int hpad)
 {
     return (size_t)2 * hpad * S::LDK * sizeof(T) +
            (size_t)S::NPAD * hpad * sizeof(T) +
            (size_t)(2 * hpad + S::NPAD) * 4 +
-           (size_t)S::WARPS * S::ROWS * S::LDK * sizeof(T);
+           (size_t)S::WARPS * S::XWORDS * 4;
+}
+
+/* A warp's X tile, rows [row0, row0 + 16 MT), as the HMMA's A operand
+ * wants it: pair-row p = 8 mt + g holds rows 16 mt + g and 16 mt + g + 8
+ * interleaved by 4-byte words (word 2u: row 16 mt + g's columns 2u,
+ * 2u + 1; word 2u + 1: the same columns of row 16 mt + g + 8), so that one 16-byte read at word 2u gives the four
+ * registers {a0, a1, a2, a3} of a k16 step whole. Read as two separate
+ * rows, the compiler built every quad with four moves before each HMMA
+ * (64 a block of 16 hidden units). PSTRIDE = KPAD + 4 words puts pair-row
+ * g + 1 four banks after g: the quarter-warp's reads do not conflict.
+ * Zero where row >= m or column >= k; 4-byte cp.async, not waited for. */
+template <typename T, typename S>
+__device__ __forceinline__ void tiny_copy_x_pairs(uint32_t *xs, const T *x,
+                                                  int64_t ldx, int64_t row0,
+                                                  int64_t m, int k)
+{
+    const int lane = threadIdx.x & 31, units = S::KPAD / 2;
+    for (int i = lane; i < S::ROWS * units; i += 32) {
+        const int r = i / units, u = i - r * units;
+        const int p = (r >> 4) * 8 + (r & 7), upper = (r >> 3) & 1;
+        const bool in = row0 + r < m && 2 * u < k; /* k % 8 == 0 */
+        cp_async4(xs + p * S::PSTRIDE + 2 * u + upper,
+                  in ? x + (row0 + r) * ldx + 2 * u : x, in ? 4 : 0);
+    }
 }
 
 /* Wd (n x h, row-major) into shared memory as blocks of 16 hidden units:
@@ -116,7 +147,8 @@ __global__ void __launch_bounds__(S::THREADS, 1)
     float *bd_s = bu_s + a.hpad;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-    T *xs = reinterpret_cast<T *>(bd_s + NPAD) + warp * ROWS * LDK;
+    uint32_t *xs =
+        reinterpret_cast<uint32_t *>(bd_s + NPAD) + warp * S::XWORDS;
 
     tiny_copy_rows<T>(wg_s, LDK, a.wg, a.k, a.h, a.k, a.hpad, a.kpad);
     tiny_copy_rows<T>(wu_s, LDK, a.wu, a.k, a.h, a.k, a.hpad, a.kpad);
@@ -132,8 +164,7 @@ __global__ void __launch_bounds__(S::THREADS, 1)
     const int64_t stride = (int64_t)gridDim.x * WARPS;
     int64_t tile = (int64_t)blockIdx.x * WARPS + warp;
     if (tile < ntiles)
-        tiny_copy_x<T, ROWS>(xs, LDK, a.x, a.ldx, tile * ROWS, a.m, a.k,
-                             a.kpad);
+        tiny_copy_x_pairs<T, S>(xs, a.x, a.ldx, tile * ROWS, a.m, a.k);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads(); /* weights, biases and each warp's first tile */
@@ -145,13 +176,23 @@ __global__ void __launch_bounds__(S::THREADS, 1)
     const uint2 *wd_l = reinterpret_cast<const uint2 *>(wd_s) + g * 4 + t;
 
     for (; tile < ntiles; tile += stride) {
-        uint4 xa[MT][KQ], xb[MT][KQ];
-        tiny_load_frags<T, KQ, MT>(xa, xb, xs, LDK);
+        /* A fragments: af[mt][q][s] for k16 step s of k-block q (the
+         * permuted-k order of fused_tiny.cuh: lane t holds columns
+         * 32 q + 8 t .. + 7, .x/.y of the old row fragments in step 0) */
+        uint4 af[MT][KQ][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int q = 0; q < KQ; ++q)
+#pragma unroll
+                for (int st = 0; st < 2; ++st)
+                    af[mt][q][st] = *reinterpret_cast<const uint4 *>(
+                        xs + (8 * mt + g) * S::PSTRIDE + 32 * q + 8 * t + 4 * st);
         __syncwarp();
         /* The buffer is free again: fetch the next tile meanwhile. */
         if (tile + stride < ntiles)
-            tiny_copy_x<T, ROWS>(xs, LDK, a.x, a.ldx, (tile + stride) * ROWS,
-                                 a.m, a.k, a.kpad);
+            tiny_copy_x_pairs<T, S>(xs, a.x, a.ldx, (tile + stride) * ROWS,
+                                    a.m, a.k);
         cp_async_commit();
 
         float yacc[MT][NJ][4];
@@ -181,14 +222,15 @@ __global__ void __launch_bounds__(S::THREADS, 1)
                     const uint4 buv = *reinterpret_cast<const uint4 *>(wu_l + off);
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
-                        mma16816<T>(gacc[mt][nt], xa[mt][q].x, xb[mt][q].x,
-                                    xa[mt][q].y, xb[mt][q].y, bgv.x, bgv.y);
-                        mma16816<T>(uacc[mt][nt], xa[mt][q].x, xb[mt][q].x,
-                                    xa[mt][q].y, xb[mt][q].y, buv.x, buv.y);
-                        mma16816<T>(gacc[mt][nt], xa[mt][q].z, xb[mt][q].z,
-                                    xa[mt][q].w, xb[mt][q].w, bgv.z, bgv.w);
-                        mma16816<T>(uacc[mt][nt], xa[mt][q].z, xb[mt][q].z,
-                                    xa[mt][q].w, xb[mt][q].w, buv.z, buv.w);
+                        const uint4 a0 = af[mt][q][0], a1 = af[mt][q][1];
+                        mma16816<T>(gacc[mt][nt], a0.x, a0.y, a0.z, a0.w,
+                                    bgv.x, bgv.y);
+                        mma16816<T>(uacc[mt][nt], a0.x, a0.y, a0.z, a0.w,
+                                    buv.x, buv.y);
+                        mma16816<T>(gacc[mt][nt], a1.x, a1.y, a1.z, a1.w,
+                                    bgv.z, bgv.w);
+                        mma16816<T>(uacc[mt][nt], a1.x, a1.y, a1.z, a1.w,
+                                    buv.z, buv.w);
                     }
                 }
 
