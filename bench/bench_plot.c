@@ -70,9 +70,18 @@ static int workload_ms(const bench_report *r, const bench_row *w, int64_t *ms, i
     return n;
 }
 
+/* The script names its files relative to its own directory (gnuplot runs
+ * there), so that a directory written on one machine (the GPU machine has
+ * no gnuplot) can be drawn on another. */
+static const char *in_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 static void gp_header(FILE *gp, const char *png, const char *title)
 {
-    fprintf(gp, "\nset output '%s'\nset title \"%s\"\n", png, title);
+    fprintf(gp, "\nset output '%s'\nset title \"%s\"\n", in_dir(png), title);
 }
 
 /* One speedup-vs-m plot for the workload of row w. */
@@ -136,7 +145,7 @@ static int plot_workload(FILE *gp, const char *dir, const bench_report *r,
                 "set style data linespoints\nunset style histogram\n"
                 "plot for [i=2:%d] '%s' using 1:i title columnheader(i), 1 with lines "
                 "dashtype 2 lc 'gray' notitle\nunset logscale x\n",
-            ns + 1, path);
+            ns + 1, in_dir(path));
     return 1;
 }
 
@@ -210,7 +219,7 @@ static int plot_cases(FILE *gp, const char *dir, const bench_report *r, const ch
                 "plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i), 1 with "
                 "lines dashtype 2 lc 'gray' notitle\n"
                 "set xtics norotate\nset style data linespoints\n",
-            ns + 1, path);
+            ns + 1, in_dir(path));
     return 1;
 }
 
@@ -253,7 +262,7 @@ static int plot_roofline(FILE *gp, const char *dir, const bench_report *r, const
         fprintf(gp, "%s%s", s ? " " : "", names[s]);
     fprintf(gp, "\"\nplot for [i=1:%d] '%s' index (i-1) using 1:2 with points pt 7 "
                 "title word(names, i)\nunset logscale x\nset yrange [*:*]\n",
-            ns, path);
+            ns, in_dir(path));
     return 1;
 }
 
@@ -266,14 +275,9 @@ int bench_plot(const bench_report *r, const char *dir, const char *gnuplot)
     const char *gp_cmd = gnuplot && *gnuplot ? gnuplot : "gnuplot";
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", gp_cmd);
-    if (gnuplot && !*gnuplot) {
-        fprintf(stderr, "fusedblas-bench: gnuplot not found by configure; no plots\n");
-        return 1;
-    }
-    if (system(cmd) != 0) {
-        fprintf(stderr, "fusedblas-bench: no gnuplot ('%s'); no plots\n", gp_cmd);
-        return 1;
-    }
+    /* Without gnuplot the data and the script are still written: they can
+     * be drawn elsewhere (cd DIR && gnuplot plots.gp). */
+    const int have_gnuplot = !(gnuplot && !*gnuplot) && system(cmd) == 0;
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (system(cmd) != 0)
         return -1;
@@ -284,8 +288,8 @@ int bench_plot(const bench_report *r, const char *dir, const char *gnuplot)
         return -1;
     /* pngcairo where gnuplot has it, else the plain png terminal */
     snprintf(cmd, sizeof cmd, "'%s' -e 'set terminal pngcairo' >/dev/null 2>&1", gp_cmd);
-    int cairo = system(cmd) == 0;
-    fprintf(gp, "# fusedblas-bench plots; redraw with: gnuplot %s\n", script);
+    int cairo = !have_gnuplot || system(cmd) == 0; /* drawn elsewhere: assume cairo */
+    fprintf(gp, "# fusedblas-bench plots; redraw with: cd %s && gnuplot plots.gp\n", dir);
     fprintf(gp, "set terminal %s size 1100,650 noenhanced\n", cairo ? "pngcairo" : "png");
     fprintf(gp, "set datafile missing 'NaN'\nset key outside right top\nset grid\n"
                 "set style data linespoints\n");
@@ -313,7 +317,13 @@ int bench_plot(const bench_report *r, const char *dir, const char *gnuplot)
     fclose(gp);
     if (plots == 0)
         return 0;
-    snprintf(cmd, sizeof cmd, "'%s' '%s'", gp_cmd, script);
+    if (!have_gnuplot) {
+        fprintf(stderr, "fusedblas-bench: no gnuplot ('%s'): %d plots' data and "
+                        "plots.gp in %s (draw them with: cd %s && gnuplot plots.gp)\n",
+                gp_cmd, plots, dir, dir);
+        return 1;
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' plots.gp", dir, gp_cmd);
     if (system(cmd) != 0) {
         fprintf(stderr, "fusedblas-bench: gnuplot failed on %s\n", script);
         return -1;
