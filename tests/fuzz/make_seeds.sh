@@ -84,4 +84,9 @@ for pos in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do
 done
 seed "mlp_bad_weight_overflow" 3 $((1 << 7)) 2 0 3 5 6 4 0 0 0 0 0 5 4 0 0
 
+# Found by make fuzz (2026-11-22): a bf16 product below 2^-126 that the
+# AVX512-BF16 kernel flushed to 0 (the kernel now declines such calls).
+seed "bgemm_bf16_product_below_2m126" 2 1 0 1 13 48 1 13 7 73 0 0 0 0 248 127 \
+    48 1 13 48 1 13 7 73 13 0 1 7 9 13 0 0 0
+
 echo "make_seeds.sh: $(ls "$out" | wc -l) seeds in $out"
