@@ -297,7 +297,6 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
 {
     const int64_t es = wt == W_F32 ? 4 : 2, ldwb = ldw * es;
     const int64_t xes = wt == W_F32 || wt == W_DP ? es : 4;
-    const int64_t kcmax = (wt == W_DP ? CHUNK_BYTES_DP : CHUNK_BYTES) / es;
     const int groups = (int)((m + XR - 1) / XR);
     const int wrb = wt == W_DP ? WR_DP : WR;
     __m512 buf[GROUPS][WR][XR];
@@ -308,6 +307,12 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
      * line that the prefetch instructions cost more than the hardware
      * prefetcher leaves to gain (1 token: 2.4 ms without, 3.3 ms with). */
     const int prefetch = wt != W_F32 || m >= 4;
+    /* Chunks keep w in L1 for the groups after the first, and pace the
+     * prefetch; with one group and no prefetch they are only overhead
+     * (one core, 1 token: 2.5 ms with, 2.2 ms without). */
+    const int64_t kcmax = groups == 1 && !prefetch
+                              ? k
+                              : (wt == W_DP ? CHUNK_BYTES_DP : CHUNK_BYTES) / es;
     for (int64_t j0 = 0; j0 < n;) {
         const int wr = n - j0 >= wrb ? wrb : 1;
         const char *wj = w + j0 * ldwb;
