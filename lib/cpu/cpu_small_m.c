@@ -303,10 +303,11 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
     __m512i wmin = _mm512_set1_epi16(-1);
     /* Software prefetch pays everywhere (one core, thread CPU time: 20-40%
      * at 16 and 32 tokens, 10-30% at 1-4 with 16-bit weights) except for
-     * fp32 weights and 1-3 tokens, where there is so little arithmetic per
-     * line that the prefetch instructions cost more than the hardware
-     * prefetcher leaves to gain (1 token: 2.4 ms without, 3.3 ms with). */
-    const int prefetch = wt != W_F32 || m >= 4;
+     * fp32 weights and one group (1-4 tokens), where there is so little
+     * arithmetic per line that the prefetch instructions cost more than
+     * the hardware prefetcher leaves to gain (1 token: 2.4 ms without,
+     * 3.3 ms with; 4 tokens: 3.4 against 3.6 ms). */
+    const int prefetch = wt != W_F32 || groups > 1;
     /* Chunks keep w in L1 for the groups after the first, and pace the
      * prefetch; with one group and no prefetch they are only overhead
      * (one core, 1 token: 2.5 ms with, 2.2 ms without). */
