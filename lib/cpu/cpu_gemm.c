@@ -164,7 +164,9 @@ static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
     /* X copied into panels whose rows sit off w's L1 sets
      * (fb_cpu_small_m_panel_ld): fp32 for the FMA form, and the bf16 as
      * stored for VDPBF16PS. */
-    const int dpa = p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available();
+    const int dpa = p->dtype == FB_DTYPE_BF16 &&
+                    ntok >= FB_SMALL_M_DP_MIN_ROWS &&
+                    fb_cpu_small_m_dp_available();
     const int64_t ldx = fb_cpu_small_m_panel_ld(k, 4);
     const int64_t ldx16 = fb_cpu_small_m_panel_ld(k, 2);
     const int64_t x16_floats = dpa ? (ntok * ldx16 + 31) / 32 * 16 : 0;

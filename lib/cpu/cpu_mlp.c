@@ -337,7 +337,9 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
     /* X, and each slice's H, in panels whose rows sit off the weights' L1
      * sets (fb_cpu_small_m_panel_ld): fp32, and for VDPBF16PS bf16. H's
      * bf16 copy takes U's place once U is spent. */
-    const int dpa = p->dtype == FB_DTYPE_BF16 && fb_cpu_small_m_dp_available();
+    const int dpa = p->dtype == FB_DTYPE_BF16 &&
+                    m >= FB_SMALL_M_DP_MIN_ROWS &&
+                    fb_cpu_small_m_dp_available();
     const int64_t ldx = fb_cpu_small_m_panel_ld(k, 4);
     const int64_t ldx16 = fb_cpu_small_m_panel_ld(k, 2);
     const int64_t ldh = fb_cpu_small_m_panel_ld(hs_max, 4);

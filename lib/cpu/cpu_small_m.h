@@ -43,6 +43,13 @@ int64_t fb_cpu_small_m_panel_ld(int64_t k, int64_t es);
  * FUSEDBLAS_CPU_NO_BF16 is not set (fb_cpu_bf16_available). */
 int fb_cpu_small_m_dp_available(void);
 
+/* Rows of x from which VDPBF16PS pays: below, one or two groups of x rows
+ * leave the FMA form memory-bound, and the VDPBF16PS form's minimum
+ * tracking costs more than its arithmetic saves (one core, 5504 x 4096
+ * bf16: 1 token 1.22 against 1.33 ms, 5: 1.49 / 1.73, 8: 1.81 / 1.81,
+ * 12: 2.74 / 1.82). */
+#define FB_SMALL_M_DP_MIN_ROWS 8
+
 /* The smallest exponent field (0..255; 0: a denormal) among the non-zero
  * values of a rows x cols bf16 matrix (row stride ld); 255 if none. */
 int fb_cpu_bf16_min_field(const void *x, int64_t rows, int64_t cols,
