@@ -36,6 +36,8 @@ static void release(fb_cuda_ctx *ctx)
         (void)cublasLtDestroy(ctx->lt);
     if (ctx->workspace != NULL)
         (void)cudaFree(ctx->workspace);
+    if (ctx->fused_workspace != NULL)
+        (void)cudaFree(ctx->fused_workspace);
     if (ctx->scratch.ptr != NULL)
         (void)cudaFree(ctx->scratch.ptr);
     if (ctx->staging.ptr != NULL)
@@ -137,17 +139,21 @@ fb_status fb_ctx_create(fb_cuda_ctx **out, int device, char *message,
     }
 
     ctx->workspace_bytes = FB_CTX_WORKSPACE_BYTES;
-    if (ctx->workspace_bytes < FB_FUSED_WORKSPACE_BYTES)
-        ctx->workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
     e = cudaMalloc(&ctx->workspace, ctx->workspace_bytes);
     if (e != cudaSuccess) {
         ctx->workspace = NULL;
         st = fb_message_cuda(message, len, e, "cudaMalloc(workspace)");
         goto fail;
     }
-    ctx->lt_workspace_bytes = ctx->workspace_bytes - FB_FUSED_BARRIER_BYTES;
-    e = cudaMemsetAsync(static_cast<char *>(ctx->workspace) +
-                            ctx->lt_workspace_bytes,
+    ctx->fused_workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
+    e = cudaMalloc(&ctx->fused_workspace, ctx->fused_workspace_bytes);
+    if (e != cudaSuccess) {
+        ctx->fused_workspace = NULL;
+        st = fb_message_cuda(message, len, e, "cudaMalloc(fused workspace)");
+        goto fail;
+    }
+    e = cudaMemsetAsync(static_cast<char *>(ctx->fused_workspace) +
+                            ctx->fused_workspace_bytes - FB_FUSED_BARRIER_BYTES,
                         0, FB_FUSED_BARRIER_BYTES, ctx->stream);
     if (e != cudaSuccess) {
         st = fb_message_cuda(message, len, e,
@@ -275,6 +281,6 @@ void fb_ctx_fused_env(const fb_cuda_ctx *ctx, fb_math_mode math,
     env->cc_minor = ctx->cc_minor;
     env->smem_optin = ctx->smem_optin;
     env->math = math;
-    env->workspace = ctx->workspace;
-    env->workspace_bytes = ctx->workspace_bytes;
+    env->workspace = ctx->fused_workspace;
+    env->workspace_bytes = ctx->fused_workspace_bytes;
 }

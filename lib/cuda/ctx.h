@@ -25,8 +25,12 @@
 #include "lt_plan.h"
 
 /* cuBLASLt's workspace: 32 MiB, NVIDIA's advice for Hopper (4 MiB is
- * enough before it); the fused kernels share it (FB_FUSED_WORKSPACE_BYTES).
- * Sharing is safe because both use it only in stream order. */
+ * enough before it). cuBLASLt has it alone: the fused kernels have their
+ * own (FB_FUSED_WORKSPACE_BYTES). When they shared one, in stream order,
+ * a bf16 cuBLASLt GEMM after fused calls came back wrong in one column
+ * (GPU session 6 of 2026-11-22, test_gpu 6682, not seen in five earlier
+ * runs): what cuBLASLt keeps in its workspace between calls is not ours
+ * to overwrite. */
 #define FB_CTX_WORKSPACE_BYTES ((size_t)32 << 20)
 
 /* The fp32 accumulator a 16-bit cuBLASLt call is tiled to when our
@@ -52,10 +56,11 @@ struct fb_cuda_ctx {
     int sm_count, cc_major, cc_minor;
     size_t smem_optin;
 
-    void *workspace;      /* FB_CTX_WORKSPACE_BYTES, cuBLASLt and fused */
+    void *workspace;      /* FB_CTX_WORKSPACE_BYTES, cuBLASLt's alone */
     size_t workspace_bytes;
-    size_t lt_workspace_bytes; /* cuBLASLt's part: all but the fused
-                                  kernels' barrier region (fused.h) */
+    void *fused_workspace; /* FB_FUSED_WORKSPACE_BYTES, the fused kernels'
+                              (barrier region zeroed at creation, fused.h) */
+    size_t fused_workspace_bytes;
     fb_device_buffer scratch; /* mlp intermediates (G, U, H) */
     fb_device_buffer accum;   /* fp32 GEMM results of 16-bit calls before
                                  their epilogue (lt_gemm.cu), at most

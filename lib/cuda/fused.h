@@ -32,11 +32,9 @@ typedef struct fb_fused_env {
 #define FB_FUSED_WORKSPACE_BYTES ((size_t)32 << 20)
 
 /* The last 64 KiB of the workspace hold the grid barrier's epoch, flags
- * and counters (fused_decode.cu). They belong to the fused kernels alone:
- * cuBLASLt is given the workspace without them (a split-k or stream-k
- * GEMM leaves small integers in its workspace, which could pass for a
- * barrier flag), and the module zeroes them once when it makes the
- * workspace, so the barrier starts from a known state. */
+ * and counters (fused_decode.cu). The module zeroes them once when it
+ * makes the workspace, so the barrier starts from a known state; nothing
+ * else writes there (cuBLASLt has a workspace of its own, ctx.h). */
 #define FB_FUSED_BARRIER_BYTES ((size_t)64 << 10)
 
 /* Run the call with a fused kernel. path receives the kernel's name,

@@ -121,7 +121,7 @@ static fb_status find_plan(fb_cuda_ctx *ctx, const fb_lt_plan_key *key,
     cublasLtMatmulPreferenceOpaque_t pref_mem;
     cublasLtMatmulPreference_t pref = &pref_mem;
     LT_TRY(cublasLtMatmulPreferenceInit(pref), "cublasLtMatmulPreferenceInit");
-    uint64_t ws = ctx->lt_workspace_bytes;
+    uint64_t ws = ctx->workspace_bytes;
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(
                pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
            "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
@@ -154,7 +154,7 @@ static fb_status find_plan(fb_cuda_ctx *ctx, const fb_lt_plan_key *key,
     plan->key = *key;
     if (s == CUBLAS_STATUS_SUCCESS && returned > 0 &&
         result.state == CUBLAS_STATUS_SUCCESS &&
-        result.workspaceSize <= ctx->lt_workspace_bytes) {
+        result.workspaceSize <= ctx->workspace_bytes) {
         plan->has_algo = 1;
         plan->algo = result.algo;
     } else if (s != CUBLAS_STATUS_SUCCESS &&
@@ -256,7 +256,7 @@ fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
      * anything, NaN included. */
     cublasStatus_t s = cublasLtMatmul(
         ctx->lt, op, &alpha, p->a, la, p->b, lb, &beta, p->c, lc, p->c, lc,
-        &plan.algo, ctx->workspace, ctx->lt_workspace_bytes, ctx->stream);
+        &plan.algo, ctx->workspace, ctx->workspace_bytes, ctx->stream);
     if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
         /* The cached algorithm was refused after all: remember that, and
          * let the caller take another route. Nothing was launched. */
