@@ -19,6 +19,17 @@ int main(void)
         c.biases = MLP_ALL_BIASES;
         mlp_run_case(&c, &cpu, 1, NULL);
     }
+    /* Tall and wide at a small k: several 512-row blocks per thread with a
+     * ragged last one, and hidden chunks of 2048 + 52 columns
+     * (cpu_mlp.c's blocking), at an oracle cost of ~50 M multiply-adds. */
+    for (int di = 0; di < 3; di++) {
+        mlp_case c = {0};
+        c.dtype = all_dtypes[di];
+        c.act = FB_ACT_SILU;
+        c.m = 1100, c.k = 8, c.h = 2100, c.n = 4;
+        c.biases = MLP_ALL_BIASES;
+        mlp_run_case(&c, &cpu, 1, NULL);
+    }
     fb_destroy(cpu.handle);
     return tap_end();
 }
