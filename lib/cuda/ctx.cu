@@ -160,6 +160,13 @@ fb_status fb_ctx_create(fb_cuda_ctx **out, int device, char *message,
                              "cudaMemsetAsync(fused barrier region)");
         goto fail;
     }
+    /* As after a call: a stream the user sets later waits for this. */
+    e = cudaEventRecord(ctx->done, ctx->stream);
+    if (e != cudaSuccess) {
+        st = fb_message_cuda(message, len, e, "cudaEventRecord");
+        goto fail;
+    }
+    ctx->done_recorded = 1;
 
     *out = ctx;
     return FB_STATUS_SUCCESS;
