@@ -285,7 +285,11 @@ run_program() {
   skip=$(grep -Ec '^(ok .*# *SKIP|1\.\.0 *# *SKIP)' "$tmp")
   errors=-
   if [ "$tool" != plain ]; then
-    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$tmp" | tail -n 1)
+    # memcheck and initcheck end with "ERROR SUMMARY: N errors", racecheck
+    # with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+    errors=$(sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+                    -e 's/.*RACECHECK SUMMARY: \([0-9][0-9]*\) hazard.*/\1/p' \
+             "$tmp" | tail -n 1)
     [ -n "$errors" ] || errors="?"
   fi
   local exitword=$rc
