@@ -35,6 +35,9 @@
  * (compute-sanitizer's racecheck runs each call many times slower; one
  * round still has 8 threads' calls overlapping). */
 static int reps = REPS;
+/* pthreads in the arrangements: THREADS, or FB_TEST_THREADS (1..THREADS),
+ * for diagnosing a run under a tool that serialises threads (racecheck). */
+static int nthreads = THREADS;
 /* CPU threads per call on our own handles: more than one, so that the
  * larger jobs open OpenMP teams from every pthread at once. */
 #define CALL_THREADS 2
@@ -353,7 +356,7 @@ static void run_arrangement(const arrangement *a)
 
     worker w[THREADS];
     int started = 0;
-    for (int t = 0; t < THREADS; t++) {
+    for (int t = 0; t < nthreads; t++) {
         memset(&w[t], 0, sizeof w[t]);
         w[t].index = t;
         w[t].a = a;
@@ -375,10 +378,10 @@ static void run_arrangement(const arrangement *a)
     if (first != NULL)
         tap_diag("%s", first);
     tap_ok(mismatches == 0 && setup_failed == 0 &&
-               calls == THREADS * reps * N_JOBS,
+               calls == nthreads * reps * N_JOBS,
            "%s: %d threads, %d calls, every result bit-identical to the "
            "serial one (%d differ, %d threads could not set up)",
-           a->name, THREADS, calls, mismatches, setup_failed);
+           a->name, nthreads, calls, mismatches, setup_failed);
     free_reference(&ref);
 }
 
@@ -411,6 +414,9 @@ int main(void)
     const int cpu_too = !(quick && quick[0] == '1');
     if (!cpu_too)
         reps = 1;
+    const char *nt = getenv("FB_TEST_THREADS");
+    if (nt != NULL && atoi(nt) >= 1 && atoi(nt) <= THREADS)
+        nthreads = atoi(nt);
     for (size_t i = 0; i < sizeof cpu_arrangements / sizeof cpu_arrangements[0]; i++) {
         if (cpu_too)
             run_arrangement(&cpu_arrangements[i]);
