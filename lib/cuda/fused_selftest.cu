@@ -861,7 +861,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
         /* stripes of the down projection x L2 prefetch ahead (KiB; -1
          * none); hs = 0 is the launcher's own choice */
         const int hss[] = {0, 1, 2, 4, 6, 11, 12, 22, 33};
-        const int pref[] = {-1, 64, 256};
+        const int pref[] = {-1, 32, 64, 128, 256};
         const std::string shape = std::string(dname(c.dtype)) + " m=" + std::to_string(c.m) +
                                   " " + std::to_string(c.k) + "-" + std::to_string(c.h) +
                                   "-" + std::to_string(c.n);
@@ -1145,7 +1145,7 @@ int main(int argc, char **argv)
             const int i = bi++;
             if (quick && i != 0 && i != 6 && i != 7)
                 continue;
-            bench_mlp(dev, c, (i == 0 && !quick) || i == 7 || i == 9);
+            bench_mlp(dev, c, (i <= 1 && !quick) || i == 7 || i == 9);
         }
         /* the seed workload on the measurement-only prefill kernels */
         bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
