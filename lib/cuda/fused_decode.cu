@@ -152,7 +152,6 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     /* HBM starts streaming while X fills shared memory. */
     J.kb = 0;
     J.ke = min(a.k, a.kc);
-    J.ahead = a.prefetch1;
     stream_prefetch<T, NTOK, true>(J, a.prefetch1);
     for (int kb = 0; kb < a.k; kb += a.kc) {
         const int ke = min(a.k, kb + a.kc);
@@ -191,7 +190,6 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     J.kb = stripe_start(s, a.hs, a.h);
     J.ke = s + 1 == a.hs ? a.h : stripe_start(s + 1, a.hs, a.h);
     J.xstride = a.xstride2;
-    J.ahead = a.prefetch1; /* as far ahead as phase 1, once streaming */
     stream_prefetch<T, NTOK, false>(J, a.prefetch2);
 
     grid_barrier(a.flags, target);
@@ -299,7 +297,6 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     J.slots = reinterpret_cast<float *>(smem + a.slots_off);
     J.kb = 0;
     J.ke = min(a.k, a.kc);
-    J.ahead = a.prefetch;
     stream_prefetch<T, NTOK, false>(J, a.prefetch);
     for (int kb = 0; kb < a.k; kb += a.kc) {
         const int ke = min(a.k, kb + a.kc);

@@ -57,8 +57,6 @@ template <typename T> struct StreamJob {
     float *sacc;     /* [rows of the pass][ms], added to */
     int ms;
     float *slots;    /* [warps][2][16][ms]: shared tiles' partial sums */
-    int ahead;       /* while streaming step s, ask L2 for step s + ahead
-                        (0: never); stream_prefetch asked for the first */
 };
 
 /* ---- per-type engines -------------------------------------------------
@@ -273,25 +271,6 @@ __device__ __forceinline__ void load_step(uint4 (&ra)[NV], uint4 (&rb)[NV],
     }
 }
 
-/* Ask L2 for steps [s, send) of tile i, this lane's row of it (lanes
- * 0..15: one row each; paired, 8..15 are Wu's). Nothing is waited for. */
-template <typename T, int NTOK, bool PAIRED>
-__device__ __forceinline__ void prefetch_steps(const StreamJob<T> &J, int i,
-                                               int s, int send)
-{
-    const int COLS = Engine<T, NTOK>::COLS;
-    const int lane = threadIdx.x & 31;
-    const int row = lane < 16 ? sacc_row<PAIRED>(J.nrows, i, lane) : -1;
-    if (row < 0)
-        return;
-    const T *base = PAIRED && lane >= 8
-                        ? J.wb + (int64_t)(J.row0 + row - J.nrows) * J.ldw
-                        : J.wa + (int64_t)(J.row0 + row) * J.ldw;
-    const int c0 = J.kb + COLS * s, c1 = min(J.ke, J.kb + COLS * send);
-    if (c1 > c0)
-        prefetch_l2(base + c0, (uint32_t)((c1 - c0) * sizeof(T)));
-}
-
 template <typename T, int NTOK, bool PAIRED>
 __device__ void stream_pass(const StreamJob<T> &J)
 {
@@ -324,15 +303,6 @@ __device__ void stream_pass(const StreamJob<T> &J)
             else
                 nxt = cursor_at<T, PAIRED>(J, cur.tile + 1, 0);
             load_step<T, NV, VS, COLS, LC>(na, nb, nxt, J, second);
-        }
-        /* Keep HBM `ahead` steps in front of the register loads: those
-         * hold at most two steps a warp, too few bytes in flight to cover
-         * the memory latency at full bandwidth (ncu, GPU session 3 of
-         * 2026-11-22: DRAM 59-70 % of peak, long-scoreboard stalls). */
-        if (J.ahead > 0 && sl + J.ahead < hi) {
-            const int sp = sl + J.ahead;
-            const int pt = sp / nsteps, ps = sp - pt * nsteps;
-            prefetch_steps<T, NTOK, PAIRED>(J, pt, ps, ps + 1);
         }
         eng.compute(ca, cb, J.xs + COLS * cur.s, J);
         if (!more || nxt.tile != cur.tile) {
@@ -431,18 +401,27 @@ __device__ void stream_prefetch(const StreamJob<T> &J, int steps)
 {
     const int COLS = Engine<T, NTOK>::COLS;
     const int W = blockDim.x >> 5, w = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
     const int rpt = PAIRED ? 8 : 16;
     const int tiles = (J.nrows + rpt - 1) / rpt;
     const int nsteps = (J.ke - J.kb + COLS - 1) / COLS;
     const int64_t S = (int64_t)tiles * nsteps;
-    if (S == 0 || steps <= 0)
+    if (S == 0 || steps <= 0 || lane >= 16)
         return;
     const int lo = range_lo(S, w, W), hi = range_lo(S, w + 1, W);
     if (lo >= hi)
         return;
     const int i = lo / nsteps, s = lo % nsteps;
     const int send = min(min(nsteps, s + steps), s + (hi - lo));
-    prefetch_steps<T, NTOK, PAIRED>(J, i, s, send);
+    const int row = sacc_row<PAIRED>(J.nrows, i, lane);
+    if (row < 0)
+        return;
+    const T *base = PAIRED && lane >= 8
+                        ? J.wb + (int64_t)(J.row0 + row - J.nrows) * J.ldw
+                        : J.wa + (int64_t)(J.row0 + row) * J.ldw;
+    const int c0 = J.kb + COLS * s, c1 = min(J.ke, J.kb + COLS * send);
+    if (c1 > c0)
+        prefetch_l2(base + c0, (uint32_t)((c1 - c0) * sizeof(T)));
 }
 
 /* Token rows into shared memory: xs[t][c - kb] = src(t, c) for c in
