@@ -843,12 +843,29 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
         const std::string shape = std::string(dname(c.dtype)) + " m=" + std::to_string(c.m) +
                                   " " + std::to_string(c.k) + "-" + std::to_string(c.h) +
                                   "-" + std::to_string(c.n);
-        for (int v = 1; v <= 2; ++v) {
+        /* Every variant sums the same products in the same order per row
+         * (blocks of 16 hidden units in turn): Y must be bit-identical. */
+        const size_t ybytes = (size_t)c.m * bufs[0].ldy * es;
+        std::vector<unsigned char> yfirst, yv(ybytes);
+        int vfirst = 0;
+        for (int v = 1; v <= 3; ++v) {
             fbf_tuning t = {0, 0, 0, v};
+            CK(cudaMemsetAsync(bufs[0].y, 0xff, ybytes, dev.stream));
             if (fbf_tiny_mlp(&dev.env, &probs[0], &t, path, sizeof path) !=
                 FB_STATUS_SUCCESS) {
                 CK(cudaStreamSynchronize(dev.stream));
                 continue;
+            }
+            CK(cudaMemcpyAsync(yv.data(), bufs[0].y, ybytes,
+                               cudaMemcpyDeviceToHost, dev.stream));
+            CK(cudaStreamSynchronize(dev.stream));
+            if (vfirst == 0) {
+                yfirst = yv;
+                vfirst = v;
+            } else {
+                report(memcmp(yfirst.data(), yv.data(), ybytes) == 0,
+                       "%s: tiny variant %d gives variant %d's Y bit for bit",
+                       mlp_label(c).c_str(), v, vfirst);
             }
             const double us = time_us(dev.stream, 3, 30, [&](int i) {
                 (void)fbf_tiny_mlp(&dev.env, &probs[i % sets], &t, path, sizeof path);

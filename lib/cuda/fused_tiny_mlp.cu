@@ -63,8 +63,11 @@ template <typename T> struct TinyMlpArgs {
  * HMMA and MUFU latencies). LDK: row stride of Wg, Wu and the X tiles in
  * shared memory, a compile-time constant so that every fragment address
  * is a fixed offset from a per-block base. */
-template <int KQ_, int NJ_, int MT_, int WARPS_> struct TinyMlpShape {
+template <int KQ_, int NJ_, int MT_, int WARPS_, int PIPE_ = 0>
+struct TinyMlpShape {
     static const int KQ = KQ_, NJ = NJ_, MT = MT_, WARPS = WARPS_;
+    static const int PIPE = PIPE_; /* gate/up of block b + 1 issued before
+                                      the activation of block b */
     static const int THREADS = 32 * WARPS, ROWS = 16 * MT;
     static const int KPAD = 32 * KQ, NPAD = 8 * NJ;
     static const int LDK = (KPAD * 2) % 128 == 0 ? KPAD + 32 : KPAD;
@@ -129,6 +132,96 @@ __device__ __forceinline__ void tiny_copy_wd(uint32_t *dst, const T *wd,
         const int col = 16 * b + 2 * (w >> 1) + 8 * (w & 1);
         const bool in = r < n && col < h; /* h % 8 == 0: col + 1 < h too */
         cp_async4(dst + i, in ? wd + (int64_t)r * h + col : wd, in ? 4 : 0);
+    }
+}
+
+/* gate and up of hidden units hb..hb+15 for the warp's row tile: B
+ * fragments of weight rows hb + 8 nt + g (permuted k, fused_tiny.cuh). */
+template <typename T, typename S>
+__device__ __forceinline__ void tiny_gate_up(int hb,
+                                             const uint4 (&af)[S::MT][S::KQ][2],
+                                             const T *wg_l, const T *wu_l,
+                                             float (&gacc)[S::MT][2][4],
+                                             float (&uacc)[S::MT][2][4])
+{
+#pragma unroll
+    for (int mt = 0; mt < S::MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                gacc[mt][nt][q] = uacc[mt][nt][q] = 0.0f;
+#pragma unroll
+    for (int q = 0; q < S::KQ; ++q)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+            const int off = (hb + 8 * nt) * S::LDK + 32 * q;
+            const uint4 bgv = *reinterpret_cast<const uint4 *>(wg_l + off);
+            const uint4 buv = *reinterpret_cast<const uint4 *>(wu_l + off);
+#pragma unroll
+            for (int mt = 0; mt < S::MT; ++mt) {
+                const uint4 a0 = af[mt][q][0], a1 = af[mt][q][1];
+                mma16816<T>(gacc[mt][nt], a0.x, a0.y, a0.z, a0.w, bgv.x,
+                            bgv.y);
+                mma16816<T>(uacc[mt][nt], a0.x, a0.y, a0.z, a0.w, buv.x,
+                            buv.y);
+                mma16816<T>(gacc[mt][nt], a1.x, a1.y, a1.z, a1.w, bgv.z,
+                            bgv.w);
+                mma16816<T>(uacc[mt][nt], a1.x, a1.y, a1.z, a1.w, buv.z,
+                            buv.w);
+            }
+        }
+}
+
+/* H = act(gate + bg) .* (up + bu) for hidden units hb..hb+15, packed as
+ * the A fragment of the down projection (element q of n-tile nt is
+ * column hb + 8 nt + 2t + (q & 1), row g + 8 (q >> 1)), then Y += H Wd^T
+ * over those units (Wd block hb / 16, rows 8 j + g). */
+template <typename T, typename S>
+__device__ __forceinline__ void tiny_act_down(int hb, fb_activation act,
+                                              const float (&gacc)[S::MT][2][4],
+                                              const float (&uacc)[S::MT][2][4],
+                                              const float *bg_s,
+                                              const float *bu_s,
+                                              const uint2 *wd_l,
+                                              float (&yacc)[S::MT][S::NJ][4])
+{
+    const int MT = S::MT, t = threadIdx.x & 3;
+    float hv[MT * 8];
+    float2 bgp[2], bup[2];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+        bgp[nt] = *reinterpret_cast<const float2 *>(bg_s + hb + 8 * nt + 2 * t);
+        bup[nt] = *reinterpret_cast<const float2 *>(bu_s + hb + 8 * nt + 2 * t);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                hv[mt * 8 + nt * 4 + q] =
+                    gacc[mt][nt][q] + ((q & 1) ? bgp[nt].y : bgp[nt].x);
+    }
+    act_fast_all<MT * 8>(act, hv);
+    uint32_t ha[MT][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            float hq[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                hq[q] = hv[mt * 8 + nt * 4 + q] *
+                        (uacc[mt][nt][q] + ((q & 1) ? bup[nt].y : bup[nt].x));
+            ha[mt][2 * nt] = pack2<T>(hq[0], hq[1]);
+            ha[mt][2 * nt + 1] = pack2<T>(hq[2], hq[3]);
+        }
+    const uint2 *wdb = wd_l + (hb / 16) * (S::NPAD * 4);
+#pragma unroll
+    for (int j = 0; j < S::NJ; ++j) {
+        const uint2 b = wdb[j * 32];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+            mma16816<T>(yacc[mt][j], ha[mt][0], ha[mt][1], ha[mt][2],
+                        ha[mt][3], b.x, b.y);
     }
 }
 
@@ -203,77 +296,32 @@ __global__ void __launch_bounds__(S::THREADS, 1)
                 yacc[mt][j][0] = yacc[mt][j][1] = yacc[mt][j][2] =
                     yacc[mt][j][3] = 0.0f;
 
-        for (int hb = 0; hb < a.hpad; hb += 16) {
-            float gacc[MT][2][4], uacc[MT][2][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-                    for (int q = 0; q < 4; ++q)
-                        gacc[mt][nt][q] = uacc[mt][nt][q] = 0.0f;
-            /* gate and up: B fragments of weight rows hb + 8 nt + g */
-#pragma unroll
-            for (int q = 0; q < KQ; ++q)
-#pragma unroll
-                for (int nt = 0; nt < 2; ++nt) {
-                    const int off = (hb + 8 * nt) * LDK + 32 * q;
-                    const uint4 bgv = *reinterpret_cast<const uint4 *>(wg_l + off);
-                    const uint4 buv = *reinterpret_cast<const uint4 *>(wu_l + off);
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        const uint4 a0 = af[mt][q][0], a1 = af[mt][q][1];
-                        mma16816<T>(gacc[mt][nt], a0.x, a0.y, a0.z, a0.w,
-                                    bgv.x, bgv.y);
-                        mma16816<T>(uacc[mt][nt], a0.x, a0.y, a0.z, a0.w,
-                                    buv.x, buv.y);
-                        mma16816<T>(gacc[mt][nt], a1.x, a1.y, a1.z, a1.w,
-                                    bgv.z, bgv.w);
-                        mma16816<T>(uacc[mt][nt], a1.x, a1.y, a1.z, a1.w,
-                                    buv.z, buv.w);
-                    }
+        if (S::PIPE) {
+            /* Two blocks of 16 hidden units in flight: block b + 1's gate
+             * and up HMMAs are issued before block b's activation and
+             * down projection, which then find their inputs ready
+             * (ncu on v3: the warps stalled on these dependent chains,
+             * 'wait' and 'short scoreboard', with no pipe saturated). */
+            float ga[MT][2][4], ua[MT][2][4], gb[MT][2][4], ub[MT][2][4];
+            tiny_gate_up<T, S>(0, af, wg_l, wu_l, ga, ua);
+            for (int hb = 0; hb < a.hpad; hb += 32) {
+                const bool second = hb + 16 < a.hpad;
+                if (second)
+                    tiny_gate_up<T, S>(hb + 16, af, wg_l, wu_l, gb, ub);
+                tiny_act_down<T, S>(hb, a.act, ga, ua, bg_s, bu_s, wd_l, yacc);
+                if (second) {
+                    if (hb + 32 < a.hpad)
+                        tiny_gate_up<T, S>(hb + 32, af, wg_l, wu_l, ga, ua);
+                    tiny_act_down<T, S>(hb + 16, a.act, gb, ub, bg_s, bu_s,
+                                        wd_l, yacc);
                 }
-
-            /* H = act(gate + bg) .* (up + bu), packed as the A fragment
-             * of the down projection over hidden units hb..hb+15:
-             * element q of n-tile nt is column hb + 8 nt + 2t + (q & 1),
-             * row g + 8 (q >> 1). */
-            float hv[MT * 8];
-            float2 bgp[2], bup[2];
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt) {
-                bgp[nt] = *reinterpret_cast<const float2 *>(bg_s + hb + 8 * nt + 2 * t);
-                bup[nt] = *reinterpret_cast<const float2 *>(bu_s + hb + 8 * nt + 2 * t);
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int q = 0; q < 4; ++q)
-                        hv[mt * 8 + nt * 4 + q] =
-                            gacc[mt][nt][q] + ((q & 1) ? bgp[nt].y : bgp[nt].x);
             }
-            act_fast_all<MT * 8>(a.act, hv);
-            uint32_t ha[MT][4];
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    float hq[4];
-#pragma unroll
-                    for (int q = 0; q < 4; ++q)
-                        hq[q] = hv[mt * 8 + nt * 4 + q] *
-                                (uacc[mt][nt][q] + ((q & 1) ? bup[nt].y : bup[nt].x));
-                    ha[mt][2 * nt] = pack2<T>(hq[0], hq[1]);
-                    ha[mt][2 * nt + 1] = pack2<T>(hq[2], hq[3]);
-                }
-            /* down projection: Wd block hb / 16, rows 8 j + g */
-            const uint2 *wdb = wd_l + (hb / 16) * (NPAD * 4);
-#pragma unroll
-            for (int j = 0; j < NJ; ++j) {
-                const uint2 b = wdb[j * 32];
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-                    mma16816<T>(yacc[mt][j], ha[mt][0], ha[mt][1], ha[mt][2],
-                                ha[mt][3], b.x, b.y);
+        } else {
+            for (int hb = 0; hb < a.hpad; hb += 16) {
+                float gacc[MT][2][4], uacc[MT][2][4];
+                tiny_gate_up<T, S>(hb, af, wg_l, wu_l, gacc, uacc);
+                tiny_act_down<T, S>(hb, a.act, gacc, uacc, bg_s, bu_s, wd_l,
+                                    yacc);
             }
         }
 
@@ -359,7 +407,8 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
 }
 
 /* The configuration: tune->tiny_variant 1 = MT as the registers allow at
- * 8 warps (the first version), 2 = MT 1 at 16 warps; 0 = the default:
+ * 8 warps (the first version), 2 = MT 1 at 16 warps, 3 = MT 1 at 12 warps
+ * with two blocks of hidden units in flight (168 registers); 0 = the default:
  * variant 2 where it fits in 128 registers without spilling (k <= 128 and
  * n <= 64: nvcc 13 for sm_90 spills beyond) and its shared memory fits,
  * else 1. */
@@ -371,9 +420,17 @@ static fb_status tiny_mlp_variant(const fb_fused_env *env,
 {
     typedef TinyMlpShape<KQ, NJ, (16 * KQ + 8 * NJ) <= 128 ? 2 : 1, 8> V1;
     typedef TinyMlpShape<KQ, NJ, 1, 16> V2;
+    typedef TinyMlpShape<KQ, NJ, 1, 12, 1> V3;
     const int v = tune ? tune->tiny_variant : 0;
     if (v == 1 || (v == 0 && !(KQ <= 4 && NJ <= 8)))
         return run_tiny_mlp<T, V1>(env, p, tune, path, pathlen);
+    if (v == 3) {
+        /* 168 registers hold two blocks without spilling only here */
+        if constexpr (KQ <= 4 && NJ <= 8)
+            return run_tiny_mlp<T, V3>(env, p, tune, path, pathlen);
+        else
+            return FB_STATUS_NOT_SUPPORTED;
+    }
     fb_status st = run_tiny_mlp<T, V2>(env, p, tune, path, pathlen);
     if (st == FB_STATUS_NOT_SUPPORTED && v == 0)
         st = run_tiny_mlp<T, V1>(env, p, tune, path, pathlen);
