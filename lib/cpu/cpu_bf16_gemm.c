@@ -41,36 +41,13 @@
 #include "cpu_bf16_kernel.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_packed_blocking.h"
 #include "log.h"
 
 /* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
  * columns; fp32 accumulators 256 x 192 x 4 = 192 KiB. */
 #define BLOCK_APANELS 8
 #define BLOCK_BPANELS 16
-
-typedef struct bf16_blocking {
-    int64_t ap, bp;           /* panels per block */
-    int64_t mblocks, nblocks;
-} bf16_blocking;
-
-static bf16_blocking choose_blocks(int64_t apanels, int64_t bpanels, int t)
-{
-    bf16_blocking b;
-    b.mblocks = (apanels + BLOCK_APANELS - 1) / BLOCK_APANELS;
-    b.nblocks = (bpanels + BLOCK_BPANELS - 1) / BLOCK_BPANELS;
-    /* A number of blocks that the threads share evenly, where the panels
-     * allow: more column blocks first (each thread then reads mostly its
-     * own columns of B), then more row blocks. */
-    while ((b.mblocks * b.nblocks) % t != 0 && b.nblocks < bpanels)
-        b.nblocks++;
-    while ((b.mblocks * b.nblocks) % t != 0 && b.mblocks < apanels)
-        b.mblocks++;
-    b.ap = (apanels + b.mblocks - 1) / b.mblocks;
-    b.bp = (bpanels + b.nblocks - 1) / b.nblocks;
-    b.mblocks = (apanels + b.ap - 1) / b.ap;
-    b.nblocks = (bpanels + b.bp - 1) / b.bp;
-    return b;
-}
 
 int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p)
 {
@@ -119,7 +96,8 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
     const int64_t apanels = (m + FB_BF16_MR - 1) / FB_BF16_MR;
     const int64_t bpanels = (n + FB_BF16_NR - 1) / FB_BF16_NR;
     int t = threads > 0 ? threads : 1;
-    const bf16_blocking b = choose_blocks(apanels, bpanels, t);
+    const fb_packed_blocking b =
+        fb_packed_blocks(apanels, bpanels, t, BLOCK_APANELS, BLOCK_BPANELS);
     const int64_t nblk = b.mblocks * b.nblocks;
     if (t > nblk)
         t = (int)nblk;

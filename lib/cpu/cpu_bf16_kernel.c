@@ -28,6 +28,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include "cpu_avx512_transpose.h"
 #define FB_BF16_X86 1
 #define FB_BF16_TARGET                                                         \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -108,38 +109,6 @@ FB_BF16_TARGET static inline int exponent_min_reduce(__m512i emin)
     return e;
 }
 
-/* In-register transpose of 16 x 16 32-bit words: r[i] word j -> r[j]
- * word i. */
-FB_BF16_TARGET static inline void transpose16(__m512i r[16])
-{
-    __m512i t[16], u[16];
-    #pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4i + c], 128-bit lane L: column 4L + c of rows 4i..4i+3. */
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    /* For each c, a 4 x 4 transpose of 128-bit lanes over u[c + 4q]. */
-    #pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        __m512i x0 = _mm512_shuffle_i32x4(u[c], u[c + 4], 0x44);
-        __m512i x1 = _mm512_shuffle_i32x4(u[c], u[c + 4], 0xee);
-        __m512i x2 = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0x44);
-        __m512i x3 = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0xee);
-        r[c] = _mm512_shuffle_i32x4(x0, x2, 0x88);
-        r[c + 4] = _mm512_shuffle_i32x4(x0, x2, 0xdd);
-        r[c + 8] = _mm512_shuffle_i32x4(x1, x3, 0x88);
-        r[c + 12] = _mm512_shuffle_i32x4(x1, x3, 0xdd);
-    }
-}
-
 /* One panel, rows running along k: rows [i0, i0 + nrows) (nrows <= R may
  * be short: the rest are zero words), all kp pairs. */
 FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
@@ -165,7 +134,7 @@ FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
                                 : _mm512_setzero_si512();
                 emin = exponent_min(emin, v[i]);
             }
-            transpose16(v);
+            fb_transpose16x16_epi32(v);
             const int64_t pairs = kp - p0 < 16 ? kp - p0 : 16;
             uint16_t *out = dst + 2 * (p0 * r + g);
             for (int64_t c = 0; c < pairs; c++)

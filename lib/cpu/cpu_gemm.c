@@ -24,6 +24,7 @@
 #include "cpu_bf16_gemm.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_f32_gemm.h"
 #include "cpu_small_m.h"
 
 /* Target fp32 elements in one block of C: 128 Ki floats = 512 KiB. */
@@ -70,6 +71,14 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
             return st;
         /* Declined (a denormal input, which VDPBF16PS would read as 0):
          * the fp32 panels below, nothing written yet. */
+    }
+    /* fp32 on our AVX-512F kernel where OpenBLAS's own lacks AVX-512
+     * (fb_cpu_f32_kernel_chosen says when, and logs it). */
+    if (fb_cpu_f32_gemm_applies(h, p)) {
+        fb_status st;
+        if (fb_cpu_f32_gemm(h, p, t, &st, path, len))
+            return st;
+        /* No workspace for the packed operands: OpenBLAS below. */
     }
     const blocking b = choose_blocks(p->m, p->n, t);
     const int64_t nblk = b.mblocks * b.nblocks;

@@ -1,0 +1,191 @@
+/*
+ * cpu_f32_gemm.c -- gemm_bias_act for fp32 on AVX-512F FMA, and the rule
+ * that picks it over OpenBLAS.
+ *
+ * Why: OpenBLAS picks its kernels by core, and where it runs its AVX2
+ * ones on an AVX-512 CPU (OPENBLAS_CORETYPE=Haswell, as on the machine
+ * the benchmarks run on, or a core it does not know), sgemm reaches half
+ * of what the FMA units give (about 250 against 500 GFLOP/s on two Zen 5
+ * cores). Where OpenBLAS has its AVX-512 kernels it stays: it is as fast,
+ * and it is the reference.
+ *
+ * The same design as the bf16 kernel (cpu_bf16_gemm.c): the whole call is
+ * packed first by all threads (op(A) in 32-row panels, op(B) in 12-column
+ * panels, any transpose and leading dimension), then C is cut into blocks
+ * of about 256 x 192 (cpu_packed_blocking.h) that each thread finishes in
+ * turn: the block's accumulators (192 KiB, in L2) take k in equal chunks
+ * of at most 384 (A's chunk in L2, a B panel in L1), then alpha, beta C,
+ * bias and activation while the block is in cache, and one store to C.
+ * C is read only when beta != 0.
+ */
+#include "config.h"
+#include <cblas.h>
+#include <ctype.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_epilogue.h"
+#include "cpu_f32_gemm.h"
+#include "cpu_f32_kernel.h"
+#include "cpu_packed_blocking.h"
+#include "log.h"
+
+/* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
+ * columns; accumulators 256 x 192 x 4 = 192 KiB. */
+#define BLOCK_APANELS 8
+#define BLOCK_BPANELS 16
+
+/* OpenBLAS's names (openblas_get_corename(), lower-cased) of the cores it
+ * runs AVX-512 kernels on; every other core's sgemm is AVX2 or older. */
+static int corename_has_avx512(const char *core)
+{
+    static const char *const avx512[] = {"skylakex", "cooperlake",
+                                         "sapphirerapids"};
+    char low[32];
+    size_t i = 0;
+    for (; core != NULL && core[i] != '\0' && i + 1 < sizeof low; i++)
+        low[i] = (char)tolower((unsigned char)core[i]);
+    low[i] = '\0';
+    for (size_t j = 0; j < sizeof avx512 / sizeof avx512[0]; j++)
+        if (strcmp(low, avx512[j]) == 0)
+            return 1;
+    return 0;
+}
+
+int fb_cpu_f32_kernel_chosen(fb_handle h)
+{
+    if (!fb_cpu_f32_kernel_available())
+        return 0;
+    const char *v = getenv("FUSEDBLAS_CPU_SGEMM");
+    if (v != NULL && strcmp(v, "own") == 0) {
+        fb_log(h, "fp32 GEMM: AVX-512F kernel (FUSEDBLAS_CPU_SGEMM=own)");
+        return 1;
+    }
+    if (v != NULL && strcmp(v, "openblas") == 0) {
+        fb_log(h, "fp32 GEMM: OpenBLAS (FUSEDBLAS_CPU_SGEMM=openblas)");
+        return 0;
+    }
+    const char *core = openblas_get_corename();
+    const int own = !corename_has_avx512(core);
+    fb_log(h, "fp32 GEMM: OpenBLAS core %s %s AVX-512: %s", core ? core : "?",
+           own ? "lacks" : "has",
+           own ? "the AVX-512F kernel" : "OpenBLAS");
+    return own;
+}
+
+int fb_cpu_f32_gemm_applies(fb_handle h, const fb_gemm_problem *p)
+{
+    return p->dtype == FB_DTYPE_F32 && p->k > 0 && p->alpha != 0.0f &&
+           fb_cpu_f32_kernel_chosen(h);
+}
+
+/* Where op(A)'s row 0 and op(B)'s column 0 start, and whether they run
+ * along k in storage. */
+static void operands(const fb_gemm_problem *p, fb_f32_operand *a,
+                     fb_f32_operand *b)
+{
+    a->base = p->a, a->ld = p->lda, a->k_contiguous = p->transa;
+    b->base = p->b, b->ld = p->ldb, b->k_contiguous = !p->transb;
+}
+
+/* C block (mb x nb at i0, j0) <- act(acc + beta C + bias), acc already
+ * scaled by alpha; C read only when beta != 0. */
+static void finish_block(const fb_gemm_problem *p, float *acc,
+                         int64_t ldacc, int64_t i0, int64_t j0, int64_t mb,
+                         int64_t nb)
+{
+    float *c = (float *)p->c + i0 + j0 * p->ldc;
+    const float *bias = p->ep.bias;
+    for (int64_t j = 0; j < nb; j++) {
+        float *col = acc + j * ldacc;
+        float *cj = c + j * p->ldc;
+        if (p->beta != 0.0f)
+            fb_f32_axpy(mb, p->beta, cj, col);
+        if (bias == NULL)
+            fb_cpu_bias_act(col, NULL, mb, p->ep.act);
+        else if (p->ep.bias_per_row)
+            fb_cpu_bias_act(col, bias + i0, mb, p->ep.act);
+        else
+            fb_cpu_scalar_bias_act(col, bias[j0 + j], mb, p->ep.act);
+        memcpy(cj, col, (size_t)mb * sizeof(float));
+    }
+}
+
+static size_t round64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
+                    fb_status *st, char *path, size_t len)
+{
+    const int64_t m = p->m, n = p->n, k = p->k;
+    const int64_t apanels = (m + FB_F32_MR - 1) / FB_F32_MR;
+    const int64_t bpanels = (n + FB_F32_NR - 1) / FB_F32_NR;
+    int t = threads > 0 ? threads : 1;
+    const fb_packed_blocking b =
+        fb_packed_blocks(apanels, bpanels, t, BLOCK_APANELS, BLOCK_BPANELS);
+    const int64_t nblk = b.mblocks * b.nblocks;
+    if (t > nblk)
+        t = (int)nblk;
+
+    /* Workspace: packed A and B; per thread, the block's accumulators.
+     * All in 64-byte units. */
+    const int64_t ldacc = b.ap * FB_F32_MR;
+    const int64_t astride = fb_f32_panel_elems(k, FB_F32_MR);
+    const int64_t bstride = fb_f32_panel_elems(k, FB_F32_NR);
+    const size_t a_bytes = round64((size_t)(apanels * astride) * 4);
+    const size_t b_bytes = round64((size_t)(bpanels * bstride) * 4);
+    const size_t per_thread =
+        round64((size_t)ldacc * (size_t)(b.bp * FB_F32_NR) * 4);
+    const size_t bytes = a_bytes + b_bytes + per_thread * (size_t)t;
+    char *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL) {
+        /* OpenBLAS packs in its own, smaller buffers. */
+        fb_log(h, "fp32 kernel: cannot allocate %zu bytes of workspace; "
+                  "OpenBLAS instead", bytes);
+        return 0;
+    }
+    float *apack = (float *)ws;
+    float *bpack = (float *)(ws + a_bytes);
+    char *thread_ws = ws + a_bytes + b_bytes;
+    fb_f32_operand opa, opb;
+    operands(p, &opa, &opb);
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* Pack: each thread its share of the panels of both operands;
+         * then every thread may read every panel. */
+        fb_f32_pack(&opa, m, k, FB_F32_MR, apanels * tid / nt,
+                    apanels * (tid + 1) / nt, apack);
+        fb_f32_pack(&opb, n, k, FB_F32_NR, bpanels * tid / nt,
+                    bpanels * (tid + 1) / nt, bpack);
+#pragma omp barrier
+        float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
+        /* Contiguous runs of blocks, row blocks fastest: consecutive
+         * blocks share their B panels. */
+        const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
+        for (int64_t q = lo; q < hi; q++) {
+            const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
+            const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
+            const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
+            const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
+            fb_f32_block(apack + pa0 * astride, astride, na,
+                         bpack + pb0 * bstride, bstride, nb, k, p->alpha, 0,
+                         acc, ldacc);
+            const int64_t i0 = pa0 * FB_F32_MR, j0 = pb0 * FB_F32_NR;
+            const int64_t mb = m - i0 < na * FB_F32_MR ? m - i0
+                                                        : na * FB_F32_MR;
+            const int64_t ncols = n - j0 < nb * FB_F32_NR ? n - j0
+                                                           : nb * FB_F32_NR;
+            finish_block(p, acc, ldacc, i0, j0, mb, ncols);
+        }
+    }
+    snprintf(path, len, "cpu/f32-avx512/%dx%d/blocks=%lldx%lld/threads=%d",
+             FB_F32_MR, FB_F32_NR, (long long)(b.ap * FB_F32_MR),
+             (long long)(b.bp * FB_F32_NR), t);
+    *st = FB_STATUS_SUCCESS;
+    return 1;
+}

@@ -1,0 +1,37 @@
+/*
+ * cpu_f32_gemm.h -- fp32 GEMM on AVX-512F FMA for gemm_bias_act and the
+ * fp32 MLP, where OpenBLAS's own kernel lacks AVX-512 (the rule below).
+ *
+ * Operands are packed into panels in the handle's workspace and a 32 x 12
+ * register block of accumulators runs over them (cpu_f32_kernel.h); the
+ * epilogue is applied per block of C while it is in cache.
+ */
+#ifndef FB_CPU_F32_GEMM_H
+#define FB_CPU_F32_GEMM_H
+
+#include <stddef.h>
+#include "handle.h"
+#include "problem.h"
+
+/* Whether fp32 GEMMs go to this kernel rather than OpenBLAS, read at every
+ * call (so that a test or a benchmark can switch):
+ *   FUSEDBLAS_CPU_SGEMM=own       the kernel, wherever AVX-512F runs;
+ *   FUSEDBLAS_CPU_SGEMM=openblas  never;
+ *   unset, empty or auto          when AVX-512F runs and OpenBLAS's
+ *                                 kernel for this core has no AVX-512
+ *                                 (openblas_get_corename()).
+ * Any other value is read as auto. Logged under FUSEDBLAS_VERBOSE. */
+int fb_cpu_f32_kernel_chosen(fb_handle h);
+
+/* Whether fb_cpu_f32_gemm takes p: fp32, something to multiply (k > 0,
+ * alpha != 0), and fb_cpu_f32_kernel_chosen. */
+int fb_cpu_f32_gemm_applies(fb_handle h, const fb_gemm_problem *p);
+
+/* Run p (which fb_cpu_f32_gemm_applies) on up to threads OpenMP threads.
+ * Returns 1 if it ran the call: *st is its status, path says what ran.
+ * Returns 0 if it could not get the workspace for the packed operands
+ * (logged): nothing was written, and the caller runs OpenBLAS. */
+int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
+                    fb_status *st, char *path, size_t len);
+
+#endif /* FB_CPU_F32_GEMM_H */

@@ -1,0 +1,220 @@
+/*
+ * cpu_f32_kernel.c -- packing and the AVX-512F FMA register block (see
+ * cpu_f32_kernel.h for the packed layout, cpu_f32_gemm.c for the plan).
+ *
+ * Everything that uses AVX-512 is compiled for it by function attributes,
+ * so the rest of the library builds for the baseline and a CPU without
+ * AVX-512F never reaches these functions (fb_cpu_f32_kernel_available).
+ *
+ * Packing, by how the operand runs in storage:
+ *  - along k (a row of op(A) when transposed, a column of op(B) when not,
+ *    nn.Linear's weights and inputs): 16 rows x 16 elements are loaded
+ *    and transposed in registers (cpu_avx512_transpose.h), giving 16
+ *    vectors of one l each.
+ *  - across k: the panel's R rows of one l are contiguous already: two
+ *    masked loads and stores per l.
+ * Loads are masked at the edges, so nothing outside the operand is read,
+ * and rows past the matrix are written as zeros.
+ *
+ * IEEE semantics: FMA with the default MXCSR keeps denormals, and NaN and
+ * Inf go through the sums as in any fp32 GEMM, so unlike the bf16 kernel
+ * nothing needs to decline.
+ */
+#include "config.h"
+#include <string.h>
+#include "cpu_f32_kernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include "cpu_avx512_transpose.h"
+#define FB_F32_X86 1
+#define FB_F32_TARGET __attribute__((target("avx512f")))
+#endif
+
+/* Most of k per pass over a block: A's chunk (32 x 384 floats = 48 KiB
+ * per panel) stays in L2, B's (12 x 384 = 18 KiB) in L1: the bf16
+ * kernel's bytes. */
+#define KC 384
+
+int fb_cpu_f32_kernel_available(void)
+{
+#if defined(FB_F32_X86)
+    /* libgcc's CPU model also checks that the OS saves the ZMM state. */
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
+#if defined(FB_F32_X86)
+
+/* ---- packing ------------------------------------------------------------ */
+
+/* One panel, rows running along k: rows [0, nrows) (nrows <= R may be
+ * short: the rest are zeros), all of k. */
+FB_F32_TARGET static void pack_along_k(const float *src, int64_t ld,
+                                       int64_t nrows, int64_t k, int r,
+                                       float *dst)
+{
+    for (int g = 0; g < r; g += 16) {
+        const int width = r - g < 16 ? r - g : 16;
+        const __mmask16 keep = (__mmask16)((1u << width) - 1u);
+        const int64_t live = nrows - g < 0 ? 0 : nrows - g;
+        for (int64_t l0 = 0; l0 < k; l0 += 16) {
+            const int64_t e = k - l0; /* elements left in a row */
+            const __mmask16 emask = e >= 16 ? (__mmask16)0xffffu
+                                            : (__mmask16)((1u << e) - 1u);
+            __m512i v[16];
+            #pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                v[i] = i < live && i < width
+                           ? _mm512_maskz_loadu_epi32(
+                                 emask, src + (g + i) * ld + l0)
+                           : _mm512_setzero_si512();
+            fb_transpose16x16_epi32(v);
+            const int64_t cols = e < 16 ? e : 16;
+            float *out = dst + l0 * r + g;
+            for (int64_t c = 0; c < cols; c++)
+                _mm512_mask_storeu_epi32(out + c * r, keep, v[c]);
+        }
+    }
+}
+
+/* One panel, rows running across k: row i of l is src[i + l * ld]. */
+FB_F32_TARGET static void pack_across_k(const float *src, int64_t ld,
+                                        int64_t nrows, int64_t k, int r,
+                                        float *dst)
+{
+    const int64_t live = nrows < r ? nrows : r;
+    const int lo = live < 16 ? (int)live : 16;
+    const int hi = live - 16 > 0 ? (int)(live - 16) : 0;
+    const __mmask16 lmask = (__mmask16)((1u << lo) - 1u);
+    const __mmask16 hmask = (__mmask16)((1u << hi) - 1u);
+    const __mmask16 keep_lo = (__mmask16)((1u << (r < 16 ? r : 16)) - 1u);
+    const __mmask16 keep_hi =
+        (__mmask16)(r > 16 ? (1u << (r - 16)) - 1u : 0u);
+    for (int64_t l = 0; l < k; l++) {
+        const float *s = src + l * ld;
+        float *out = dst + l * r;
+        _mm512_mask_storeu_ps(out, keep_lo, _mm512_maskz_loadu_ps(lmask, s));
+        if (keep_hi)
+            _mm512_mask_storeu_ps(out + 16, keep_hi,
+                                  _mm512_maskz_loadu_ps(hmask, s + 16));
+    }
+}
+
+void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
+                 int64_t q0, int64_t q1, float *dst)
+{
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t i0 = q * r;
+        const int64_t nrows = rows - i0 < r ? rows - i0 : r;
+        float *out = dst + q * fb_f32_panel_elems(k, r);
+        if (x->k_contiguous)
+            pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, r, out);
+        else
+            pack_across_k(x->base + i0, x->ld, nrows, k, r, out);
+    }
+}
+
+/* ---- the register block ------------------------------------------------- */
+
+/* acc tile (32 x 12 at c, ldc) <- scale * ((load ? tile : 0) + sum over kc
+ * of a-panel x b-panel): per l, 2 vector loads, 12 broadcasts, 24 FMAs on
+ * independent accumulators (enough to cover the FMA latency on two
+ * pipes). */
+FB_F32_TARGET static void kernel_32x12(int64_t kc, const float *a,
+                                       const float *b, float *c, int64_t ldc,
+                                       int load, float scale)
+{
+    __m512 acc0[FB_F32_NR], acc1[FB_F32_NR];
+    #pragma GCC unroll 12
+    for (int j = 0; j < FB_F32_NR; j++) {
+        acc0[j] = load ? _mm512_loadu_ps(c + j * ldc) : _mm512_setzero_ps();
+        acc1[j] = load ? _mm512_loadu_ps(c + j * ldc + 16)
+                       : _mm512_setzero_ps();
+    }
+    for (int64_t l = 0; l < kc; l++) {
+        const __m512 a0 = _mm512_loadu_ps(a);
+        const __m512 a1 = _mm512_loadu_ps(a + 16);
+        /* The panel about 8 steps ahead (a is read at 128 bytes a step,
+         * from L2). */
+        _mm_prefetch((const char *)(a + 8 * FB_F32_MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + 8 * FB_F32_MR + 16), _MM_HINT_T0);
+        #pragma GCC unroll 12
+        for (int j = 0; j < FB_F32_NR; j++) {
+            const __m512 bj = _mm512_set1_ps(b[j]);
+            acc0[j] = _mm512_fmadd_ps(a0, bj, acc0[j]);
+            acc1[j] = _mm512_fmadd_ps(a1, bj, acc1[j]);
+        }
+        a += FB_F32_MR;
+        b += FB_F32_NR;
+    }
+    const __m512 s = _mm512_set1_ps(scale);
+    #pragma GCC unroll 12
+    for (int j = 0; j < FB_F32_NR; j++) {
+        _mm512_storeu_ps(c + j * ldc, _mm512_mul_ps(acc0[j], s));
+        _mm512_storeu_ps(c + j * ldc + 16, _mm512_mul_ps(acc1[j], s));
+    }
+}
+
+void fb_f32_block(const float *a, int64_t astride, int64_t na,
+                  const float *b, int64_t bstride, int64_t nb, int64_t k,
+                  float alpha, int accumulate, float *acc, int64_t ldacc)
+{
+    /* Equal chunks of at most KC: no short last chunk. */
+    const int64_t nchunks = (k + KC - 1) / KC;
+    const int64_t kc = (k + nchunks - 1) / nchunks;
+    for (int64_t l0 = 0; l0 < k; l0 += kc) {
+        const int64_t lc = k - l0 < kc ? k - l0 : kc;
+        const int last = l0 + lc == k;
+        for (int64_t jb = 0; jb < nb; jb++) {
+            const float *bj = b + jb * bstride + l0 * FB_F32_NR;
+            float *cj = acc + jb * FB_F32_NR * ldacc;
+            for (int64_t ia = 0; ia < na; ia++)
+                kernel_32x12(lc, a + ia * astride + l0 * FB_F32_MR, bj,
+                             cj + ia * FB_F32_MR, ldacc,
+                             accumulate || l0 > 0, last ? alpha : 1.0f);
+        }
+    }
+}
+
+FB_F32_TARGET void fb_f32_axpy(int64_t n, float a, const float *x, float *y)
+{
+    const __m512 av = _mm512_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i),
+                                                _mm512_loadu_ps(y + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(
+            y + i, m,
+            _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
+                            _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
+#else /* not x86-64: fb_cpu_f32_kernel_available() is 0 */
+
+void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
+                 int64_t q0, int64_t q1, float *dst)
+{
+    (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
+}
+
+void fb_f32_block(const float *a, int64_t astride, int64_t na,
+                  const float *b, int64_t bstride, int64_t nb, int64_t k,
+                  float alpha, int accumulate, float *acc, int64_t ldacc)
+{
+    (void)a, (void)astride, (void)na, (void)b, (void)bstride, (void)nb;
+    (void)k, (void)alpha, (void)accumulate, (void)acc, (void)ldacc;
+}
+
+void fb_f32_axpy(int64_t n, float a, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+#endif
