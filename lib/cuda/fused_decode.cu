@@ -432,7 +432,13 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     /* Phase-2 stripes: the divisor of G that moves the fewest L2 bytes
      * (each CTA reads its H stripe; HS > 1 writes and reads back HS fp32
      * partials of Y and pays a counter round trip, counted as 4 MB) and
-     * whose H stripe fits in shared memory with the accumulators. */
+     * whose H stripe fits in shared memory with the accumulators. Each
+     * stripe also costs the equivalent of 1.5 MB: more stripes mean
+     * shorter contiguous runs of every Wd row and more CTAs in each
+     * range's reduction. Fitted to the H200 sweeps (selftest, GPU sessions
+     * 4-5 of 2026-11-22), 4096 -> 11008 -> 4096 bf16: m = 16 hs 4 91.0 us
+     * against 96.5 for hs 11, which the bytes alone chose; m = 1 hs 1
+     * 78.1 against 79.6 for hs 4; both picked with the term. */
     const int ms = m + 1;
     const int threads = CtaShape<T, NTOK>::THREADS;
     const size_t budget = env->smem_optin;
@@ -462,7 +468,8 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
         if (d == 1 && hbytes > ws_avail)
             continue;
         const double cost = (double)G * m * ((double)h / d) * esz +
-                            (d > 1 ? 2.0 * d * m * n * 4 + 4e6 : 0.0);
+                            (d > 1 ? 2.0 * d * m * n * 4 + 4e6 : 0.0) +
+                            1.5e6 * d;
         if (hs == 0 || cost < best) {
             hs = d;
             best = cost;
