@@ -433,12 +433,15 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
      * (each CTA reads its H stripe; HS > 1 writes and reads back HS fp32
      * partials of Y and pays a counter round trip, counted as 4 MB) and
      * whose H stripe fits in shared memory with the accumulators. Each
-     * stripe also costs the equivalent of 1.5 MB: more stripes mean
-     * shorter contiguous runs of every Wd row and more CTAs in each
-     * range's reduction. Fitted to the H200 sweeps (selftest, GPU sessions
-     * 4-5 of 2026-11-22), 4096 -> 11008 -> 4096 bf16: m = 16 hs 4 91.0 us
-     * against 96.5 for hs 11, which the bytes alone chose; m = 1 hs 1
-     * 78.1 against 79.6 for hs 4; both picked with the term. */
+     * stripe also costs about 1/60 of Wd's bytes: more stripes mean
+     * shorter contiguous runs of every Wd row, streamed less efficiently,
+     * and more CTAs in each range's reduction. Fitted to the H200 sweeps
+     * (selftest, GPU sessions 5-6 of 2026-11-22), bf16 4096 -> 11008 ->
+     * 4096: m = 16 now picks hs 4, 90.1 us against 97.9 for hs 11 (which
+     * the bytes alone chose); m = 4 hs 3, 82.8 against 84.8 for hs 11
+     * (hs 1, the best there, 81.2); m = 1 keeps hs 1 (78.2). 768 -> 3072 -> 768, m = 16 (Wd 4.7 MB)
+     * keeps hs 11: the sweep there is flat within noise (26.8-29.9 us),
+     * and a flat 1.5 MB a stripe (hs 3) measured 28.8 against 28.1. */
     const int ms = m + 1;
     const int threads = CtaShape<T, NTOK>::THREADS;
     const size_t budget = env->smem_optin;
@@ -469,7 +472,7 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
             continue;
         const double cost = (double)G * m * ((double)h / d) * esz +
                             (d > 1 ? 2.0 * d * m * n * 4 + 4e6 : 0.0) +
-                            1.5e6 * d;
+                            (double)d * n * h * esz / 60.0;
         if (hs == 0 || cost < best) {
             hs = d;
             best = cost;
