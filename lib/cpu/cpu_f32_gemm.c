@@ -9,9 +9,10 @@
  * cores). Where OpenBLAS has its AVX-512 kernels it stays: it is as fast,
  * and it is the reference.
  *
- * The same design as the bf16 kernel (cpu_bf16_gemm.c): the whole call is
- * packed first by all threads (op(A) in 32-row panels, op(B) in 12-column
- * panels, any transpose and leading dimension), then C is cut into blocks
+ * The same design as the bf16 kernel (cpu_bf16_gemm.c): op(A) is packed
+ * whole first by all threads (32-row panels), op(B) per column block by
+ * the thread that runs it (12-column panels), any transpose and leading
+ * dimension; C is cut into blocks
  * of about 256 x 192 (cpu_packed_blocking.h) that each thread finishes in
  * turn: the block's accumulators (192 KiB, in L2) take k in equal chunks
  * of at most 384 (A's chunk in L2, a B panel in L1), then alpha, beta C,
@@ -130,16 +131,17 @@ int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
     if (t > nblk)
         t = (int)nblk;
 
-    /* Workspace: packed A and B; per thread, the block's accumulators.
-     * All in 64-byte units. */
+    /* Workspace: packed A; per thread, the packed B panels of its current
+     * column block and the block's accumulators. All in 64-byte units. */
     const int64_t ldacc = b.ap * FB_F32_MR;
     const int64_t astride = fb_f32_panel_elems(k, FB_F32_MR);
     const int64_t bstride = fb_f32_panel_elems(k, FB_F32_NR);
     const size_t a_bytes = round64((size_t)(apanels * astride) * 4);
-    const size_t b_bytes = round64((size_t)(bpanels * bstride) * 4);
-    const size_t per_thread =
+    const size_t acc_bytes =
         round64((size_t)ldacc * (size_t)(b.bp * FB_F32_NR) * 4);
-    const size_t bytes = a_bytes + b_bytes + per_thread * (size_t)t;
+    const size_t per_thread =
+        acc_bytes + round64((size_t)(b.bp * bstride) * 4);
+    const size_t bytes = a_bytes + per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
         /* OpenBLAS packs in its own, smaller buffers. */
@@ -148,33 +150,41 @@ int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
         return 0;
     }
     float *apack = (float *)ws;
-    float *bpack = (float *)(ws + a_bytes);
-    char *thread_ws = ws + a_bytes + b_bytes;
+    char *thread_ws = ws + a_bytes;
     fb_f32_operand opa, opb;
     operands(p, &opa, &opb);
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Pack: each thread its share of the panels of both operands;
-         * then every thread may read every panel. */
-        fb_f32_pack(&opa, m, k, FB_F32_MR, apanels * tid / nt,
-                    apanels * (tid + 1) / nt, apack);
-        fb_f32_pack(&opb, n, k, FB_F32_NR, bpanels * tid / nt,
-                    bpanels * (tid + 1) / nt, bpack);
+        /* A is packed whole, each thread its share of the panels; then
+         * every thread may read every panel. */
+        const int64_t q0 = apanels * tid / nt;
+        fb_f32_pack(&opa, m, k, FB_F32_MR, q0, apanels * (tid + 1) / nt,
+                    apack + q0 * astride);
 #pragma omp barrier
         float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
+        float *bpack = (float *)(thread_ws + per_thread * (size_t)tid +
+                                 acc_bytes);
         /* Contiguous runs of blocks, row blocks fastest: consecutive
-         * blocks share their B panels. */
+         * blocks share their B panels, which the thread packs when its
+         * column block changes (into L2/L3, where the next blocks read
+         * them: the whole of B packed first went out to memory and came
+         * back). A column block split between two threads' runs is
+         * packed by both. */
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
+        int64_t packed = -1;
         for (int64_t q = lo; q < hi; q++) {
             const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
             const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
             const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
             const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
-            fb_f32_block(apack + pa0 * astride, astride, na,
-                         bpack + pb0 * bstride, bstride, nb, k, p->alpha, 0,
-                         acc, ldacc);
+            if (bj != packed) {
+                fb_f32_pack(&opb, n, k, FB_F32_NR, pb0, pb0 + nb, bpack);
+                packed = bj;
+            }
+            fb_f32_block(apack + pa0 * astride, astride, na, bpack, bstride,
+                         nb, k, p->alpha, 0, acc, ldacc);
             const int64_t i0 = pa0 * FB_F32_MR, j0 = pb0 * FB_F32_NR;
             const int64_t mb = m - i0 < na * FB_F32_MR ? m - i0
                                                         : na * FB_F32_MR;

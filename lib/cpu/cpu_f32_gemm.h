@@ -34,4 +34,13 @@ int fb_cpu_f32_gemm_applies(fb_handle h, const fb_gemm_problem *p);
 int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                     fb_status *st, char *path, size_t len);
 
+/* The same for mlp_geglu_forward (cpu_f32_mlp.c): fp32 data, k > 0,
+ * h > 0, more than min_rows rows (fewer are the decode kernel's), and
+ * fb_cpu_f32_kernel_chosen. fb_cpu_f32_mlp returns 0, nothing written,
+ * if it cannot get the workspace for the packed operands. */
+int fb_cpu_f32_mlp_applies(fb_handle h, const fb_mlp_problem *p,
+                           int64_t min_rows);
+int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
+                   char *path, size_t len);
+
 #endif /* FB_CPU_F32_GEMM_H */

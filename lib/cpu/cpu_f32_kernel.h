@@ -37,7 +37,7 @@ static inline int64_t fb_f32_panel_elems(int64_t k, int r)
 }
 
 /* Pack panels [q0, q1) of R rows (FB_F32_MR or FB_F32_NR) of the rows x k
- * operand x into dst (panel q at q * fb_f32_panel_elems(k, r)). */
+ * operand x into dst (panel q at (q - q0) * fb_f32_panel_elems(k, r)). */
 void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
                  int64_t q0, int64_t q1, float *dst);
 

@@ -31,6 +31,7 @@
 #include "cpu_bf16_gemm.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_f32_gemm.h"
 #include "cpu_small_m.h"
 
 /* Rows per block when threads split rows, and the chunk of hidden width:
@@ -103,6 +104,14 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         if (fb_cpu_bf16_mlp(h, p, &st, path, len))
             return st;
         /* Declined (a denormal input): the fp32 panels below. */
+    }
+    /* fp32 on the AVX-512F kernel where OpenBLAS's own lacks AVX-512
+     * (fb_cpu_f32_kernel_chosen). */
+    if (fb_cpu_f32_mlp_applies(h, p, SMALL_M_ROWS)) {
+        fb_status st;
+        if (fb_cpu_f32_mlp(h, p, &st, path, len))
+            return st;
+        /* No workspace for the packed weights: OpenBLAS below. */
     }
     const plan pl = make_plan(h, p);
     const int wide = p->dtype != FB_DTYPE_F32;

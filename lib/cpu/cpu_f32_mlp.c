@@ -1,0 +1,182 @@
+/*
+ * cpu_f32_mlp.c -- mlp_geglu_forward for fp32 on the AVX-512F kernel
+ * (cpu_f32_kernel.h), for the prefill shapes (more rows than the decode
+ * kernel takes), where fb_cpu_f32_kernel_chosen picks the kernel over
+ * OpenBLAS.
+ *
+ *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
+ *
+ * The plan of cpu_bf16_mlp.c, without its declining (fp32 FMA keeps
+ * denormals): all three weights and X are packed once by all threads
+ * together; threads then own ranges of row blocks (96 rows, fewer when
+ * there are not 96 per thread). For one row block and one chunk of the
+ * hidden width (256):
+ *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       96 KiB each, in L2
+ *   H = act_g(G + bg) .* (U + bu)            in place of G, in cache
+ *   H packed (12-row panels, k = the chunk)
+ *   Y_b^T += Wd_c H^T                        accumulators, n x 96
+ * and when the chunks are done, Y_b = Y_b + bd, stored. H is never
+ * written to memory in full; each row block streams the packed weights
+ * from L3 once.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_epilogue.h"
+#include "cpu_f32_gemm.h"
+#include "cpu_f32_kernel.h"
+#include "log.h"
+
+/* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
+ * 32-row panels of Wg, Wu), as the bf16 MLP. */
+#define ROW_PANELS 8
+#define HIDDEN_PANELS 8
+#define MB (ROW_PANELS * FB_F32_NR)
+#define HC (HIDDEN_PANELS * FB_F32_MR)
+
+int fb_cpu_f32_mlp_applies(fb_handle h, const fb_mlp_problem *p,
+                           int64_t min_rows)
+{
+    return p->dtype == FB_DTYPE_F32 && p->m > min_rows && p->k > 0 &&
+           p->h > 0 && fb_cpu_f32_kernel_chosen(h);
+}
+
+typedef struct mlp_packed {
+    const float *x, *wg, *wu, *wd;
+    int64_t xstride, wstride, dstride; /* floats between panels */
+    int64_t dpanels;                   /* 32-row panels of Wd */
+} mlp_packed;
+
+/* Per-thread buffers. */
+typedef struct mlp_scratch {
+    float *g, *u;  /* HC x MB, ld HC (column t: token t); H in g */
+    float *y;      /* dpanels * 32 x MB, ld dpanels * 32 */
+    float *hpack;  /* the packed H: ROW_PANELS panels of depth HC */
+} mlp_scratch;
+
+/* Rows [r0, r0 + rows) of Y: every chunk of the hidden width, then the
+ * store. */
+static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
+                      const mlp_scratch *s, int64_t r0, int64_t rows)
+{
+    const int64_t k = p->k, ldy = pk->dpanels * FB_F32_MR;
+    const int64_t xpanels = (rows + FB_F32_NR - 1) / FB_F32_NR;
+    const float *xb = pk->x + (r0 / FB_F32_NR) * pk->xstride;
+    for (int64_t h0 = 0; h0 < p->h; h0 += HC) {
+        const int64_t hc = p->h - h0 < HC ? p->h - h0 : HC;
+        const int64_t na = (hc + FB_F32_MR - 1) / FB_F32_MR;
+        const int64_t q0 = h0 / FB_F32_MR;
+        fb_f32_block(pk->wg + q0 * pk->wstride, pk->wstride, na, xb,
+                     pk->xstride, xpanels, k, 1.0f, 0, s->g, HC);
+        fb_f32_block(pk->wu + q0 * pk->wstride, pk->wstride, na, xb,
+                     pk->xstride, xpanels, k, 1.0f, 0, s->u, HC);
+        for (int64_t t = 0; t < rows; t++)
+            fb_cpu_gate(s->g + t * HC, s->u + t * HC,
+                        p->bg ? (const float *)p->bg + h0 : NULL,
+                        p->bu ? (const float *)p->bu + h0 : NULL, hc,
+                        p->gate_act);
+        /* H is op(B) of the down projection, k = the chunk's width. */
+        const fb_f32_operand hop = {s->g, HC, 1};
+        fb_f32_pack(&hop, rows, hc, FB_F32_NR, 0, xpanels, s->hpack);
+        fb_f32_block(pk->wd + h0 * FB_F32_MR, pk->dstride, pk->dpanels,
+                     s->hpack, fb_f32_panel_elems(hc, FB_F32_NR), xpanels,
+                     hc, 1.0f, h0 > 0, s->y, ldy);
+    }
+    for (int64_t t = 0; t < rows; t++) {
+        float *y = s->y + t * ldy;
+        if (p->bd != NULL)
+            fb_cpu_bias_act(y, (const float *)p->bd, p->n, FB_ACT_NONE);
+        memcpy((float *)p->y + (r0 + t) * p->ldy, y,
+               (size_t)p->n * sizeof(float));
+    }
+}
+
+static size_t round64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
+                   char *path, size_t len)
+{
+    const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
+    const int64_t xpanels = (m + FB_F32_NR - 1) / FB_F32_NR;
+    const int64_t wpanels = (hid + FB_F32_MR - 1) / FB_F32_MR;
+    const int64_t dpanels = (n + FB_F32_MR - 1) / FB_F32_MR;
+    const double flops = 2.0 * (double)m *
+                         (2.0 * (double)hid * (double)k + (double)hid * (double)n);
+    int t = fb_cpu_threads(h, flops);
+    /* Fewer rows per block when there are too few for every thread. */
+    int64_t rp = (xpanels + t - 1) / t;
+    if (rp > ROW_PANELS)
+        rp = ROW_PANELS;
+    const int64_t mb = rp * FB_F32_NR;
+    const int64_t blocks = (xpanels + rp - 1) / rp;
+    if (t > blocks)
+        t = (int)blocks;
+
+    mlp_packed pk;
+    pk.xstride = fb_f32_panel_elems(k, FB_F32_NR);
+    pk.wstride = fb_f32_panel_elems(k, FB_F32_MR);
+    pk.dstride = fb_f32_panel_elems(hid, FB_F32_MR);
+    pk.dpanels = dpanels;
+    const size_t x_bytes = round64((size_t)(xpanels * pk.xstride) * 4);
+    const size_t w_bytes = round64((size_t)(wpanels * pk.wstride) * 4);
+    const size_t d_bytes = round64((size_t)(dpanels * pk.dstride) * 4);
+    const size_t acc_bytes = (size_t)HC * MB * 4;
+    const size_t y_bytes = (size_t)(dpanels * FB_F32_MR) * MB * 4;
+    const size_t per_thread = 3 * acc_bytes + y_bytes;
+    const size_t bytes = x_bytes + 2 * w_bytes + d_bytes +
+                         per_thread * (size_t)t;
+    float *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL) {
+        /* The OpenBLAS path needs less (no whole packed weights). */
+        fb_log(h, "fp32 MLP kernel: cannot allocate %zu bytes of "
+                  "workspace; the OpenBLAS path instead", bytes);
+        return 0;
+    }
+    char *cur = (char *)ws;
+    float *xq = (float *)cur;
+    float *wgq = (float *)(cur += x_bytes);
+    float *wuq = (float *)(cur += w_bytes);
+    float *wdq = (float *)(cur += w_bytes);
+    char *thread_ws = cur + d_bytes;
+    pk.x = xq, pk.wg = wgq, pk.wu = wuq, pk.wd = wdq;
+    const fb_f32_operand xop = {p->x, p->ldx, 1}, gop = {p->wg, k, 1};
+    const fb_f32_operand uop = {p->wu, k, 1}, dop = {p->wd, hid, 1};
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* Each thread packs its share of every operand's panels. */
+#define SHARE(total, dst, stride, op, rows, depth, r)                          \
+        do {                                                                   \
+            const int64_t a0 = (total) * tid / nt;                             \
+            fb_f32_pack(&(op), rows, depth, r, a0, (total) * (tid + 1) / nt,  \
+                        (dst) + a0 * (stride));                                \
+        } while (0)
+        SHARE(xpanels, xq, pk.xstride, xop, m, k, FB_F32_NR);
+        SHARE(wpanels, wgq, pk.wstride, gop, hid, k, FB_F32_MR);
+        SHARE(wpanels, wuq, pk.wstride, uop, hid, k, FB_F32_MR);
+        SHARE(dpanels, wdq, pk.dstride, dop, n, hid, FB_F32_MR);
+#undef SHARE
+#pragma omp barrier
+        char *mine = thread_ws + per_thread * (size_t)tid;
+        mlp_scratch s;
+        s.g = (float *)mine;
+        s.u = (float *)(mine + acc_bytes);
+        s.hpack = (float *)(mine + 2 * acc_bytes);
+        s.y = (float *)(mine + 3 * acc_bytes);
+        const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
+        for (int64_t b = b0; b < b1; b++) {
+            const int64_t r0 = b * mb;
+            row_block(p, &pk, &s, r0, m - r0 < mb ? m - r0 : mb);
+        }
+    }
+    snprintf(path, len, "cpu/f32-avx512/mlp-rows/mb=%lld/hc=%d/threads=%d",
+             (long long)mb, HC, t);
+    *st = FB_STATUS_SUCCESS;
+    return 1;
+}

@@ -1,0 +1,251 @@
+/*
+ * test_cpu_f32_kernel.c -- sgemm_bias_act on the CPU's AVX-512F fp32
+ * kernel (lib/cpu/cpu_f32_gemm.c) against the double oracle, with
+ * DESIGN.md's fp32 bound, and the path that ran asserted for every case
+ * (so that a kernel silently not used fails here):
+ *  - FUSEDBLAS_CPU_SGEMM=own is set by the program: the kernel runs
+ *    whichever OpenBLAS core is in use;
+ *  - shapes around the 32 x 12 register block, the 256 x 192 blocks of C
+ *    and the k chunks (up to 384); odd k; both layouts (bias along rows
+ *    and along columns of the normalised C), all transpose pairs, padded
+ *    leading dimensions, alpha != 1, beta != 0 (beta == 0 with C filled
+ *    with NaN by the checker: C must not be read), every activation;
+ *  - NaN and Inf in A and B go through as the oracle says;
+ *  - FUSEDBLAS_CPU_SGEMM=openblas sends the call to OpenBLAS, own back;
+ *  - mlp_geglu_forward's fp32 prefill path on the kernel (when it is
+ *    there: cpu_mlp.c) over row blocks and hidden chunks with ragged
+ *    edges, every gate and bias pattern.
+ * On a CPU without AVX-512F (valgrind's too) the program skips.
+ */
+#define _GNU_SOURCE /* setenv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gemm_check.h"
+#include "mlp_check.h"
+#include "oracle.h"
+
+#define KERNEL_PATH "cpu/f32-avx512/"
+#define OPENBLAS_PATH "/sgemm/"
+
+static int on_kernel(fb_handle h)
+{
+    return strncmp(fb_handle_last_path(h), KERNEL_PATH,
+                   strlen(KERNEL_PATH)) == 0;
+}
+
+/* Run one case through the checker (oracle, guards, untouched inputs),
+ * then check which path ran: the kernel if want_kernel, else OpenBLAS. */
+static void run_case(const target *cpu, gemm_data *d, int want_kernel)
+{
+    char label[256];
+    gemm_check(d, cpu, 1, NULL);
+    gemm_case_label(&d->c, label, sizeof label);
+    const int ok = want_kernel ? on_kernel(cpu->handle)
+                               : strstr(fb_handle_last_path(cpu->handle),
+                                        OPENBLAS_PATH) != NULL;
+    tap_ok(ok, "path %s for %s (want %s)", fb_handle_last_path(cpu->handle),
+           label, want_kernel ? KERNEL_PATH : OPENBLAS_PATH);
+}
+
+static gemm_case make_case(fb_layout layout, fb_transpose ta,
+                           fb_transpose tb, int64_t m, int64_t n, int64_t k)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_F32;
+    c.layout = layout;
+    c.transa = ta, c.transb = tb;
+    c.m = m, c.n = n, c.k = k;
+    c.alpha = 1.0f, c.beta = 0.0f;
+    c.act = FB_ACT_NONE;
+    gemm_case_set_lds(&c, 0, 0, 0);
+    return c;
+}
+
+/* Shapes (m, n, k of the call). None is the decode form the small-m
+ * kernel takes (n <= 32 tokens with m >= 48 after normalisation): every
+ * pair has both sides > 32 or both < 48. Around 32 and 12 (the register
+ * block), 256 and 192 (a block of C; with two threads the split may
+ * shorten it), 384 (a k chunk; 385 and 769 split into equal chunks). */
+static const int64_t shapes[][3] = {
+    {1, 1, 1},      {7, 13, 3},     {33, 11, 2},     {12, 32, 64},
+    {31, 47, 5},    {32, 12, 65},   {65, 35, 17},    {97, 37, 128},
+    {257, 193, 31}, {289, 205, 40}, {40, 30, 383},   {33, 23, 384},
+    {17, 47, 385},  {36, 26, 769},  {300, 200, 600}, {520, 410, 45},
+};
+
+static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
+
+/* Every shape x layout x transpose pair, with the epilogue and padding
+ * varied along the way; then every activation x bias x beta x layout on
+ * a shape with ragged edges in every direction. */
+static void sweep(const target *cpu)
+{
+    int idx = 0;
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < nshapes; s++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int t = 0; t < 4; t++, idx++) {
+                gemm_case c = make_case(lay ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                        trans[t >> 1], trans[t & 1],
+                                        shapes[s][0], shapes[s][1],
+                                        shapes[s][2]);
+                c.act = all_acts[idx % N_ACTS];
+                c.has_bias = (idx / 2) % 2;
+                c.beta = idx % 3 == 1 ? 0.5f : 0.0f;
+                c.alpha = idx % 4 == 3 ? -0.75f : 1.0f;
+                const int64_t pad = idx % 2 ? 3 : 0;
+                gemm_case_set_lds(&c, pad, 2 * pad, pad + 1);
+                c.offset = idx % 3;
+                gemm_data d;
+                gemm_data_make(&d, &c);
+                run_case(cpu, &d, 1);
+                gemm_data_free(&d);
+            }
+    for (int a = 0; a < N_ACTS; a++)
+        for (int v = 0; v < 8; v++) {
+            gemm_case c = make_case(v & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                    FB_TRANS, FB_NO_TRANS, 45, 39, 77);
+            c.act = all_acts[a];
+            c.has_bias = (v >> 1) & 1;
+            c.beta = v & 4 ? -1.25f : 0.0f;
+            c.alpha = 0.7f;
+            gemm_case_set_lds(&c, 5, 1, 2);
+            c.note = "every activation, bias, beta";
+            gemm_data d;
+            gemm_data_make(&d, &c);
+            run_case(cpu, &d, 1);
+            gemm_data_free(&d);
+        }
+}
+
+/* Element (i, l) of op(A), or (l, j) of op(B), as an offset into the
+ * stored matrix. */
+static int64_t op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
+{
+    const int t = is_a ? c->transa != FB_NO_TRANS : c->transb != FB_NO_TRANS;
+    const int64_t ld = is_a ? c->lda : c->ldb;
+    return t ? oracle_at(c->layout, col, r, ld) : oracle_at(c->layout, r, col, ld);
+}
+
+/* A NaN in op(A)'s row 37 and an Inf in op(B)'s column 29, each packing
+ * order: the oracle (and the checker's judge) say which outputs are NaN,
+ * Inf or finite; a kernel that dropped an edge element or mixed rows would
+ * put them elsewhere. */
+static void special_inputs(const target *cpu)
+{
+    for (int t = 0; t < 8; t++) {
+        gemm_case c = make_case(t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                trans[(t >> 1) & 1], trans[t & 1], 70, 50,
+                                41);
+        c.has_bias = 1;
+        c.act = FB_ACT_RELU;
+        gemm_case_set_lds(&c, 2, 1, 0);
+        c.note = "NaN in op(A) row 37, Inf in op(B) column 29";
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        dt_set(FB_DTYPE_F32, tbuf_data(&d.A), op_at(&c, 1, 37, 40), NAN);
+        dt_set(FB_DTYPE_F32, tbuf_data(&d.B), op_at(&c, 0, 3, 29),
+               INFINITY);
+        run_case(cpu, &d, 1);
+        gemm_data_free(&d);
+    }
+}
+
+/* FUSEDBLAS_CPU_SGEMM is read at every call. */
+static void env_switch(const target *cpu)
+{
+    gemm_case c = make_case(FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
+    c.has_bias = 1;
+    c.act = FB_ACT_SILU;
+    c.note = "FUSEDBLAS_CPU_SGEMM=openblas";
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    if (setenv("FUSEDBLAS_CPU_SGEMM", "openblas", 1) != 0)
+        tap_bail("setenv failed");
+    run_case(cpu, &d, 0);
+    if (setenv("FUSEDBLAS_CPU_SGEMM", "own", 1) != 0)
+        tap_bail("setenv failed");
+    d.c.note = "FUSEDBLAS_CPU_SGEMM=own again";
+    run_case(cpu, &d, 1);
+    gemm_data_free(&d);
+}
+
+/* mlp_check (oracle, guards, untouched inputs), then the path. */
+static void run_mlp(const target *cpu, mlp_data *d)
+{
+    char label[256];
+    mlp_check(d, cpu, 1, NULL);
+    mlp_case_label(&d->c, label, sizeof label);
+    const char *path = fb_handle_last_path(cpu->handle);
+    tap_ok(strncmp(path, KERNEL_PATH "mlp-",
+                   strlen(KERNEL_PATH "mlp-")) == 0,
+           "path %s for %s (want " KERNEL_PATH "mlp-)", path, label);
+}
+
+static mlp_case make_mlp(int64_t m, int64_t k, int64_t h, int64_t n,
+                         fb_activation act, unsigned biases, int pad)
+{
+    mlp_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_F32;
+    c.act = act;
+    c.m = m, c.k = k, c.h = h, c.n = n;
+    c.ldx = k + pad, c.ldy = n + 2 * pad;
+    c.biases = biases;
+    c.offset = pad & 1;
+    return c;
+}
+
+/* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
+ * 32-row panels and 256-wide chunks of the hidden width, the 384-deep k
+ * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
+static void mlp_sweep(const target *cpu)
+{
+    static const int64_t mlp_shapes[][4] = {
+        {33, 13, 45, 23},   {36, 2, 32, 32},   {97, 37, 257, 61},
+        {200, 64, 300, 33}, {40, 385, 70, 40}, {193, 100, 513, 97},
+        {45, 7, 1, 3}};
+    const int nshapes = (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]);
+    int idx = 0;
+    for (int s = 0; s < nshapes; s++)
+        for (int a = 0; a < N_ACTS; a++, idx++) {
+            mlp_case c = make_mlp(mlp_shapes[s][0], mlp_shapes[s][1],
+                                  mlp_shapes[s][2], mlp_shapes[s][3],
+                                  all_acts[a], (unsigned)(idx % 8), idx % 3);
+            mlp_data d;
+            mlp_data_make(&d, &c);
+            run_mlp(cpu, &d);
+            mlp_data_free(&d);
+        }
+}
+
+int main(void)
+{
+    tap_begin("test_cpu_f32_kernel");
+    if (setenv("FUSEDBLAS_CPU_SGEMM", "own", 1) != 0)
+        tap_bail("setenv failed");
+    target cpu = target_cpu();
+    /* Does this CPU run the kernel? A call's path says (a plain call, not
+     * a TAP point: the skip must come before any). */
+    float a[4] = {1.0f, 2.0f, 3.0f, 4.0f}, c1[4];
+    const fb_status st = gemm_call(
+        cpu.handle, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
+        2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
+    if (st != FB_STATUS_SUCCESS)
+        tap_bail("a 2x2 sgemm_bias_act failed: %s", fb_status_string(st));
+    if (!on_kernel(cpu.handle)) {
+        tap_diag("path %s", fb_handle_last_path(cpu.handle));
+        fb_destroy(cpu.handle);
+        tap_skip_all("no AVX-512F on this CPU (OpenBLAS runs fp32: "
+                     "test_gemm's)");
+    }
+    sweep(&cpu);
+    special_inputs(&cpu);
+    env_switch(&cpu);
+    mlp_sweep(&cpu);
+    fb_destroy(cpu.handle);
+    return tap_end();
+}
