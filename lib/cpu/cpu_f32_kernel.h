@@ -50,6 +50,16 @@ void fb_f32_block(const float *a, int64_t astride, int64_t na,
                   const float *b, int64_t bstride, int64_t nb, int64_t k,
                   float alpha, int accumulate, float *acc, int64_t ldacc);
 
+/* The same with the loop over A's panels outside (a_outer): each A panel
+ * then stays in L1 while B's stream from L2, for when the A panels are
+ * many (more than L2 holds) and B's few, as the MLP's down projection
+ * (Wd's n rows against a chunk of H). fb_f32_block is a_outer = 0: each B
+ * panel in L1, A's from L2. */
+void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,
+                          const float *b, int64_t bstride, int64_t nb,
+                          int64_t k, float alpha, int accumulate, float *acc,
+                          int64_t ldacc, int a_outer);
+
 /* y[i] += a * x[i], i < n (one FMA each, as the kernel's own sums). */
 void fb_f32_axpy(int64_t n, float a, const float *x, float *y);
 
