@@ -41,6 +41,7 @@
 #include "cpu_bf16_kernel.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_f32_kernel.h" /* fb_f32_axpy: AVX512-BF16 implies AVX-512F */
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
@@ -76,7 +77,7 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
         uint16_t *cj = c + j * p->ldc;
         if (p->beta != 0.0f) {
             fb_cpu_to_f32(FB_DTYPE_BF16, cj, old, mb);
-            fb_bf16_axpy(mb, p->beta, old, col);
+            fb_f32_axpy(mb, p->beta, old, col);
         }
         if (bias32 == NULL)
             fb_cpu_bias_act(col, NULL, mb, p->ep.act);
@@ -166,18 +167,13 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
         for (int64_t q = lo; q < hi; q++) {
             const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
-            const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
-            const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
-            const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
-            fb_bf16_block(apack + pa0 * astride, astride, na,
-                          bpack + pb0 * bstride, bstride, nb, kp, p->alpha, 0,
-                          acc, ldacc);
-            const int64_t i0 = pa0 * FB_BF16_MR, j0 = pb0 * FB_BF16_NR;
-            const int64_t mb = m - i0 < na * FB_BF16_MR ? m - i0
-                                                         : na * FB_BF16_MR;
-            const int64_t ncols = n - j0 < nb * FB_BF16_NR ? n - j0
-                                                            : nb * FB_BF16_NR;
-            finish_block(p, bias32, acc, ldacc, i0, j0, mb, ncols, old);
+            const fb_packed_block blk = fb_packed_block_at(
+                &b, bi, bj, m, n, FB_BF16_MR, FB_BF16_NR);
+            fb_bf16_block(apack + blk.pa0 * astride, astride, blk.na,
+                          bpack + blk.pb0 * bstride, bstride, blk.nb, kp,
+                          p->alpha, 0, acc, ldacc);
+            finish_block(p, bias32, acc, ldacc, blk.i0, blk.j0, blk.rows,
+                         blk.cols, old);
         }
     }
     snprintf(path, len, "cpu/bf16-avx512bf16/%dx%d/blocks=%lldx%lld/"

@@ -295,22 +295,6 @@ FB_BF16_TARGET void fb_bf16_from_f32(const float *src, uint16_t *dst,
     }
 }
 
-FB_BF16_TARGET void fb_bf16_axpy(int64_t n, float a, const float *x,
-                                 float *y)
-{
-    const __m512 av = _mm512_set1_ps(a);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i),
-                                                _mm512_loadu_ps(y + i)));
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(y + i, m,
-                              _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
-                                              _mm512_maskz_loadu_ps(m, y + i)));
-    }
-}
-
 #else /* not x86-64: fb_cpu_bf16_available() is 0, nothing calls these */
 
 int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
@@ -332,12 +316,6 @@ void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
 void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n)
 {
     (void)src, (void)dst, (void)n;
-}
-
-void fb_bf16_axpy(int64_t n, float a, const float *x, float *y)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] += a * x[i];
 }
 
 #endif

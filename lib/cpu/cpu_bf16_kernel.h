@@ -73,7 +73,4 @@ void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
  * denormals kept): the same bits as fb_cpu_from_f32, 16 at a time. */
 void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n);
 
-/* y[i] += a * x[i], i < n. */
-void fb_bf16_axpy(int64_t n, float a, const float *x, float *y);
-
 #endif /* FB_CPU_BF16_KERNEL_H */

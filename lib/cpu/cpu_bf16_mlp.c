@@ -32,6 +32,7 @@
 #include "cpu_bf16_kernel.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_packed_blocking.h"
 #include "log.h"
 
 /* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
@@ -142,13 +143,9 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
-    int64_t rp = (xpanels + t - 1) / t;
-    if (rp > ROW_PANELS)
-        rp = ROW_PANELS;
+    int64_t rp, blocks;
+    fb_packed_row_blocks(xpanels, ROW_PANELS, &t, &rp, &blocks);
     const int64_t mb = rp * FB_BF16_NR;
-    const int64_t blocks = (xpanels + rp - 1) / rp;
-    if (t > blocks)
-        t = (int)blocks;
 
     mlp_packed pk;
     pk.xstride = fb_bf16_panel_elems(kp, FB_BF16_NR);

@@ -189,26 +189,22 @@ int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
         for (int64_t q = lo; q < hi; q++) {
             const int64_t bi = a_whole ? q % b.mblocks : q / b.nblocks;
             const int64_t bj = a_whole ? q / b.mblocks : q % b.nblocks;
-            const int64_t pa0 = bi * b.ap, pb0 = bj * b.bp;
-            const int64_t na = apanels - pa0 < b.ap ? apanels - pa0 : b.ap;
-            const int64_t nb = bpanels - pb0 < b.bp ? bpanels - pb0 : b.bp;
+            const fb_packed_block blk =
+                fb_packed_block_at(&b, bi, bj, m, n, FB_F32_MR, FB_F32_NR);
             const int64_t mine = a_whole ? bj : bi;
             if (mine != packed) {
                 if (a_whole)
-                    fb_f32_pack(&opb, n, k, FB_F32_NR, pb0, pb0 + nb, lazy);
+                    fb_f32_pack(&opb, n, k, FB_F32_NR, blk.pb0,
+                                blk.pb0 + blk.nb, lazy);
                 else
-                    fb_f32_pack(&opa, m, k, FB_F32_MR, pa0, pa0 + na, lazy);
+                    fb_f32_pack(&opa, m, k, FB_F32_MR, blk.pa0,
+                                blk.pa0 + blk.na, lazy);
                 packed = mine;
             }
-            fb_f32_block(a_whole ? whole + pa0 * astride : lazy, astride, na,
-                         a_whole ? lazy : whole + pb0 * bstride, bstride, nb,
-                         k, p->alpha, 0, acc, ldacc);
-            const int64_t i0 = pa0 * FB_F32_MR, j0 = pb0 * FB_F32_NR;
-            const int64_t mb = m - i0 < na * FB_F32_MR ? m - i0
-                                                        : na * FB_F32_MR;
-            const int64_t ncols = n - j0 < nb * FB_F32_NR ? n - j0
-                                                           : nb * FB_F32_NR;
-            finish_block(p, acc, ldacc, i0, j0, mb, ncols);
+            fb_f32_block(a_whole ? whole + blk.pa0 * astride : lazy, astride,
+                         blk.na, a_whole ? lazy : whole + blk.pb0 * bstride,
+                         bstride, blk.nb, k, p->alpha, 0, acc, ldacc);
+            finish_block(p, acc, ldacc, blk.i0, blk.j0, blk.rows, blk.cols);
         }
     }
     snprintf(path, len, "cpu/f32-avx512/%dx%d/blocks=%lldx%lld/whole=%c/"

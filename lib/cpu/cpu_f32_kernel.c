@@ -176,14 +176,6 @@ FB_F32_TARGET static void kernel_32x12(int64_t kc, const float *a,
     }
 }
 
-void fb_f32_block(const float *a, int64_t astride, int64_t na,
-                  const float *b, int64_t bstride, int64_t nb, int64_t k,
-                  float alpha, int accumulate, float *acc, int64_t ldacc)
-{
-    fb_f32_block_ordered(a, astride, na, b, bstride, nb, k, alpha,
-                         accumulate, acc, ldacc, 0);
-}
-
 void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,
                           const float *b, int64_t bstride, int64_t nb,
                           int64_t k, float alpha, int accumulate, float *acc,
@@ -262,14 +254,6 @@ void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
     (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
 }
 
-void fb_f32_block(const float *a, int64_t astride, int64_t na,
-                  const float *b, int64_t bstride, int64_t nb, int64_t k,
-                  float alpha, int accumulate, float *acc, int64_t ldacc)
-{
-    fb_f32_block_ordered(a, astride, na, b, bstride, nb, k, alpha,
-                         accumulate, acc, ldacc, 0);
-}
-
 void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,
                           const float *b, int64_t bstride, int64_t nb,
                           int64_t k, float alpha, int accumulate, float *acc,
@@ -277,16 +261,7 @@ void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,
 {
     (void)a, (void)astride, (void)na, (void)b, (void)bstride, (void)nb;
     (void)k, (void)alpha, (void)accumulate, (void)acc, (void)ldacc;
-}
-
-void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,
-                          const float *b, int64_t bstride, int64_t nb,
-                          int64_t k, float alpha, int accumulate, float *acc,
-                          int64_t ldacc, int a_outer)
-{
     (void)a_outer;
-    fb_f32_block(a, astride, na, b, bstride, nb, k, alpha, accumulate, acc,
-                 ldacc);
 }
 
 void fb_f32_axpy(int64_t n, float a, const float *x, float *y)
@@ -296,3 +271,11 @@ void fb_f32_axpy(int64_t n, float a, const float *x, float *y)
 }
 
 #endif
+
+void fb_f32_block(const float *a, int64_t astride, int64_t na,
+                  const float *b, int64_t bstride, int64_t nb, int64_t k,
+                  float alpha, int accumulate, float *acc, int64_t ldacc)
+{
+    fb_f32_block_ordered(a, astride, na, b, bstride, nb, k, alpha,
+                         accumulate, acc, ldacc, 0);
+}

@@ -25,6 +25,7 @@
 #include <string.h>
 #include "cpu.h"
 #include "cpu_epilogue.h"
+#include "cpu_packed_blocking.h"
 #include "cpu_f32_gemm.h"
 #include "cpu_f32_kernel.h"
 #include "log.h"
@@ -123,13 +124,9 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
-    int64_t rp = (xpanels + t - 1) / t;
-    if (rp > ROW_PANELS)
-        rp = ROW_PANELS;
+    int64_t rp, blocks;
+    fb_packed_row_blocks(xpanels, ROW_PANELS, &t, &rp, &blocks);
     const int64_t mb = rp * FB_F32_NR;
-    const int64_t blocks = (xpanels + rp - 1) / rp;
-    if (t > blocks)
-        t = (int)blocks;
 
     mlp_packed pk;
     pk.xstride = fb_f32_panel_elems(k, FB_F32_NR);
