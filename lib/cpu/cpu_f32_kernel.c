@@ -126,15 +126,23 @@ void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
  * and GCC 12 then keeps it there through the loop and spills an A vector
  * to the stack instead (12 extra loads a step).
  *
- * Meanwhile pf_lines cache lines from pf (A panels the block reads next)
- * are prefetched, spread evenly over the kc steps: a fresh A panel comes
- * from memory, and read at the kernel's pace (128 bytes every 12 cycles,
- * about 40 GB/s) it stalls every step; spread over all the calls that
- * come before it is needed, it is a few GB/s. */
+ * Meanwhile the lines of pf (panels the block reads next) are prefetched,
+ * spread evenly over the kc steps: a fresh panel comes from memory or L3,
+ * and read at the kernel's pace (A: 128 bytes every 12 cycles, about 40
+ * GB/s) it stalls every step; spread over all the calls that come before
+ * it is needed, it is a few GB/s. */
+typedef struct prefetch_plan {
+    const char *a;   /* A lines */
+    int64_t a_lines;
+    const char *b;   /* then B lines */
+    int64_t b_lines;
+    const float *c;  /* the next call's accumulator tile (ldc), or NULL */
+} prefetch_plan;
+
 FB_F32_TARGET static void kernel_32x12(int64_t kc, const float *a,
                                        const float *b, float *c, int64_t ldc,
                                        int load, const float *scale,
-                                       const char *pf, int64_t pf_lines)
+                                       prefetch_plan pf)
 {
     __m512 acc0[FB_F32_NR], acc1[FB_F32_NR];
     #pragma GCC unroll 12
@@ -143,20 +151,36 @@ FB_F32_TARGET static void kernel_32x12(int64_t kc, const float *a,
         acc1[j] = load ? _mm512_loadu_ps(c + j * ldc + 16)
                        : _mm512_setzero_ps();
     }
-    /* Two lines every `every` steps. */
-    int64_t every = pf_lines > 0 ? 2 * kc / pf_lines : kc + 1;
+    /* The next tile's accumulators, when they come from beyond L2 (the
+     * MLP's Y for a large n): 24 lines, each needed at once at the start
+     * of the next call. */
+    if (pf.c != NULL) {
+        #pragma GCC unroll 12
+        for (int j = 0; j < FB_F32_NR; j++) {
+            _mm_prefetch((const char *)(pf.c + j * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf.c + j * ldc + 16), _MM_HINT_T0);
+        }
+    }
+    /* Two lines every `every` steps, A's first. */
+    const int64_t lines = pf.a_lines + pf.b_lines;
+    int64_t every = lines > 0 ? 2 * kc / lines : kc + 1;
     every = every < 1 ? 1 : every;
-    const char *pf_end = pf + pf_lines * 64;
+    const char *pf_a_end = pf.a + pf.a_lines * 64;
+    const char *pf_b_end = pf.b + pf.b_lines * 64;
     int64_t countdown = every;
     for (int64_t l = 0; l < kc; l++) {
         const __m512 a0 = _mm512_loadu_ps(a);
         const __m512 a1 = _mm512_loadu_ps(a + 16);
         if (--countdown == 0) {
             countdown = every;
-            if (pf < pf_end) {
-                _mm_prefetch(pf, _MM_HINT_T0);
-                _mm_prefetch(pf + 64, _MM_HINT_T0);
-                pf += 128;
+            if (pf.a < pf_a_end) {
+                _mm_prefetch(pf.a, _MM_HINT_T0);
+                _mm_prefetch(pf.a + 64, _MM_HINT_T0);
+                pf.a += 128;
+            } else if (pf.b < pf_b_end) {
+                _mm_prefetch(pf.b, _MM_HINT_T0);
+                _mm_prefetch(pf.b + 64, _MM_HINT_T0);
+                pf.b += 128;
             }
         }
         #pragma GCC unroll 12
@@ -207,24 +231,41 @@ void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,
                     has_next ? ((ia + 1 < na ? lc : next_lc) * 2 + nb - 1) /
                                    nb
                              : 0;
-                for (int64_t jb = 0; jb < nb; jb++)
+                for (int64_t jb = 0; jb < nb; jb++) {
+                    const float *cn = jb + 1 < nb
+                                          ? ci + (jb + 1) * FB_F32_NR * ldacc
+                                      : ia + 1 < na ? ci + FB_F32_MR
+                                                    : NULL;
+                    const prefetch_plan pf = {
+                        (const char *)an + jb * lines * 64, lines, NULL, 0,
+                        load ? cn : NULL};
                     kernel_32x12(lc, ai, b + jb * bstride + l0 * FB_F32_NR,
                                  ci + jb * FB_F32_NR * ldacc, ldacc, load,
-                                 scale, (const char *)an + jb * lines * 64,
-                                 lines);
+                                 scale, pf);
+                }
             }
         else
             for (int64_t jb = 0; jb < nb; jb++) {
                 const float *bj = b + jb * bstride + l0 * FB_F32_NR;
                 float *cj = acc + jb * FB_F32_NR * ldacc;
                 const int64_t lines = (next_lc * 2 + nb - 1) / nb;
+                /* And the next B panel (this chunk), or the first of the
+                 * next chunk, in na parts: B comes from L3. */
+                const float *bn = jb + 1 < nb ? bj + bstride
+                                              : b + (l0 + lc) * FB_F32_NR;
+                const int64_t bn_lines =
+                    jb + 1 < nb || !last
+                        ? ((jb + 1 < nb ? lc : next_lc) * FB_F32_NR / 16 +
+                           na - 1) / na
+                        : 0;
                 for (int64_t ia = 0; ia < na; ia++) {
                     const float *ai = a + ia * astride + l0 * FB_F32_MR;
+                    const prefetch_plan pf = {
+                        (const char *)(ai + lc * FB_F32_MR) + jb * lines * 64,
+                        lines, (const char *)bn + ia * bn_lines * 64,
+                        bn_lines, NULL};
                     kernel_32x12(lc, ai, bj, cj + ia * FB_F32_MR, ldacc,
-                                 load, scale,
-                                 (const char *)(ai + lc * FB_F32_MR) +
-                                     jb * lines * 64,
-                                 lines);
+                                 load, scale, pf);
                 }
             }
     }
