@@ -23,6 +23,11 @@ int fb_cpu_fits_blasint(int64_t v);
 /* How many OpenMP threads a call of this many flops should use. */
 int fb_cpu_threads(fb_handle h, double flops);
 
+/* The same for code that never calls OpenBLAS (the packed fp32 kernel):
+ * the handle's or OpenMP's thread count whatever OpenBLAS's threading,
+ * since there is nothing of OpenBLAS's to oversubscribe. */
+int fb_cpu_own_threads(fb_handle h, double flops);
+
 /* "openblas-openmp" when OpenBLAS runs each panel's GEMM on the calling
  * OpenMP thread (the arrangement we want), else a description of the
  * fallback: with a pthreads OpenBLAS our panel loop runs on one thread and

@@ -122,7 +122,7 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     const int64_t dpanels = (n + FB_F32_MR - 1) / FB_F32_MR;
     const double flops = 2.0 * (double)m *
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
-    int t = fb_cpu_threads(h, flops);
+    int t = fb_cpu_own_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
     int64_t rp, blocks;
     fb_packed_row_blocks(xpanels, ROW_PANELS, &t, &rp, &blocks);

@@ -11,6 +11,11 @@
  * small (decode: few tokens) the split falls on m, and each thread streams
  * only its rows of the weights.
  *
+ * Not through OpenBLAS: the decode form (few tokens) on the small-m kernel
+ * (cpu_small_m.c), bf16 on the AVX512-BF16 kernel (cpu_bf16_gemm.c), and
+ * fp32 on our AVX-512F kernel where OpenBLAS's own for this core lacks
+ * AVX-512 (cpu_f32_gemm.c says when).
+ *
  * fp16 and bf16 operands are converted block by block into fp32 panels in
  * the handle's workspace; the GEMM runs in fp32 (fp32 accumulation) into a
  * per-thread fp32 block, and the epilogue rounds once on the store.
@@ -76,7 +81,9 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
      * (fb_cpu_f32_kernel_chosen says when, and logs it). */
     if (fb_cpu_f32_gemm_applies(h, p)) {
         fb_status st;
-        if (fb_cpu_f32_gemm(h, p, t, &st, path, len))
+        const int own = fb_cpu_own_threads(
+            h, 2.0 * (double)p->m * (double)p->n * (double)p->k);
+        if (fb_cpu_f32_gemm(h, p, own, &st, path, len))
             return st;
         /* No workspace for the packed operands: OpenBLAS below. */
     }

@@ -41,6 +41,11 @@ int fb_cpu_threads(fb_handle h, double flops)
 {
     if (!openblas_is_openmp())
         return 1;
+    return fb_cpu_own_threads(h, flops);
+}
+
+int fb_cpu_own_threads(fb_handle h, double flops)
+{
     int t = h->nthreads > 0 ? h->nthreads : omp_get_max_threads();
     /* Below about a million flops a thread costs more to wake than it
      * saves; then one thread per further million. */
