@@ -28,54 +28,17 @@
 #include "gemm_check.h"
 #include "mlp_check.h"
 #include "oracle.h"
+#include "packed_check.h"
 
 #define KERNEL_PATH "cpu/bf16-avx512bf16/"
 #define FALLBACK_PATH "/f32-panels/"
+
+static const packed_paths paths = {KERNEL_PATH, FALLBACK_PATH};
 
 static int env_off(void)
 {
     const char *v = getenv("FUSEDBLAS_CPU_NO_BF16");
     return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-}
-
-static int on_kernel(fb_handle h)
-{
-    return strncmp(fb_handle_last_path(h), KERNEL_PATH,
-                   strlen(KERNEL_PATH)) == 0;
-}
-
-static int on_fallback(fb_handle h)
-{
-    return strstr(fb_handle_last_path(h), FALLBACK_PATH) != NULL;
-}
-
-/* Run one case through the checker (oracle, guards, untouched inputs),
- * then check which path ran: the kernel if want_kernel, else the fp32
- * panels. */
-static void run_case(const target *cpu, gemm_data *d, int want_kernel)
-{
-    char label[256];
-    gemm_check(d, cpu, 1, NULL);
-    gemm_case_label(&d->c, label, sizeof label);
-    const int ok = want_kernel ? on_kernel(cpu->handle)
-                               : on_fallback(cpu->handle);
-    tap_ok(ok, "path %s for %s (want %s)", fb_handle_last_path(cpu->handle),
-           label, want_kernel ? KERNEL_PATH : FALLBACK_PATH);
-}
-
-static gemm_case make_case(fb_layout layout, fb_transpose ta,
-                           fb_transpose tb, int64_t m, int64_t n, int64_t k)
-{
-    gemm_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = FB_DTYPE_BF16;
-    c.layout = layout;
-    c.transa = ta, c.transb = tb;
-    c.m = m, c.n = n, c.k = k;
-    c.alpha = 1.0f, c.beta = 0.0f;
-    c.act = FB_ACT_NONE;
-    gemm_case_set_lds(&c, 0, 0, 0);
-    return c;
 }
 
 /* Shapes (m, n, k of the call). None is the decode form the small-m
@@ -90,58 +53,6 @@ static const int64_t shapes[][3] = {
 
 static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
 
-/* Every shape x layout x transpose pair, with the epilogue and padding
- * varied along the way; then every activation x bias x beta x layout on
- * a shape with ragged edges in every direction. */
-static void sweep(const target *cpu, int want_kernel)
-{
-    int idx = 0;
-    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
-    for (int s = 0; s < nshapes; s++)
-        for (int lay = 0; lay < 2; lay++)
-            for (int t = 0; t < 4; t++, idx++) {
-                gemm_case c = make_case(lay ? FB_COL_MAJOR : FB_ROW_MAJOR,
-                                        trans[t >> 1], trans[t & 1],
-                                        shapes[s][0], shapes[s][1],
-                                        shapes[s][2]);
-                c.act = all_acts[idx % N_ACTS];
-                c.has_bias = (idx / 2) % 2;
-                c.beta = idx % 3 == 1 ? 0.5f : 0.0f;
-                c.alpha = idx % 4 == 3 ? -0.75f : 1.0f;
-                const int64_t pad = idx % 2 ? 3 : 0;
-                gemm_case_set_lds(&c, pad, 2 * pad, pad + 1);
-                c.offset = idx % 3;
-                gemm_data d;
-                gemm_data_make(&d, &c);
-                run_case(cpu, &d, want_kernel);
-                gemm_data_free(&d);
-            }
-    for (int a = 0; a < N_ACTS; a++)
-        for (int v = 0; v < 8; v++) {
-            gemm_case c = make_case(v & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
-                                    FB_TRANS, FB_NO_TRANS, 45, 39, 77);
-            c.act = all_acts[a];
-            c.has_bias = (v >> 1) & 1;
-            c.beta = v & 4 ? -1.25f : 0.0f;
-            c.alpha = 0.7f;
-            gemm_case_set_lds(&c, 5, 1, 2);
-            c.note = "every activation, bias, beta";
-            gemm_data d;
-            gemm_data_make(&d, &c);
-            run_case(cpu, &d, want_kernel);
-            gemm_data_free(&d);
-        }
-}
-
-/* Element (i, l) of op(A), or (l, j) of op(B), as an offset into the
- * stored matrix. */
-static int64_t op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
-{
-    const int t = is_a ? c->transa != FB_NO_TRANS : c->transb != FB_NO_TRANS;
-    const int64_t ld = is_a ? c->lda : c->ldb;
-    return t ? oracle_at(c->layout, col, r, ld) : oracle_at(c->layout, r, col, ld);
-}
-
 /* bf16 bits: 127/128 2^-126 (a denormal: exponent field 0) and 2^126. */
 #define BF16_DENORMAL 0x007fu
 #define BF16_HUGE 0x7e80u
@@ -154,7 +65,7 @@ static void denormal_inputs(const target *cpu)
 {
     for (int where = 0; where < 2; where++)
         for (int t = 0; t < 8; t++) {
-            gemm_case c = make_case(t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+            gemm_case c = packed_case(FB_DTYPE_BF16, t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
                                     trans[(t >> 1) & 1], trans[t & 1],
                                     70, 50, 41);
             c.has_bias = 1;
@@ -165,11 +76,11 @@ static void denormal_inputs(const target *cpu)
             gemm_data_make(&d, &c);
             const int64_t i0 = 37, j0 = 29, l0 = 40;
             void *a = tbuf_data(&d.A), *b = tbuf_data(&d.B);
-            dt_set_bits(FB_DTYPE_BF16, a, op_at(&c, 1, i0, l0),
+            dt_set_bits(FB_DTYPE_BF16, a, packed_op_at(&c, 1, i0, l0),
                         where ? BF16_HUGE : BF16_DENORMAL);
-            dt_set_bits(FB_DTYPE_BF16, b, op_at(&c, 0, l0, j0),
+            dt_set_bits(FB_DTYPE_BF16, b, packed_op_at(&c, 0, l0, j0),
                         where ? BF16_DENORMAL : BF16_HUGE);
-            run_case(cpu, &d, 0);
+            packed_run(cpu, &d, &paths, 0);
             gemm_data_free(&d);
         }
 }
@@ -184,7 +95,7 @@ static void scaled_operands(const target *cpu)
     static const int scale[2][2] = {{64, 64}, {30, 20}};
     for (int t = 0; t < 8; t++) {
         const int tiny = t < 4;
-        gemm_case c = make_case(t & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+        gemm_case c = packed_case(FB_DTYPE_BF16, t & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
                                 trans[(t >> 1) & 1], trans[t & 1], 40, 36,
                                 300);
         c.note = tiny ? "A, B scaled by 2^-64: products below fp32's normal "
@@ -203,7 +114,7 @@ static void scaled_operands(const target *cpu)
                            ldexp(dt_get(FB_DTYPE_BF16, x, e),
                                  -scale[!tiny][o]));
         }
-        run_case(cpu, &d, !tiny);
+        packed_run(cpu, &d, &paths, !tiny);
         gemm_data_free(&d);
     }
 }
@@ -211,7 +122,7 @@ static void scaled_operands(const target *cpu)
 /* FUSEDBLAS_CPU_NO_BF16 is read at every call. */
 static void env_switch(const target *cpu)
 {
-    gemm_case c = make_case(FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
+    gemm_case c = packed_case(FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
     c.has_bias = 1;
     c.act = FB_ACT_SILU;
     c.note = "FUSEDBLAS_CPU_NO_BF16=1";
@@ -219,11 +130,11 @@ static void env_switch(const target *cpu)
     gemm_data_make(&d, &c);
     if (setenv("FUSEDBLAS_CPU_NO_BF16", "1", 1) != 0)
         tap_bail("setenv failed");
-    run_case(cpu, &d, 0);
+    packed_run(cpu, &d, &paths, 0);
     if (unsetenv("FUSEDBLAS_CPU_NO_BF16") != 0)
         tap_bail("unsetenv failed");
     d.c.note = "FUSEDBLAS_CPU_NO_BF16 unset again";
-    run_case(cpu, &d, 1);
+    packed_run(cpu, &d, &paths, 1);
     gemm_data_free(&d);
 }
 
@@ -328,7 +239,7 @@ int main(void)
         2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
     if (st != FB_STATUS_SUCCESS)
         tap_bail("a 2x2 bgemm_bias_act failed: %s", fb_status_string(st));
-    if (!off && !on_kernel(cpu.handle)) {
+    if (!off && !packed_on_kernel(cpu.handle, &paths)) {
         fb_destroy(cpu.handle);
         tap_skip_all("no AVX512-BF16 on this CPU (the bf16 kernel's "
                      "fallback is test_gemm's)");
@@ -336,7 +247,8 @@ int main(void)
     if (off)
         tap_diag("FUSEDBLAS_CPU_NO_BF16 set: every call must take the "
                  "fp32 panels");
-    sweep(&cpu, !off);
+    packed_sweep(&cpu, FB_DTYPE_BF16, shapes, (int)(sizeof shapes / sizeof shapes[0]),
+                 &paths, !off);
     mlp_sweep(&cpu, !off);
     if (!off) {
         scaled_operands(&cpu);

@@ -25,44 +25,12 @@
 #include "gemm_check.h"
 #include "mlp_check.h"
 #include "oracle.h"
+#include "packed_check.h"
 
 #define KERNEL_PATH "cpu/f32-avx512/"
 #define OPENBLAS_PATH "/sgemm/"
 
-static int on_kernel(fb_handle h)
-{
-    return strncmp(fb_handle_last_path(h), KERNEL_PATH,
-                   strlen(KERNEL_PATH)) == 0;
-}
-
-/* Run one case through the checker (oracle, guards, untouched inputs),
- * then check which path ran: the kernel if want_kernel, else OpenBLAS. */
-static void run_case(const target *cpu, gemm_data *d, int want_kernel)
-{
-    char label[256];
-    gemm_check(d, cpu, 1, NULL);
-    gemm_case_label(&d->c, label, sizeof label);
-    const int ok = want_kernel ? on_kernel(cpu->handle)
-                               : strstr(fb_handle_last_path(cpu->handle),
-                                        OPENBLAS_PATH) != NULL;
-    tap_ok(ok, "path %s for %s (want %s)", fb_handle_last_path(cpu->handle),
-           label, want_kernel ? KERNEL_PATH : OPENBLAS_PATH);
-}
-
-static gemm_case make_case(fb_layout layout, fb_transpose ta,
-                           fb_transpose tb, int64_t m, int64_t n, int64_t k)
-{
-    gemm_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = FB_DTYPE_F32;
-    c.layout = layout;
-    c.transa = ta, c.transb = tb;
-    c.m = m, c.n = n, c.k = k;
-    c.alpha = 1.0f, c.beta = 0.0f;
-    c.act = FB_ACT_NONE;
-    gemm_case_set_lds(&c, 0, 0, 0);
-    return c;
-}
+static const packed_paths paths = {KERNEL_PATH, OPENBLAS_PATH};
 
 /* Shapes (m, n, k of the call). None is the decode form the small-m
  * kernel takes (n <= 32 tokens with m >= 48 after normalisation): every
@@ -78,58 +46,6 @@ static const int64_t shapes[][3] = {
 
 static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
 
-/* Every shape x layout x transpose pair, with the epilogue and padding
- * varied along the way; then every activation x bias x beta x layout on
- * a shape with ragged edges in every direction. */
-static void sweep(const target *cpu)
-{
-    int idx = 0;
-    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
-    for (int s = 0; s < nshapes; s++)
-        for (int lay = 0; lay < 2; lay++)
-            for (int t = 0; t < 4; t++, idx++) {
-                gemm_case c = make_case(lay ? FB_COL_MAJOR : FB_ROW_MAJOR,
-                                        trans[t >> 1], trans[t & 1],
-                                        shapes[s][0], shapes[s][1],
-                                        shapes[s][2]);
-                c.act = all_acts[idx % N_ACTS];
-                c.has_bias = (idx / 2) % 2;
-                c.beta = idx % 3 == 1 ? 0.5f : 0.0f;
-                c.alpha = idx % 4 == 3 ? -0.75f : 1.0f;
-                const int64_t pad = idx % 2 ? 3 : 0;
-                gemm_case_set_lds(&c, pad, 2 * pad, pad + 1);
-                c.offset = idx % 3;
-                gemm_data d;
-                gemm_data_make(&d, &c);
-                run_case(cpu, &d, 1);
-                gemm_data_free(&d);
-            }
-    for (int a = 0; a < N_ACTS; a++)
-        for (int v = 0; v < 8; v++) {
-            gemm_case c = make_case(v & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
-                                    FB_TRANS, FB_NO_TRANS, 45, 39, 77);
-            c.act = all_acts[a];
-            c.has_bias = (v >> 1) & 1;
-            c.beta = v & 4 ? -1.25f : 0.0f;
-            c.alpha = 0.7f;
-            gemm_case_set_lds(&c, 5, 1, 2);
-            c.note = "every activation, bias, beta";
-            gemm_data d;
-            gemm_data_make(&d, &c);
-            run_case(cpu, &d, 1);
-            gemm_data_free(&d);
-        }
-}
-
-/* Element (i, l) of op(A), or (l, j) of op(B), as an offset into the
- * stored matrix. */
-static int64_t op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
-{
-    const int t = is_a ? c->transa != FB_NO_TRANS : c->transb != FB_NO_TRANS;
-    const int64_t ld = is_a ? c->lda : c->ldb;
-    return t ? oracle_at(c->layout, col, r, ld) : oracle_at(c->layout, r, col, ld);
-}
-
 /* A NaN in op(A)'s row 37 and an Inf in op(B)'s column 29, each packing
  * order: the oracle (and the checker's judge) say which outputs are NaN,
  * Inf or finite; a kernel that dropped an edge element or mixed rows would
@@ -137,7 +53,7 @@ static int64_t op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
 static void special_inputs(const target *cpu)
 {
     for (int t = 0; t < 8; t++) {
-        gemm_case c = make_case(t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+        gemm_case c = packed_case(FB_DTYPE_F32, t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
                                 trans[(t >> 1) & 1], trans[t & 1], 70, 50,
                                 41);
         c.has_bias = 1;
@@ -146,10 +62,10 @@ static void special_inputs(const target *cpu)
         c.note = "NaN in op(A) row 37, Inf in op(B) column 29";
         gemm_data d;
         gemm_data_make(&d, &c);
-        dt_set(FB_DTYPE_F32, tbuf_data(&d.A), op_at(&c, 1, 37, 40), NAN);
-        dt_set(FB_DTYPE_F32, tbuf_data(&d.B), op_at(&c, 0, 3, 29),
+        dt_set(FB_DTYPE_F32, tbuf_data(&d.A), packed_op_at(&c, 1, 37, 40), NAN);
+        dt_set(FB_DTYPE_F32, tbuf_data(&d.B), packed_op_at(&c, 0, 3, 29),
                INFINITY);
-        run_case(cpu, &d, 1);
+        packed_run(cpu, &d, &paths, 1);
         gemm_data_free(&d);
     }
 }
@@ -157,7 +73,7 @@ static void special_inputs(const target *cpu)
 /* FUSEDBLAS_CPU_SGEMM is read at every call. */
 static void env_switch(const target *cpu)
 {
-    gemm_case c = make_case(FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
+    gemm_case c = packed_case(FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
     c.has_bias = 1;
     c.act = FB_ACT_SILU;
     c.note = "FUSEDBLAS_CPU_SGEMM=openblas";
@@ -165,11 +81,11 @@ static void env_switch(const target *cpu)
     gemm_data_make(&d, &c);
     if (setenv("FUSEDBLAS_CPU_SGEMM", "openblas", 1) != 0)
         tap_bail("setenv failed");
-    run_case(cpu, &d, 0);
+    packed_run(cpu, &d, &paths, 0);
     if (setenv("FUSEDBLAS_CPU_SGEMM", "own", 1) != 0)
         tap_bail("setenv failed");
     d.c.note = "FUSEDBLAS_CPU_SGEMM=own again";
-    run_case(cpu, &d, 1);
+    packed_run(cpu, &d, &paths, 1);
     gemm_data_free(&d);
 }
 
@@ -236,13 +152,14 @@ int main(void)
         2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
     if (st != FB_STATUS_SUCCESS)
         tap_bail("a 2x2 sgemm_bias_act failed: %s", fb_status_string(st));
-    if (!on_kernel(cpu.handle)) {
+    if (!packed_on_kernel(cpu.handle, &paths)) {
         tap_diag("path %s", fb_handle_last_path(cpu.handle));
         fb_destroy(cpu.handle);
         tap_skip_all("no AVX-512F on this CPU (OpenBLAS runs fp32: "
                      "test_gemm's)");
     }
-    sweep(&cpu);
+    packed_sweep(&cpu, FB_DTYPE_F32, shapes, (int)(sizeof shapes / sizeof shapes[0]),
+                 &paths, 1);
     special_inputs(&cpu);
     env_switch(&cpu);
     mlp_sweep(&cpu);

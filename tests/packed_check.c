@@ -1,0 +1,91 @@
+/*
+ * packed_check.c -- the sweep and path check shared by the tests of the
+ * CPU packed kernels (packed_check.h).
+ */
+#include "packed_check.h"
+#include <string.h>
+#include "oracle.h"
+
+int packed_on_kernel(fb_handle h, const packed_paths *p)
+{
+    return strncmp(fb_handle_last_path(h), p->kernel, strlen(p->kernel)) == 0;
+}
+
+gemm_case packed_case(fb_dtype dtype, fb_layout layout, fb_transpose ta,
+                      fb_transpose tb, int64_t m, int64_t n, int64_t k)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dtype;
+    c.layout = layout;
+    c.transa = ta, c.transb = tb;
+    c.m = m, c.n = n, c.k = k;
+    c.alpha = 1.0f, c.beta = 0.0f;
+    c.act = FB_ACT_NONE;
+    gemm_case_set_lds(&c, 0, 0, 0);
+    return c;
+}
+
+void packed_run(const target *cpu, gemm_data *d, const packed_paths *p,
+                int want_kernel)
+{
+    char label[256];
+    gemm_check(d, cpu, 1, NULL);
+    gemm_case_label(&d->c, label, sizeof label);
+    const char *path = fb_handle_last_path(cpu->handle);
+    const int ok = want_kernel ? packed_on_kernel(cpu->handle, p)
+                               : strstr(path, p->other) != NULL;
+    tap_ok(ok, "path %s for %s (want %s)", path, label,
+           want_kernel ? p->kernel : p->other);
+}
+
+static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
+
+void packed_sweep(const target *cpu, fb_dtype dtype,
+                  const int64_t (*shapes)[3], int nshapes,
+                  const packed_paths *p, int want_kernel)
+{
+    int idx = 0;
+    for (int s = 0; s < nshapes; s++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int t = 0; t < 4; t++, idx++) {
+                gemm_case c = packed_case(
+                    dtype, lay ? FB_COL_MAJOR : FB_ROW_MAJOR, trans[t >> 1],
+                    trans[t & 1], shapes[s][0], shapes[s][1], shapes[s][2]);
+                c.act = all_acts[idx % N_ACTS];
+                c.has_bias = (idx / 2) % 2;
+                c.beta = idx % 3 == 1 ? 0.5f : 0.0f;
+                c.alpha = idx % 4 == 3 ? -0.75f : 1.0f;
+                const int64_t pad = idx % 2 ? 3 : 0;
+                gemm_case_set_lds(&c, pad, 2 * pad, pad + 1);
+                c.offset = idx % 3;
+                gemm_data d;
+                gemm_data_make(&d, &c);
+                packed_run(cpu, &d, p, want_kernel);
+                gemm_data_free(&d);
+            }
+    for (int a = 0; a < N_ACTS; a++)
+        for (int v = 0; v < 8; v++) {
+            gemm_case c = packed_case(dtype,
+                                      v & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                      FB_TRANS, FB_NO_TRANS, 45, 39, 77);
+            c.act = all_acts[a];
+            c.has_bias = (v >> 1) & 1;
+            c.beta = v & 4 ? -1.25f : 0.0f;
+            c.alpha = 0.7f;
+            gemm_case_set_lds(&c, 5, 1, 2);
+            c.note = "every activation, bias, beta";
+            gemm_data d;
+            gemm_data_make(&d, &c);
+            packed_run(cpu, &d, p, want_kernel);
+            gemm_data_free(&d);
+        }
+}
+
+int64_t packed_op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
+{
+    const int t = is_a ? c->transa != FB_NO_TRANS : c->transb != FB_NO_TRANS;
+    const int64_t ld = is_a ? c->lda : c->ldb;
+    return t ? oracle_at(c->layout, col, r, ld)
+             : oracle_at(c->layout, r, col, ld);
+}

@@ -1,0 +1,44 @@
+/*
+ * packed_check.h -- what the tests of the CPU packed kernels (fp32:
+ * test_cpu_f32_kernel, bf16: test_cpu_bf16) share: the case maker, the
+ * checker-then-path step, and the shape x layout x transpose sweep. Each
+ * test keeps its own dtype, shapes, path strings and fallback checks.
+ */
+#ifndef FB_TESTS_PACKED_CHECK_H
+#define FB_TESTS_PACKED_CHECK_H
+
+#include <stdint.h>
+#include "gemm_check.h"
+
+/* The path a kernel call reports starts with kernel; the path of the
+ * other route (OpenBLAS, the fp32 panels) contains other. */
+typedef struct {
+    const char *kernel;
+    const char *other;
+} packed_paths;
+
+/* Whether the handle's last call ran on the kernel. */
+int packed_on_kernel(fb_handle h, const packed_paths *p);
+
+/* A case of dtype with alpha 1, beta 0, no bias, no activation, tight
+ * leading dimensions. */
+gemm_case packed_case(fb_dtype dtype, fb_layout layout, fb_transpose ta,
+                      fb_transpose tb, int64_t m, int64_t n, int64_t k);
+
+/* One case through gemm_check (oracle, guards, untouched inputs), then a
+ * TAP point on the path: the kernel if want_kernel, else the other. */
+void packed_run(const target *cpu, gemm_data *d, const packed_paths *p,
+                int want_kernel);
+
+/* Every shape (m, n, k) x layout x transpose pair, epilogue and padding
+ * varied along the way; then every activation x bias x beta x layout on
+ * a 45 x 39 x 77 case with ragged edges in every direction. */
+void packed_sweep(const target *cpu, fb_dtype dtype,
+                  const int64_t (*shapes)[3], int nshapes,
+                  const packed_paths *p, int want_kernel);
+
+/* Element (r, col) of op(A) (is_a) or of op(B), as an offset into the
+ * stored matrix. */
+int64_t packed_op_at(const gemm_case *c, int is_a, int64_t r, int64_t col);
+
+#endif
