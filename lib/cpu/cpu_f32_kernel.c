@@ -165,8 +165,9 @@ FB_F32_TARGET static void kernel_32x12(int64_t kc, const float *a,
     const int64_t lines = pf.a_lines + pf.b_lines;
     int64_t every = lines > 0 ? 2 * kc / lines : kc + 1;
     every = every < 1 ? 1 : every;
-    const char *pf_a_end = pf.a + pf.a_lines * 64;
-    const char *pf_b_end = pf.b + pf.b_lines * 64;
+    /* (No arithmetic on a NULL pointer: UBSan flags even + 0.) */
+    const char *pf_a_end = pf.a != NULL ? pf.a + pf.a_lines * 64 : NULL;
+    const char *pf_b_end = pf.b != NULL ? pf.b + pf.b_lines * 64 : NULL;
     int64_t countdown = every;
     for (int64_t l = 0; l < kc; l++) {
         const __m512 a0 = _mm512_loadu_ps(a);
