@@ -107,12 +107,12 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
      * accumulators and a column of old C. All in 64-byte units. */
     const int64_t bias_len = p->ep.bias_per_row ? m : n;
     const int64_t ldacc = b.ap * FB_BF16_MR;
-    const size_t bias_bytes = fb_bf16_round64((size_t)bias_len * 4);
-    const size_t a_bytes = fb_bf16_round64(
+    const size_t bias_bytes = fb_packed_round64((size_t)bias_len * 4);
+    const size_t a_bytes = fb_packed_round64(
         (size_t)apanels * (size_t)fb_bf16_panel_elems(kp, FB_BF16_MR) * 2);
-    const size_t b_bytes = fb_bf16_round64(
+    const size_t b_bytes = fb_packed_round64(
         (size_t)bpanels * (size_t)fb_bf16_panel_elems(kp, FB_BF16_NR) * 2);
-    const size_t per_thread = fb_bf16_round64(
+    const size_t per_thread = fb_packed_round64(
         ((size_t)ldacc * (size_t)(b.bp * FB_BF16_NR) + (size_t)ldacc) * 4);
     const size_t bytes = bias_bytes + a_bytes + b_bytes +
                          per_thread * (size_t)t;

@@ -30,12 +30,6 @@ static inline int64_t fb_bf16_panel_elems(int64_t kp, int r)
     return kp * 2 * r;
 }
 
-/* bytes rounded up to a multiple of 64 (a cache line). */
-static inline size_t fb_bf16_round64(size_t bytes)
-{
-    return (bytes + 63) / 64 * 64;
-}
-
 /* Pack panels [q0, q1) of R rows (R is FB_BF16_MR or FB_BF16_NR) of the
  * rows x k operand x into dst (panel q at q * fb_bf16_panel_elems).
  * Returns the smallest exponent field (0..255; 0: a denormal) among the

@@ -153,10 +153,10 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     pk.dstride = fb_bf16_panel_elems(hp, FB_BF16_MR);
     pk.dpanels = dpanels;
     pk.emin_wd = 0; /* set once Wd is packed */
-    const size_t bias_bytes = fb_bf16_round64((size_t)(2 * hid + n) * 4);
-    const size_t x_bytes = fb_bf16_round64((size_t)(xpanels * pk.xstride) * 2);
-    const size_t w_bytes = fb_bf16_round64((size_t)(wpanels * pk.wstride) * 2);
-    const size_t d_bytes = fb_bf16_round64((size_t)(dpanels * pk.dstride) * 2);
+    const size_t bias_bytes = fb_packed_round64((size_t)(2 * hid + n) * 4);
+    const size_t x_bytes = fb_packed_round64((size_t)(xpanels * pk.xstride) * 2);
+    const size_t w_bytes = fb_packed_round64((size_t)(wpanels * pk.wstride) * 2);
+    const size_t d_bytes = fb_packed_round64((size_t)(dpanels * pk.dstride) * 2);
     const size_t acc_bytes = (size_t)HC * MB * 4;
     const size_t y_bytes = (size_t)(dpanels * FB_BF16_MR) * MB * 4;
     const size_t h_bytes = (size_t)MB * HC * 2;

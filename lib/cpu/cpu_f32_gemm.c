@@ -113,11 +113,6 @@ static void finish_block(const fb_gemm_problem *p, float *acc,
     }
 }
 
-static size_t round64(size_t bytes)
-{
-    return (bytes + 63) / 64 * 64;
-}
-
 int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                     fb_status *st, char *path, size_t len)
 {
@@ -145,11 +140,11 @@ int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
     const int64_t bstride = fb_f32_panel_elems(k, FB_F32_NR);
     /* Workspace: the whole operand; per thread, the block's accumulators
      * and the large operand's panels for one block. 64-byte units. */
-    const size_t whole_bytes = round64(
+    const size_t whole_bytes = fb_packed_round64(
         (size_t)(a_whole ? apanels * astride : bpanels * bstride) * 4);
     const size_t acc_bytes =
-        round64((size_t)ldacc * (size_t)(b.bp * FB_F32_NR) * 4);
-    const size_t per_thread = acc_bytes + round64(
+        fb_packed_round64((size_t)ldacc * (size_t)(b.bp * FB_F32_NR) * 4);
+    const size_t per_thread = acc_bytes + fb_packed_round64(
         (size_t)(a_whole ? b.bp * bstride : b.ap * astride) * 4);
     const size_t bytes = whole_bytes + per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);

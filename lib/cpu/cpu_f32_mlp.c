@@ -108,11 +108,6 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
     }
 }
 
-static size_t round64(size_t bytes)
-{
-    return (bytes + 63) / 64 * 64;
-}
-
 int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                    char *path, size_t len)
 {
@@ -133,9 +128,9 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     pk.wstride = fb_f32_panel_elems(k, FB_F32_MR);
     pk.dstride = fb_f32_panel_elems(hid, FB_F32_MR);
     pk.dpanels = dpanels;
-    const size_t x_bytes = round64((size_t)(xpanels * pk.xstride) * 4);
-    const size_t w_bytes = round64((size_t)(wpanels * pk.wstride) * 4);
-    const size_t d_bytes = round64((size_t)(dpanels * pk.dstride) * 4);
+    const size_t x_bytes = fb_packed_round64((size_t)(xpanels * pk.xstride) * 4);
+    const size_t w_bytes = fb_packed_round64((size_t)(wpanels * pk.wstride) * 4);
+    const size_t d_bytes = fb_packed_round64((size_t)(dpanels * pk.dstride) * 4);
     const size_t acc_bytes = (size_t)HC * MB * 4;
     const size_t y_bytes = (size_t)y_ld(dpanels) * MB * 4;
     const size_t per_thread = 3 * acc_bytes + y_bytes;

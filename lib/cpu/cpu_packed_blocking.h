@@ -6,7 +6,15 @@
 #ifndef FB_CPU_PACKED_BLOCKING_H
 #define FB_CPU_PACKED_BLOCKING_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* bytes rounded up to a multiple of 64 (a cache line): every buffer the
+ * packed GEMMs carve out of the workspace starts on its own line. */
+static inline size_t fb_packed_round64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
 
 typedef struct fb_packed_blocking {
     int64_t ap, bp;           /* panels per block */
