@@ -3,6 +3,8 @@
  * CPU packed kernels (packed_check.h).
  */
 #include "packed_check.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "oracle.h"
 
@@ -88,4 +90,31 @@ int64_t packed_op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
     const int64_t ld = is_a ? c->lda : c->ldb;
     return t ? oracle_at(c->layout, col, r, ld)
              : oracle_at(c->layout, r, col, ld);
+}
+
+void packed_env_switch(const target *cpu, fb_dtype dtype, const char *var,
+                       const char *off, const char *on,
+                       const packed_paths *p)
+{
+    char note_off[96], note_on[96];
+    gemm_case c = packed_case(dtype, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64,
+                              48, 96);
+    c.has_bias = 1;
+    c.act = FB_ACT_SILU;
+    snprintf(note_off, sizeof note_off, "%s=%s", var, off);
+    c.note = note_off;
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    if (setenv(var, off, 1) != 0)
+        tap_bail("setenv failed");
+    packed_run(cpu, &d, p, 0);
+    if (on != NULL ? setenv(var, on, 1) != 0 : unsetenv(var) != 0)
+        tap_bail("setenv failed");
+    if (on != NULL)
+        snprintf(note_on, sizeof note_on, "%s=%s again", var, on);
+    else
+        snprintf(note_on, sizeof note_on, "%s unset again", var);
+    d.c.note = note_on;
+    packed_run(cpu, &d, p, 1);
+    gemm_data_free(&d);
 }

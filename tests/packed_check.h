@@ -37,6 +37,13 @@ void packed_sweep(const target *cpu, fb_dtype dtype,
                   const int64_t (*shapes)[3], int nshapes,
                   const packed_paths *p, int want_kernel);
 
+/* The switch environment variable var is read at every call: one case
+ * (64 x 48 x 96, bias, silu) with var=off takes the other route, then with
+ * var=on (on NULL: var unset) the kernel again; each through packed_run. */
+void packed_env_switch(const target *cpu, fb_dtype dtype, const char *var,
+                       const char *off, const char *on,
+                       const packed_paths *p);
+
 /* Element (r, col) of op(A) (is_a) or of op(B), as an offset into the
  * stored matrix. */
 int64_t packed_op_at(const gemm_case *c, int is_a, int64_t r, int64_t col);

@@ -122,20 +122,8 @@ static void scaled_operands(const target *cpu)
 /* FUSEDBLAS_CPU_NO_BF16 is read at every call. */
 static void env_switch(const target *cpu)
 {
-    gemm_case c = packed_case(FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 48, 96);
-    c.has_bias = 1;
-    c.act = FB_ACT_SILU;
-    c.note = "FUSEDBLAS_CPU_NO_BF16=1";
-    gemm_data d;
-    gemm_data_make(&d, &c);
-    if (setenv("FUSEDBLAS_CPU_NO_BF16", "1", 1) != 0)
-        tap_bail("setenv failed");
-    packed_run(cpu, &d, &paths, 0);
-    if (unsetenv("FUSEDBLAS_CPU_NO_BF16") != 0)
-        tap_bail("unsetenv failed");
-    d.c.note = "FUSEDBLAS_CPU_NO_BF16 unset again";
-    packed_run(cpu, &d, &paths, 1);
-    gemm_data_free(&d);
+    packed_env_switch(cpu, FB_DTYPE_BF16, "FUSEDBLAS_CPU_NO_BF16", "1", NULL,
+                      &paths);
 }
 
 /* mlp_check (oracle, guards, untouched inputs), then the path. */
