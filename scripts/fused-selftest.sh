@@ -7,7 +7,8 @@
 #   scripts/fused-selftest.sh [--quick] [--no-sanitize] [--no-torch]
 # Logs (six files) go to $OUT, or ./fused-selftest-out; objects and the
 # binary to $FUSED_BUILD (default /tmp/fused-selftest-build), since only a
-# few files come back from the GPU machine. Order: build, SASS check,
+# few files come back from the GPU machine. $FUSED_NVCCFLAGS goes to every
+# nvcc (A/B builds: -DFB_DECODE_LINE_LOADS=0). Order: build, SASS check,
 # PyTorch eager (not with --quick; bounded by 70 s), the selftest (its
 # benchmark table is the last thing it prints), then the sanitizers (slow,
 # each bounded by $SANITIZE_TIMEOUT seconds, default 100).
@@ -44,7 +45,8 @@ for f in lib/cuda/fused_selftest.cu $srcs; do
     o=$build/$(basename "$f" .cu).o
     objs="$objs $o"
     nvcc -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a \
-        -Xptxas -v -Iinclude -Ilib/common -Ilib/cuda -c "$f" -o "$o" \
+        -Xptxas -v ${FUSED_NVCCFLAGS:-} -Iinclude -Ilib/common -Ilib/cuda \
+        -c "$f" -o "$o" \
         >"$o.log" 2>&1 &
     pids="$pids $!"
 done

@@ -22,6 +22,7 @@
  * with the same status. Run under ThreadSanitizer by .ci/reliability.sh.
  */
 #include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,13 @@ static int nthreads = THREADS;
 /* CPU threads per call on our own handles: more than one, so that the
  * larger jobs open OpenMP teams from every pthread at once. */
 #define CALL_THREADS 2
+/* FB_TEST_TRACE=1: each arrangement call's start and end, with the
+ * seconds since the program began, on stderr, so that a run that stops
+ * moving under a tool shows which calls are in flight. */
+static int trace;
+static struct timespec t0;
+/* FB_TEST_ONLY=text: only the arrangements whose name contains it. */
+static const char *only;
 
 /* ---- jobs ------------------------------------------------------------------ */
 
@@ -214,6 +222,17 @@ static void note_mismatch(worker *w, const char *fmt, int job_index,
                  (int)got, (int)want);
 }
 
+static void trace_call(const worker *w, int job_index, const char *what)
+{
+    if (!trace)
+        return;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    fprintf(stderr, "# %9.3f s  %s: thread %d job %d %s\n",
+            (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (t.tv_nsec - t0.tv_nsec),
+            w->a->name, w->index, job_index, what);
+}
+
 static void *work(void *arg)
 {
     worker *w = arg;
@@ -247,7 +266,9 @@ static void *work(void *arg)
                 w->setup_failed = 1;
                 break;
             }
+            trace_call(w, i, "start");
             const fb_status st = run_job(&jobs[i], h, out[i]);
+            trace_call(w, i, "done");
             if (churn)
                 fb_destroy(h);
             w->calls++;
@@ -330,6 +351,10 @@ static void cold_start(void)
 
 static void run_arrangement(const arrangement *a)
 {
+    if (only != NULL && strstr(a->name, only) == NULL) {
+        tap_skip("%s: not selected by FB_TEST_ONLY", a->name);
+        return;
+    }
     reference ref;
     serial_reference(a, &ref);
     int supported = 0, failed = 0;
@@ -388,6 +413,10 @@ static void run_arrangement(const arrangement *a)
 int main(void)
 {
     tap_begin("test_threads");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *tr = getenv("FB_TEST_TRACE");
+    trace = tr != NULL && tr[0] == '1';
+    only = getenv("FB_TEST_ONLY");
     make_jobs();
     cold_start();
 
