@@ -19,7 +19,10 @@
  *     (and cuda-fused) handle on host pointers, which the library stages,
  *     and all threads on NULL handles set to that backend.
  * Every result must be bit-identical to the serial one, guards included,
- * with the same status. Run under ThreadSanitizer by .ci/reliability.sh.
+ * with the same status. Run under ThreadSanitizer by .ci/reliability.sh,
+ * and on the GPU machine plainly and under compute-sanitizer by
+ * scripts/gpu-check.sh (racecheck at FB_TEST_THREADS=2: the tool loses
+ * track of launches from 8 threads at once; the script says more).
  */
 #include <pthread.h>
 #include <time.h>
