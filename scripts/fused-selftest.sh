@@ -45,7 +45,8 @@ for f in lib/cuda/fused_selftest.cu $srcs; do
     o=$build/$(basename "$f" .cu).o
     objs="$objs $o"
     nvcc -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a \
-        -Xptxas -v ${FUSED_NVCCFLAGS:-} -Iinclude -Ilib/common -Ilib/cuda \
+        -Xptxas -v -DFB_HAVE_SM90A=1 ${FUSED_NVCCFLAGS:-} \
+        -Iinclude -Ilib/common -Ilib/cuda \
         -c "$f" -o "$o" \
         >"$o.log" 2>&1 &
     pids="$pids $!"

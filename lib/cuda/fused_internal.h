@@ -23,7 +23,8 @@ typedef struct fbf_tuning {
                         before the grid barrier); negative: none */
     int dry_run;     /* non-zero: decide coverage only, launch nothing
                         (the shape rule asks this way) */
-    int tiny_variant; /* tiny MLP kernel configuration (fused_tiny_mlp.cu) */
+    int tiny_variant; /* tiny MLP kernel: 1, 2 mma.sync (fused_tiny_mlp.cu),
+                         3, 4 wgmma (fused_tiny_wgmma.cu) */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */
@@ -41,6 +42,11 @@ fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                        const fbf_tuning *tune, char *path, size_t pathlen);
 fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                         const fbf_tuning *tune, char *path, size_t pathlen);
+/* The 16-bit tiny MLP on wgmma (compute 9.0, sm_90a builds; k, n <= 64):
+ * called by fbf_tiny_mlp first, NOT_SUPPORTED where it does not cover. */
+fb_status fbf_tiny_mlp_wgmma(const fb_fused_env *env,
+                             const fb_mlp_problem *p, const fbf_tuning *tune,
+                             char *path, size_t pathlen);
 /* Their fp32 members (CUDA cores, true fp32), called by the two above. */
 fb_status fbf_tiny_mlp_f32(const fb_fused_env *env, const fb_mlp_problem *p,
                            const fbf_tuning *tune, char *path,

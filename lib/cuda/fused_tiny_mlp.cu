@@ -453,6 +453,13 @@ fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     if (!tiny_aligned16(p->x) || !tiny_aligned16(p->wg) ||
         !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd))
         return FB_STATUS_NOT_SUPPORTED;
+    /* wgmma where it covers the call (variants 0, 3, 4) */
+    const int v = tune ? tune->tiny_variant : 0;
+    if (v == 0 || v >= 3) {
+        const fb_status st = fbf_tiny_mlp_wgmma(env, p, tune, path, pathlen);
+        if (st != FB_STATUS_NOT_SUPPORTED || v >= 3)
+            return st;
+    }
     if (p->dtype == FB_DTYPE_BF16)
         return tiny_mlp_kq<__nv_bfloat16>(env, p, tune, path, pathlen);
     return tiny_mlp_kq<__half>(env, p, tune, path, pathlen);

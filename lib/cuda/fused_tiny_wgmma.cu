@@ -1,0 +1,537 @@
+/*
+ * fused_tiny_wgmma.cu -- the tiny gated MLP on Hopper's warpgroup MMA
+ * (wgmma, sm_90a only): k <= 64, n <= 64, h up to what shared memory
+ * holds (448), 16-bit data.
+ *
+ * Why a second tiny kernel: the mma.sync one (fused_tiny_mlp.cu) is held
+ * by dependent chains, not by a pipe (ncu: 46 % of issue slots busy, four
+ * warps a scheduler): every 16 hidden units it loads B fragments from
+ * shared memory into registers, issues 2 x 4 HMMAs per 16 rows, waits on
+ * them, then runs the activation. wgmma reads both operands of the gate
+ * and up products from shared memory (no register staging, no LDS per
+ * fragment), runs asynchronously for a 64-row warpgroup tile, and keeps
+ * the register budget for two accumulators; three warpgroups per SM
+ * overlap one's activation with the others' tensor work.
+ *
+ * Per warpgroup and 64-row tile, for each chunk c of 64 hidden units:
+ *   [G | U] (64 x 128, fp32) = X (64 x 64, shared) [Wg_c ; Wu_c]^T
+ *       four wgmma m64n128k16, both operands from shared memory;
+ *   H = act(G + bg) .* (U + bu), packed to the input type in registers:
+ *       the accumulator layout of columns 16 s .. 16 s + 15 IS the
+ *       A-operand layout of k-step s of the next product;
+ *   Y (64 x 64, fp32) += H (64 x 64, registers) Wd_c^T
+ *       four wgmma m64n64k16, A from registers, B from shared memory.
+ * H never leaves the registers; X tiles are double-buffered (cp.async).
+ *
+ * Shared memory holds every operand K-major with the 128-byte swizzle
+ * wgmma reads (rows of 64 elements = 128 bytes, 16-byte chunk j of row r
+ * at chunk j ^ (r % 8), 8-row groups 1024 bytes apart):
+ *   WGU: per chunk, 128 rows (Wg_c then Wu_c) x k       16 KiB a chunk
+ *   WD:  per chunk, 64 rows (n) x the chunk's 64 units   8 KiB a chunk
+ *   X:   per warpgroup, two 64 x 64 tiles                16 KiB
+ *   biases (fp32, zero-padded).
+ *
+ * Two numbers, bf16 64 -> 256 -> 64, m = 65536: 6.44 GFLOP (~8 us at the
+ * dense rate); 16.8 MB of X + Y; 16.8 M activations, two MUFU ops each:
+ * ~8 us of the SFU alone. Eager 108 us (H200), goal <= 27 us.
+ *
+ * Measured (H200, fused_selftest, 2026-11-22): 30.0 us against 38.7 for
+ * the mma.sync kernel and 110.2 for PyTorch eager in the same run
+ * (3.67x); m = 1M rows 309.5 us (eager 1217: 3.93x). Per 65536 rows the
+ * steady state is 19.3 us: about 10 us of the small case is start-up
+ * (weights into shared memory, the first X tiles) and the last round of
+ * tiles, where 8 tiles an SM leave one of three warpgroups idle.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "fused_internal.h"
+#include "fused_tiny.cuh"
+
+/* The kernel body exists only in code built for sm_90a (wgmma); the host
+ * side launches it only when the module was built so (FB_HAVE_SM90A, set
+ * by configure for architecture 90) and the device is compute 9.0. */
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FB_WGMMA_BODY 1
+#else
+#define FB_WGMMA_BODY 0
+#endif
+
+namespace fbf {
+
+enum {
+    kWgRows = 64,            /* rows of a warpgroup tile */
+    kWgChunk = 64,           /* hidden units a chunk */
+    kWgMaxChunks = 7,        /* h <= 448 */
+    kWgTileBytes = 64 * 128  /* an X tile, a WD chunk */
+};
+
+template <typename T> struct WgMlpArgs {
+    const T *x;
+    int64_t ldx;
+    const T *wg, *bg, *wu, *bu, *wd, *bd;
+    T *y;
+    int64_t ldy;
+    int64_t m;
+    int k, h, n, chunks;
+    fb_activation act;
+    int y_pairs; /* Y allows 4-byte stores of column pairs */
+};
+
+/* Bytes of dynamic shared memory: the operands (1024-byte aligned, and
+ * 1024 more to align the base), then the biases. */
+template <int GROUPS> static inline size_t wg_smem_bytes(int chunks)
+{
+    return 1024 + (size_t)chunks * 3 * kWgTileBytes +
+           (size_t)GROUPS * 2 * kWgTileBytes +
+           ((size_t)2 * chunks * kWgChunk + 64) * 4;
+}
+
+#if FB_WGMMA_BODY
+
+/* Byte offset of 16-byte chunk j of row r in a 128-byte-swizzled tile. */
+__device__ __forceinline__ uint32_t swz128(int r, int j)
+{
+    return (uint32_t)(r * 128 + ((j ^ (r & 7)) << 4));
+}
+
+/* wgmma matrix descriptor of a K-major, 128-byte-swizzled operand at
+ * shared address s (1024-byte aligned tile; + 32 bytes per k16 step):
+ * start address >> 4, leading offset 1 (unused by this layout), stride
+ * between 8-row groups 1024 bytes, swizzle mode 1 (128 B). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t s)
+{
+    return (uint64_t)((s & 0x3FFFF) >> 4) | (uint64_t)1 << 16 |
+           (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+__device__ __forceinline__ void wg_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wg_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wg_wait_all()
+{
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Pin registers at this point of the program: the compiler must neither
+ * read an accumulator before the wait that completes it, nor reuse a
+ * register an in-flight wgmma still reads. */
+template <int N> __device__ __forceinline__ void pin(float (&v)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(v[i])::"memory");
+}
+
+template <int N> __device__ __forceinline__ void pin(uint32_t (&v)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+r"(v[i])::"memory");
+}
+
+/* The cp.async writes of this thread are done; make them visible to the
+ * async proxy, which wgmma reads shared memory through. */
+__device__ __forceinline__ void fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* Barrier of the 128 threads of warpgroup wg (ids 1.., 0 is
+ * __syncthreads). */
+__device__ __forceinline__ void wg_barrier(int wg)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
+}
+
+#define FB_WGMMA_SS_M64N128K16(TY)                                            \
+    asm volatile(                                                             \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                          \
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." #TY "." #TY " "        \
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "  \
+        "%15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, "   \
+        "%28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, "   \
+        "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, "   \
+        "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                 \
+        "%64, %65, p, 1, 1, 0, 0;\n}\n"                                       \
+        :                                                                     \
+          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),         \
+          "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),         \
+          "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),    \
+          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),    \
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),    \
+          "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),    \
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),    \
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),    \
+          "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),    \
+          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),    \
+          "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),    \
+          "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                  \
+        : "l"(da), "l"(db), "r"(accumulate))                                  
+
+#define FB_WGMMA_RS_M64N64K16(TY)                                             \
+    asm volatile(                                                             \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                          \
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " "         \
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "  \
+        "%15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, "   \
+        "%28, %29, %30, %31}, "                                               \
+        "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"                         \
+        :                                                                     \
+          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),         \
+          "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),         \
+          "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),    \
+          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),    \
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),    \
+          "+f"(d[30]), "+f"(d[31])                                            \
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db),                \
+          "r"(accumulate))                                                    
+
+/* d (64 x 128) = or += A (shared, desc da) B^T (shared, desc db). */
+template <typename T>
+__device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da,
+                                         uint64_t db, int accumulate);
+template <>
+__device__ __forceinline__ void wgmma_ss<__nv_bfloat16>(float (&d)[64],
+                                                        uint64_t da,
+                                                        uint64_t db,
+                                                        int accumulate)
+{
+    FB_WGMMA_SS_M64N128K16(bf16);
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<__half>(float (&d)[64], uint64_t da,
+                                                 uint64_t db, int accumulate)
+{
+    FB_WGMMA_SS_M64N128K16(f16);
+}
+
+/* d (64 x 64) = or += A (registers a0..a3, the k16 step's fragment)
+ * B^T (shared, desc db). The caller keeps a0..a3 unchanged until a wait
+ * has completed this wgmma (pin). */
+template <typename T>
+__device__ __forceinline__ void wgmma_rs(float (&d)[32], uint32_t a0,
+                                         uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint64_t db,
+                                         int accumulate);
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16>(
+    float (&d)[32], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+    uint64_t db, int accumulate)
+{
+    FB_WGMMA_RS_M64N64K16(bf16);
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<__half>(float (&d)[32], uint32_t a0,
+                                                 uint32_t a1, uint32_t a2,
+                                                 uint32_t a3, uint64_t db,
+                                                 int accumulate)
+{
+    FB_WGMMA_RS_M64N64K16(f16);
+}
+
+/* Rows [row0, row0 + 64) of X into a swizzled tile, zero past m and k;
+ * 16-byte cp.async by the warpgroup's 128 threads, not waited for. */
+template <typename T>
+__device__ __forceinline__ void wg_copy_x(unsigned char *dst,
+                                          const WgMlpArgs<T> &a,
+                                          int64_t row0, int wt)
+{
+    for (int i = wt; i < kWgRows * 8; i += 128) {
+        const int r = i >> 3, j = i & 7;
+        const bool in = row0 + r < a.m && 8 * j < a.k; /* k % 8 == 0 */
+        cp_async16(dst + swz128(r, j),
+                   in ? a.x + (row0 + r) * a.ldx + 8 * j : a.x, in ? 16 : 0);
+    }
+}
+
+/* Issue [G | U] = X [Wg_c ; Wu_c]^T (four k16 steps) and commit. */
+template <typename T>
+__device__ __forceinline__ void wg_gate_up(float (&d)[64], uint64_t dx,
+                                           uint32_t wgu_c)
+{
+    const uint64_t dw = wg_desc(wgu_c);
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+        wgmma_ss<T>(d, dx + 2 * s, dw + 2 * s, s > 0);
+    wg_commit();
+}
+
+/* Chunk c, whose gate/up product into d was issued: wait for it (and
+ * for chunk c - 1's down product, which read hf), H = act(G + bg) .*
+ * (U + bu) into hf, issue Y += H Wd_c^T. Columns 8 b + 2 t + (q & 1) and
+ * rows g + 8 (q >> 1) of the warp's 16: gate in d[4 b + q], up in
+ * d[32 + 4 b + q]; k-step s of the down product takes accumulator blocks
+ * 2 s (a0, a1) and 2 s + 1 (a2, a3).
+ * (Issuing chunk c + 1's gate/up product before chunk c's activation, in
+ * a second accumulator at two warpgroups a CTA, measured 37.0 us against
+ * 29.9 for this at three: ptxas serialises the wgmmas around the reads
+ * of the other accumulator, and 255 registers spill. H200, 64-256-64,
+ * m = 65536, 2026-11-22.) */
+template <typename T>
+__device__ __forceinline__ void wg_chunk(float (&d)[64], int c,
+                                         uint32_t wdt_s, const float *bg_s,
+                                         const float *bu_s, fb_activation act,
+                                         uint32_t (&hf)[16], float (&y)[32])
+{
+    const int t = threadIdx.x & 3;
+    wg_wait_all();
+    pin(d);
+    pin(hf);
+    float hv[32];
+#pragma unroll
+    for (int b = 0; b < 8; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            hv[4 * b + q] =
+                d[4 * b + q] + bg_s[c * kWgChunk + 8 * b + 2 * t + (q & 1)];
+    act_fast_all<32>(act, hv);
+#pragma unroll
+    for (int b = 0; b < 8; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            hv[4 * b + q] *= d[32 + 4 * b + q] +
+                             bu_s[c * kWgChunk + 8 * b + 2 * t + (q & 1)];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        hf[4 * s + 0] = pack2<T>(hv[8 * s + 0], hv[8 * s + 1]);
+        hf[4 * s + 1] = pack2<T>(hv[8 * s + 2], hv[8 * s + 3]);
+        hf[4 * s + 2] = pack2<T>(hv[8 * s + 4], hv[8 * s + 5]);
+        hf[4 * s + 3] = pack2<T>(hv[8 * s + 6], hv[8 * s + 7]);
+    }
+    const uint64_t dd = wg_desc(wdt_s + c * kWgTileBytes);
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+        wgmma_rs<T>(y, hf[4 * s], hf[4 * s + 1], hf[4 * s + 2], hf[4 * s + 3],
+                    dd + 2 * s, c > 0 || s > 0);
+    wg_commit();
+}
+
+#endif /* FB_WGMMA_BODY */
+
+template <typename T, int GROUPS>
+__global__ void __launch_bounds__(128 * GROUPS, 1)
+    tiny_wgmma_kernel(const WgMlpArgs<T> a)
+{
+#if FB_WGMMA_BODY
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char *smem = smem_raw + ((1024 - (__cvta_generic_to_shared(
+                                                   smem_raw) & 1023)) & 1023);
+    const int chunks = a.chunks;
+    unsigned char *wgu = smem;
+    unsigned char *wdt = wgu + chunks * 2 * kWgTileBytes;
+    unsigned char *xb = wdt + chunks * kWgTileBytes;
+    float *bg_s = reinterpret_cast<float *>(xb + GROUPS * 2 * kWgTileBytes);
+    float *bu_s = bg_s + chunks * kWgChunk;
+    float *bd_s = bu_s + chunks * kWgChunk;
+    const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
+    const int warp = wt >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+
+    /* Every weight once, swizzled, zero outside h x k and n x h. */
+    for (int i = tid; i < chunks * 128 * 8; i += 128 * GROUPS) {
+        const int c = i >> 10, r = (i >> 3) & 127, j = i & 7;
+        const int u = c * kWgChunk + (r & 63);
+        const bool in = u < a.h && 8 * j < a.k;
+        const T *src = (r < 64 ? a.wg : a.wu) + (int64_t)u * a.k + 8 * j;
+        cp_async16(wgu + c * 2 * kWgTileBytes + swz128(r, j),
+                   in ? src : a.wg, in ? 16 : 0);
+    }
+    for (int i = tid; i < chunks * 64 * 8; i += 128 * GROUPS) {
+        const int c = i >> 9, r = (i >> 3) & 63, j = i & 7;
+        const int col = c * kWgChunk + 8 * j;
+        const bool in = r < a.n && col < a.h; /* h % 8 == 0 */
+        cp_async16(wdt + c * kWgTileBytes + swz128(r, j),
+                   in ? a.wd + (int64_t)r * a.h + col : a.wd, in ? 16 : 0);
+    }
+    for (int i = tid; i < chunks * kWgChunk; i += 128 * GROUPS) {
+        bg_s[i] = (a.bg && i < a.h) ? fb_load_f32(a.bg[i]) : 0.0f;
+        bu_s[i] = (a.bu && i < a.h) ? fb_load_f32(a.bu[i]) : 0.0f;
+    }
+    for (int i = tid; i < 64; i += 128 * GROUPS)
+        bd_s[i] = (a.bd && i < a.n) ? fb_load_f32(a.bd[i]) : 0.0f;
+
+    /* The CTA takes a contiguous range of tiles (7 or 8 of 1024 on 132
+     * SMs) and its warpgroups take turns in it: no SM gets more than one
+     * tile above the average (striding all warpgroups over the grid gave
+     * some SMs 9). */
+    const int64_t ntiles = (a.m + kWgRows - 1) / kWgRows;
+    const int64_t hi = ntiles * (blockIdx.x + 1) / gridDim.x;
+    const int64_t stride = GROUPS;
+    int64_t tile = ntiles * blockIdx.x / gridDim.x + wg;
+    unsigned char *xmine = xb + wg * 2 * kWgTileBytes;
+    if (tile < hi)
+        wg_copy_x<T>(xmine, a, tile * kWgRows, wt);
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads(); /* weights, biases, each warpgroup's first tile */
+
+    const uint32_t wgu_s = (uint32_t)__cvta_generic_to_shared(wgu);
+    const uint32_t wdt_s = (uint32_t)__cvta_generic_to_shared(wdt);
+    float d[64], y[32];
+    uint32_t hf[16];
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+        d[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+        hf[i] = 0u;
+    for (int buf = 0; tile < hi; tile += stride, buf ^= 1) {
+        /* This tile's copies (all 128 threads') are visible to wgmma, and
+         * every warp is done with the previous tile: its buffer is free. */
+        cp_async_wait<0>();
+        fence_proxy_async();
+        wg_barrier(wg);
+        if (tile + stride < hi)
+            wg_copy_x<T>(xmine + (buf ^ 1) * kWgTileBytes, a,
+                         (tile + stride) * kWgRows, wt);
+        cp_async_commit();
+        const uint64_t dx = wg_desc(
+            (uint32_t)__cvta_generic_to_shared(xmine + buf * kWgTileBytes));
+#pragma unroll
+        for (int i = 0; i < 32; ++i)
+            y[i] = 0.0f;
+        for (int c = 0; c < chunks; ++c) {
+            wg_gate_up<T>(d, dx, wgu_s + c * 2 * kWgTileBytes);
+            wg_chunk<T>(d, c, wdt_s, bg_s, bu_s, a.act, hf, y);
+        }
+        wg_wait_all();
+        pin(y);
+        pin(hf);
+
+        /* Y = acc + bd: rows 16 warp + g (+ 8), columns 8 b + 2 t, +1 */
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int64_t row = tile * kWgRows + 16 * warp + g + 8 * half;
+            if (row >= a.m)
+                continue;
+            T *yrow = a.y + row * a.ldy;
+#pragma unroll
+            for (int b = 0; b < 8; ++b) {
+                const int col = 8 * b + 2 * t;
+                const float v0 = y[4 * b + 2 * half] + bd_s[col];
+                const float v1 = y[4 * b + 2 * half + 1] + bd_s[col + 1];
+                if (a.y_pairs && col + 1 < a.n) {
+                    *reinterpret_cast<uint32_t *>(yrow + col) =
+                        pack2<T>(v0, v1);
+                } else {
+                    if (col < a.n)
+                        yrow[col] = fb_store_as<T>(v0);
+                    if (col + 1 < a.n)
+                        yrow[col + 1] = fb_store_as<T>(v1);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+#endif /* FB_WGMMA_BODY */
+}
+
+template <typename T, int GROUPS>
+static fb_status run_tiny_wgmma(const fb_fused_env *env,
+                                const fb_mlp_problem *p,
+                                const fbf_tuning *tune, char *path,
+                                size_t pathlen)
+{
+    static TinyKernelState state;
+    const void *func =
+        reinterpret_cast<const void *>(&tiny_wgmma_kernel<T, GROUPS>);
+    WgMlpArgs<T> a;
+    memset(&a, 0, sizeof a);
+    a.chunks = (int)((p->h + kWgChunk - 1) / kWgChunk);
+    const size_t smem = wg_smem_bytes<GROUPS>(a.chunks);
+    if (a.chunks > kWgMaxChunks || smem > env->smem_optin)
+        return FB_STATUS_NOT_SUPPORTED;
+    cudaError_t e = tiny_prepare(state, func, env);
+    if (e != cudaSuccess)
+        return fbf_launch_status(e);
+    if (tune && tune->dry_run)
+        return FB_STATUS_SUCCESS;
+    a.x = static_cast<const T *>(p->x);
+    a.ldx = p->ldx;
+    a.wg = static_cast<const T *>(p->wg);
+    a.bg = static_cast<const T *>(p->bg);
+    a.wu = static_cast<const T *>(p->wu);
+    a.bu = static_cast<const T *>(p->bu);
+    a.wd = static_cast<const T *>(p->wd);
+    a.bd = static_cast<const T *>(p->bd);
+    a.y = static_cast<T *>(p->y);
+    a.ldy = p->ldy;
+    a.m = p->m;
+    a.k = (int)p->k;
+    a.h = (int)p->h;
+    a.n = (int)p->n;
+    a.act = p->gate_act;
+    a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
+    const int64_t ntiles = (p->m + kWgRows - 1) / kWgRows;
+    const int64_t need = (ntiles + GROUPS - 1) / GROUPS;
+    const int grid = (int)(need < env->sm_count ? need : env->sm_count);
+    void *args[] = {&a};
+    fb_status st = fbf_launch_status(cudaLaunchKernel(
+        func, dim3(grid), dim3(128 * GROUPS), args, smem, env->stream));
+    if (st == FB_STATUS_SUCCESS) {
+        char name[64];
+        snprintf(name, sizeof name, "mlp_tiny_%s_wgmma", tiny_suffix(p->dtype));
+        fbf_set_path(path, pathlen, name);
+    }
+    return st;
+}
+
+/* 3 (and 0): three warpgroups per CTA, 4: two (29.9 against 34.7 us at
+ * 64-256-64, m = 65536, H200). */
+template <typename T>
+static fb_status tiny_wgmma_variant(int v, const fb_fused_env *env,
+                                    const fb_mlp_problem *p,
+                                    const fbf_tuning *tune, char *path,
+                                    size_t pathlen)
+{
+    if (v == 4)
+        return run_tiny_wgmma<T, 2>(env, p, tune, path, pathlen);
+    return run_tiny_wgmma<T, 3>(env, p, tune, path, pathlen);
+}
+
+} /* namespace fbf */
+
+using namespace fbf;
+
+/* Covered: 16-bit, k <= 64, n <= 64, h <= 448 (as shared memory allows),
+ * k, h, ldx multiples of 8, 16-byte aligned X and weights, a compute 9.0
+ * device and a module built for sm_90a. tune->tiny_variant 3: three
+ * warpgroups per CTA, 4: two; 0: three. */
+fb_status fbf_tiny_mlp_wgmma(const fb_fused_env *env, const fb_mlp_problem *p,
+                             const fbf_tuning *tune, char *path,
+                             size_t pathlen)
+{
+#ifdef FB_HAVE_SM90A
+    if (env->cc_major != 9 || env->cc_minor != 0)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->m < 1 || p->m >= ((int64_t)1 << 40) || p->k < 8 || p->k > 64 ||
+        p->n < 1 || p->n > 64 || p->h < 8 || p->h > kWgMaxChunks * kWgChunk)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->k % 8 || p->h % 8 || p->ldx % 8)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (!tiny_aligned16(p->x) || !tiny_aligned16(p->wg) ||
+        !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd))
+        return FB_STATUS_NOT_SUPPORTED;
+    const int v = tune ? tune->tiny_variant : 0;
+    if (p->dtype == FB_DTYPE_BF16)
+        return tiny_wgmma_variant<__nv_bfloat16>(v, env, p, tune, path,
+                                                 pathlen);
+    return tiny_wgmma_variant<__half>(v, env, p, tune, path, pathlen);
+#else
+    (void)env; (void)p; (void)tune; (void)path; (void)pathlen;
+    return FB_STATUS_NOT_SUPPORTED;
+#endif
+}
