@@ -24,7 +24,7 @@ typedef struct fbf_tuning {
     int dry_run;     /* non-zero: decide coverage only, launch nothing
                         (the shape rule asks this way) */
     int tiny_variant; /* tiny MLP kernel: 1, 2 mma.sync (fused_tiny_mlp.cu),
-                         3, 4 wgmma (fused_tiny_wgmma.cu) */
+                         3, 4, 5 wgmma (fused_tiny_wgmma.cu) */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */

@@ -845,12 +845,12 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
                                   "-" + std::to_string(c.n);
         /* The variants of one kernel sum the same products in the same
          * order per row: Y must be bit-identical within a family (1-2
-         * mma.sync, 3-4 wgmma, whose gate/up sums run in another k order;
+         * mma.sync, 3-5 wgmma, whose gate/up sums run in another k order;
          * its correctness is check_mlp's, through the default path). */
         const size_t ybytes = (size_t)c.m * bufs[0].ldy * es;
         std::vector<unsigned char> yfirst, yv(ybytes);
         int vfirst = 0;
-        for (int v = 1; v <= 4; ++v) {
+        for (int v = 1; v <= 5; ++v) {
             if (v == 3)
                 vfirst = 0;
             fbf_tuning t = {0, 0, 0, v};
@@ -876,6 +876,25 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
             });
             char line[200];
             snprintf(line, sizeof line, "%-32s tiny variant %d: %7.1f us", shape.c_str(), v, us);
+            g_tune_lines.push_back(line);
+        }
+        /* Rows against time (default variant): the slope is the steady
+         * state, the intercept what a launch costs besides (start-up,
+         * the last round). */
+        const int64_t ms[] = {1, 64, 64 * 132, 64 * 132 * 2, 64 * 132 * 3,
+                              32768, 65536, 131072, 262144};
+        for (int64_t mm : ms) {
+            if (mm > c.m)
+                continue;
+            std::vector<fb_mlp_problem> pm = probs;
+            for (auto &q : pm)
+                q.m = mm;
+            const double us = time_us(dev.stream, 3, 30, [&](int i) {
+                (void)fbf_tiny_mlp(&dev.env, &pm[i % sets], NULL, path, sizeof path);
+            });
+            char line[200];
+            snprintf(line, sizeof line, "%-32s m=%-8lld: %7.1f us (%s)", shape.c_str(),
+                     (long long)mm, us, path);
             g_tune_lines.push_back(line);
         }
     } else if (sweep) {

@@ -13,21 +13,22 @@
  * the register budget for two accumulators; three warpgroups per SM
  * overlap one's activation with the others' tensor work.
  *
- * Per warpgroup and 64-row tile, for each chunk c of 64 hidden units:
- *   [G | U] (64 x 128, fp32) = X (64 x 64, shared) [Wg_c ; Wu_c]^T
- *       four wgmma m64n128k16, both operands from shared memory;
+ * Per warpgroup and 64-row tile, for each chunk c of CW = 64 (or 32)
+ * hidden units:
+ *   [G | U] (64 x 2 CW, fp32) = X (64 x 64, shared) [Wg_c ; Wu_c]^T
+ *       four wgmma m64n(2 CW)k16, both operands from shared memory;
  *   H = act(G + bg) .* (U + bu), packed to the input type in registers:
  *       the accumulator layout of columns 16 s .. 16 s + 15 IS the
  *       A-operand layout of k-step s of the next product;
- *   Y (64 x 64, fp32) += H (64 x 64, registers) Wd_c^T
- *       four wgmma m64n64k16, A from registers, B from shared memory.
+ *   Y (64 x 64, fp32) += H (64 x CW, registers) Wd_c^T
+ *       CW / 16 wgmma m64n64k16, A from registers, B from shared memory.
  * H never leaves the registers; X tiles are double-buffered (cp.async).
  *
  * Shared memory holds every operand K-major with the 128-byte swizzle
  * wgmma reads (rows of 64 elements = 128 bytes, 16-byte chunk j of row r
  * at chunk j ^ (r % 8), 8-row groups 1024 bytes apart):
- *   WGU: per chunk, 128 rows (Wg_c then Wu_c) x k       16 KiB a chunk
- *   WD:  per chunk, 64 rows (n) x the chunk's 64 units   8 KiB a chunk
+ *   WGU: per chunk, 2 CW rows (Wg_c then Wu_c) x k   CW / 4 KiB a chunk
+ *   WD:  per 64 units, 64 rows (n) x 64 units          8 KiB
  *   X:   per warpgroup, two 64 x 64 tiles                16 KiB
  *   biases (fp32, zero-padded).
  *
@@ -37,10 +38,10 @@
  *
  * Measured (H200, fused_selftest, 2026-11-22): 30.0 us against 38.7 for
  * the mma.sync kernel and 110.2 for PyTorch eager in the same run
- * (3.67x); m = 1M rows 309.5 us (eager 1217: 3.93x). Per 65536 rows the
- * steady state is 19.3 us: about 10 us of the small case is start-up
- * (weights into shared memory, the first X tiles) and the last round of
- * tiles, where 8 tiles an SM leave one of three warpgroups idle.
+ * (3.67x); m = 1M rows 309.5 us (eager 1217: 3.93x). Rows against time:
+ * m = 1 9.8 us, 8448 14.6, 32768 20.6, 65536 29.8: a launch costs ~10 us
+ * before its first row (weights into shared memory, one tile's chain of
+ * dependent wgmma and activation), then ~9.2 us per 32768 rows.
  */
 #include <stdio.h>
 #include <string.h>
@@ -195,6 +196,24 @@ __device__ __forceinline__ void wg_barrier(int wg)
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db),                \
           "r"(accumulate))                                                    
 
+#define FB_WGMMA_SS_M64N64K16(TY)                                             \
+    asm volatile(                                                             \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                          \
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " "         \
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "  \
+        "%15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, "   \
+        "%28, %29, %30, %31}, "                                               \
+        "%32, %33, p, 1, 1, 0, 0;\n}\n"                                       \
+        :                                                                     \
+          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),         \
+          "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),         \
+          "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),    \
+          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),    \
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),    \
+          "+f"(d[30]), "+f"(d[31])                                            \
+        : "l"(da), "l"(db), "r"(accumulate))                                  
+
 /* d (64 x 128) = or += A (shared, desc da) B^T (shared, desc db). */
 template <typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da,
@@ -212,6 +231,25 @@ __device__ __forceinline__ void wgmma_ss<__half>(float (&d)[64], uint64_t da,
                                                  uint64_t db, int accumulate)
 {
     FB_WGMMA_SS_M64N128K16(f16);
+}
+
+/* d (64 x 64) = or += A (shared, desc da) B^T (shared, desc db). */
+template <typename T>
+__device__ __forceinline__ void wgmma_ss(float (&d)[32], uint64_t da,
+                                         uint64_t db, int accumulate);
+template <>
+__device__ __forceinline__ void wgmma_ss<__nv_bfloat16>(float (&d)[32],
+                                                        uint64_t da,
+                                                        uint64_t db,
+                                                        int accumulate)
+{
+    FB_WGMMA_SS_M64N64K16(bf16);
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<__half>(float (&d)[32], uint64_t da,
+                                                 uint64_t db, int accumulate)
+{
+    FB_WGMMA_SS_M64N64K16(f16);
 }
 
 /* d (64 x 64) = or += A (registers a0..a3, the k16 step's fragment)
@@ -253,9 +291,10 @@ __device__ __forceinline__ void wg_copy_x(unsigned char *dst,
     }
 }
 
-/* Issue [G | U] = X [Wg_c ; Wu_c]^T (four k16 steps) and commit. */
-template <typename T>
-__device__ __forceinline__ void wg_gate_up(float (&d)[64], uint64_t dx,
+/* Issue [G | U] = X [Wg_c ; Wu_c]^T (four k16 steps; CW hidden units,
+ * d holds CW accumulators a thread) and commit. */
+template <typename T, int CW>
+__device__ __forceinline__ void wg_gate_up(float (&d)[CW], uint64_t dx,
                                            uint32_t wgu_c)
 {
     const uint64_t dw = wg_desc(wgu_c);
@@ -266,52 +305,54 @@ __device__ __forceinline__ void wg_gate_up(float (&d)[64], uint64_t dx,
     wg_commit();
 }
 
-/* Chunk c, whose gate/up product into d was issued: wait for it (and
- * for chunk c - 1's down product, which read hf), H = act(G + bg) .*
- * (U + bu) into hf, issue Y += H Wd_c^T. Columns 8 b + 2 t + (q & 1) and
- * rows g + 8 (q >> 1) of the warp's 16: gate in d[4 b + q], up in
- * d[32 + 4 b + q]; k-step s of the down product takes accumulator blocks
- * 2 s (a0, a1) and 2 s + 1 (a2, a3).
+/* Chunk c (CW hidden units), whose gate/up product into d was issued:
+ * wait for it (and for chunk c - 1's down product, which read hf),
+ * H = act(G + bg) .* (U + bu) into hf, issue Y += H Wd_c^T. Columns
+ * 8 b + 2 t + (q & 1) and rows g + 8 (q >> 1) of the warp's 16: gate in
+ * d[4 b + q], up in d[CW / 2 + 4 b + q]; k-step s of the down product
+ * takes accumulator blocks 2 s (a0, a1) and 2 s + 1 (a2, a3), and reads
+ * Wd's 64-unit tile c CW / 64 from k-step (c CW % 64) / 16 + s.
  * (Issuing chunk c + 1's gate/up product before chunk c's activation, in
  * a second accumulator at two warpgroups a CTA, measured 37.0 us against
- * 29.9 for this at three: ptxas serialises the wgmmas around the reads
- * of the other accumulator, and 255 registers spill. H200, 64-256-64,
- * m = 65536, 2026-11-22.) */
-template <typename T>
-__device__ __forceinline__ void wg_chunk(float (&d)[64], int c,
+ * 29.9 for three warpgroups without: ptxas serialises the wgmmas around
+ * the reads of the other accumulator, and 255 registers spill. H200,
+ * 64-256-64, m = 65536, 2026-11-22.) */
+template <typename T, int CW>
+__device__ __forceinline__ void wg_chunk(float (&d)[CW], int c,
                                          uint32_t wdt_s, const float *bg_s,
                                          const float *bu_s, fb_activation act,
-                                         uint32_t (&hf)[16], float (&y)[32])
+                                         uint32_t (&hf)[CW / 4],
+                                         float (&y)[32])
 {
-    const int t = threadIdx.x & 3;
+    const int t = threadIdx.x & 3, u0 = c * CW;
     wg_wait_all();
     pin(d);
     pin(hf);
-    float hv[32];
+    float hv[CW / 2];
 #pragma unroll
-    for (int b = 0; b < 8; ++b)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-            hv[4 * b + q] =
-                d[4 * b + q] + bg_s[c * kWgChunk + 8 * b + 2 * t + (q & 1)];
-    act_fast_all<32>(act, hv);
-#pragma unroll
-    for (int b = 0; b < 8; ++b)
+    for (int b = 0; b < CW / 8; ++b)
 #pragma unroll
         for (int q = 0; q < 4; ++q)
-            hv[4 * b + q] *= d[32 + 4 * b + q] +
-                             bu_s[c * kWgChunk + 8 * b + 2 * t + (q & 1)];
+            hv[4 * b + q] = d[4 * b + q] + bg_s[u0 + 8 * b + 2 * t + (q & 1)];
+    act_fast_all<CW / 2>(act, hv);
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+    for (int b = 0; b < CW / 8; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            hv[4 * b + q] *=
+                d[CW / 2 + 4 * b + q] + bu_s[u0 + 8 * b + 2 * t + (q & 1)];
+#pragma unroll
+    for (int s = 0; s < CW / 16; ++s) {
         hf[4 * s + 0] = pack2<T>(hv[8 * s + 0], hv[8 * s + 1]);
         hf[4 * s + 1] = pack2<T>(hv[8 * s + 2], hv[8 * s + 3]);
         hf[4 * s + 2] = pack2<T>(hv[8 * s + 4], hv[8 * s + 5]);
         hf[4 * s + 3] = pack2<T>(hv[8 * s + 6], hv[8 * s + 7]);
     }
-    const uint64_t dd = wg_desc(wdt_s + c * kWgTileBytes);
+    const uint64_t dd = wg_desc(wdt_s + (u0 / 64) * kWgTileBytes) +
+                        2 * ((u0 % 64) / 16);
     wg_fence();
 #pragma unroll
-    for (int s = 0; s < 4; ++s)
+    for (int s = 0; s < CW / 16; ++s)
         wgmma_rs<T>(y, hf[4 * s], hf[4 * s + 1], hf[4 * s + 2], hf[4 * s + 3],
                     dd + 2 * s, c > 0 || s > 0);
     wg_commit();
@@ -319,7 +360,7 @@ __device__ __forceinline__ void wg_chunk(float (&d)[64], int c,
 
 #endif /* FB_WGMMA_BODY */
 
-template <typename T, int GROUPS>
+template <typename T, int GROUPS, int CW>
 __global__ void __launch_bounds__(128 * GROUPS, 1)
     tiny_wgmma_kernel(const WgMlpArgs<T> a)
 {
@@ -337,22 +378,6 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127;
     const int warp = wt >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
 
-    /* Every weight once, swizzled, zero outside h x k and n x h. */
-    for (int i = tid; i < chunks * 128 * 8; i += 128 * GROUPS) {
-        const int c = i >> 10, r = (i >> 3) & 127, j = i & 7;
-        const int u = c * kWgChunk + (r & 63);
-        const bool in = u < a.h && 8 * j < a.k;
-        const T *src = (r < 64 ? a.wg : a.wu) + (int64_t)u * a.k + 8 * j;
-        cp_async16(wgu + c * 2 * kWgTileBytes + swz128(r, j),
-                   in ? src : a.wg, in ? 16 : 0);
-    }
-    for (int i = tid; i < chunks * 64 * 8; i += 128 * GROUPS) {
-        const int c = i >> 9, r = (i >> 3) & 63, j = i & 7;
-        const int col = c * kWgChunk + 8 * j;
-        const bool in = r < a.n && col < a.h; /* h % 8 == 0 */
-        cp_async16(wdt + c * kWgTileBytes + swz128(r, j),
-                   in ? a.wd + (int64_t)r * a.h + col : a.wd, in ? 16 : 0);
-    }
     for (int i = tid; i < chunks * kWgChunk; i += 128 * GROUPS) {
         bg_s[i] = (a.bg && i < a.h) ? fb_load_f32(a.bg[i]) : 0.0f;
         bu_s[i] = (a.bu && i < a.h) ? fb_load_f32(a.bu[i]) : 0.0f;
@@ -369,6 +394,28 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
     const int64_t stride = GROUPS;
     int64_t tile = ntiles * blockIdx.x / gridDim.x + wg;
     unsigned char *xmine = xb + wg * 2 * kWgTileBytes;
+
+    /* Every weight once, swizzled, zero outside h x k and n x h: WGU as
+     * tiles of 2 CW rows (CW gate units, then the same CW up units), WD
+     * as 64-unit tiles. (Loading them in per-block cp.async groups, the
+     * first tile starting on block 0 while the rest arrived, measured
+     * slower: 34.4 against 30.0 us, H200, 2026-11-22.) */
+    for (int i = tid; i < chunks * 128 * 8; i += 128 * GROUPS) {
+        const int row = i >> 3, j = i & 7;
+        const int cc = row / (2 * CW), r = row % (2 * CW);
+        const int u = cc * CW + r % CW;
+        const bool in = u < a.h && 8 * j < a.k;
+        const T *src = (r < CW ? a.wg : a.wu) + (int64_t)u * a.k + 8 * j;
+        cp_async16(wgu + cc * (CW * 256) + swz128(r, j), in ? src : a.wg,
+                   in ? 16 : 0);
+    }
+    for (int i = tid; i < chunks * 64 * 8; i += 128 * GROUPS) {
+        const int c = i >> 9, r = (i >> 3) & 63, j = i & 7;
+        const int col = c * kWgChunk + 8 * j;
+        const bool in = r < a.n && col < a.h; /* h % 8 == 0 */
+        cp_async16(wdt + c * kWgTileBytes + swz128(r, j),
+                   in ? a.wd + (int64_t)r * a.h + col : a.wd, in ? 16 : 0);
+    }
     if (tile < hi)
         wg_copy_x<T>(xmine, a, tile * kWgRows, wt);
     cp_async_commit();
@@ -378,13 +425,13 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
 
     const uint32_t wgu_s = (uint32_t)__cvta_generic_to_shared(wgu);
     const uint32_t wdt_s = (uint32_t)__cvta_generic_to_shared(wdt);
-    float d[64], y[32];
-    uint32_t hf[16];
+    float d[CW], y[32];
+    uint32_t hf[CW / 4];
 #pragma unroll
-    for (int i = 0; i < 64; ++i)
+    for (int i = 0; i < CW; ++i)
         d[i] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < CW / 4; ++i)
         hf[i] = 0u;
     for (int buf = 0; tile < hi; tile += stride, buf ^= 1) {
         /* This tile's copies (all 128 threads') are visible to wgmma, and
@@ -401,9 +448,9 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
 #pragma unroll
         for (int i = 0; i < 32; ++i)
             y[i] = 0.0f;
-        for (int c = 0; c < chunks; ++c) {
-            wg_gate_up<T>(d, dx, wgu_s + c * 2 * kWgTileBytes);
-            wg_chunk<T>(d, c, wdt_s, bg_s, bu_s, a.act, hf, y);
+        for (int c = 0; c < chunks * (64 / CW); ++c) {
+            wg_gate_up<T, CW>(d, dx, wgu_s + c * (CW * 256));
+            wg_chunk<T, CW>(d, c, wdt_s, bg_s, bu_s, a.act, hf, y);
         }
         wg_wait_all();
         pin(y);
@@ -437,7 +484,7 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
 #endif /* FB_WGMMA_BODY */
 }
 
-template <typename T, int GROUPS>
+template <typename T, int GROUPS, int CW>
 static fb_status run_tiny_wgmma(const fb_fused_env *env,
                                 const fb_mlp_problem *p,
                                 const fbf_tuning *tune, char *path,
@@ -445,7 +492,7 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
 {
     static TinyKernelState state;
     const void *func =
-        reinterpret_cast<const void *>(&tiny_wgmma_kernel<T, GROUPS>);
+        reinterpret_cast<const void *>(&tiny_wgmma_kernel<T, GROUPS, CW>);
     WgMlpArgs<T> a;
     memset(&a, 0, sizeof a);
     a.chunks = (int)((p->h + kWgChunk - 1) / kWgChunk);
@@ -487,8 +534,10 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
     return st;
 }
 
-/* 3 (and 0): three warpgroups per CTA, 4: two (29.9 against 34.7 us at
- * 64-256-64, m = 65536, H200). */
+/* 3 (and 0): three warpgroups per CTA, chunks of 64 hidden units; 4: two
+ * warpgroups; 5: four warpgroups, chunks of 32 (half the accumulators, 128
+ * registers). 64-256-64, m = 65536, H200: 30.0 / 34.9 / 30.3 us (three
+ * warpgroups with chunks of 32: 34.0). */
 template <typename T>
 static fb_status tiny_wgmma_variant(int v, const fb_fused_env *env,
                                     const fb_mlp_problem *p,
@@ -496,8 +545,10 @@ static fb_status tiny_wgmma_variant(int v, const fb_fused_env *env,
                                     size_t pathlen)
 {
     if (v == 4)
-        return run_tiny_wgmma<T, 2>(env, p, tune, path, pathlen);
-    return run_tiny_wgmma<T, 3>(env, p, tune, path, pathlen);
+        return run_tiny_wgmma<T, 2, 64>(env, p, tune, path, pathlen);
+    if (v == 5)
+        return run_tiny_wgmma<T, 4, 32>(env, p, tune, path, pathlen);
+    return run_tiny_wgmma<T, 3, 64>(env, p, tune, path, pathlen);
 }
 
 } /* namespace fbf */
