@@ -45,7 +45,10 @@ const Crossover table[] = {
      "GPU run 3, H200, fused_selftest: mlp 768->3072->768 m=16 1.40x"},
     /* GPU run 3, H200, fused_selftest: mlp bf16 64->256->64 m=65536 2.64x,
      * m=1048576 2.99x; f16 128->128->128 m=65536 2.07x. Not fp32
-     * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). */
+     * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). Since the wgmma
+     * kernel (k, n <= 64; fusedblas-bench, H200, 2026-11-22 09:33 UTC):
+     * 64->256->64 30.2 us against cuda-lt 91.7 at m=65536, 64->64->64
+     * 21.3 against 69.2; 128->128->128 (mma.sync) 49.1 against 80.9. */
     {TINY_MLP, 9, B16, ANY, ANY, ANY,
      "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x"},
     /* GPU run 3, H200, fused_selftest: linear bf16 1x4096->11008
