@@ -43,6 +43,14 @@ const Crossover table[] = {
      * larger m is not measured. */
     {DECODE_MLP, 9, B16, 16, 1024, 4096,
      "GPU run 3, H200, fused_selftest: mlp 768->3072->768 m=16 1.40x"},
+    /* fusedblas-bench, H200, 2026-11-22 06:44 and 09:33 UTC: mlp fp32 m=16
+     * 4096->11008->4096 cuda-fused 297.1 / 297.7 us against cuda-lt 312.4
+     * / 313.7 (1.05x; fused_selftest 298.2 vs 313.1). Both stream the
+     * same 541 MB; fewer tokens only take FMAs off the fused kernel, so
+     * m <= 16 (narrower widths are not measured in fp32). Measured with
+     * TF32 off (the default); the fused kernel is true fp32 either way. */
+    {DECODE_MLP, 9, 1u << FB_DTYPE_F32, 16, ANY, ANY,
+     "fusedblas-bench, H200: decode mlp fp32 m=16 1.05x"},
     /* GPU run 3, H200, fused_selftest: mlp bf16 64->256->64 m=65536 2.64x,
      * m=1048576 2.99x; f16 128->128->128 m=65536 2.07x. Not fp32
      * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). Since the wgmma
