@@ -147,6 +147,29 @@ static inline const char *tiny_suffix(fb_dtype d)
     return d == FB_DTYPE_F16 ? "f16" : "bf16";
 }
 
+/* The fields every tiny MLP kernel's arguments share (x, ldx, the three
+ * weights and biases, y, ldy, m, k, h, n, act), from the problem; the
+ * caller zeroes the struct first and sets its own fields after. */
+template <typename T, typename Args>
+static inline void tiny_mlp_operands(Args &a, const fb_mlp_problem *p)
+{
+    a.x = static_cast<const T *>(p->x);
+    a.ldx = p->ldx;
+    a.wg = static_cast<const T *>(p->wg);
+    a.bg = static_cast<const T *>(p->bg);
+    a.wu = static_cast<const T *>(p->wu);
+    a.bu = static_cast<const T *>(p->bu);
+    a.wd = static_cast<const T *>(p->wd);
+    a.bd = static_cast<const T *>(p->bd);
+    a.y = static_cast<T *>(p->y);
+    a.ldy = p->ldy;
+    a.m = p->m;
+    a.k = (int)p->k;
+    a.h = (int)p->h;
+    a.n = (int)p->n;
+    a.act = p->gate_act;
+}
+
 /* Grid: enough CTAs for every warp to have a tile, at most one per SM. */
 static inline int tiny_grid(const fb_fused_env *env, int64_t ntiles)
 {

@@ -504,21 +504,7 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
         return fbf_launch_status(e);
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;
-    a.x = static_cast<const T *>(p->x);
-    a.ldx = p->ldx;
-    a.wg = static_cast<const T *>(p->wg);
-    a.bg = static_cast<const T *>(p->bg);
-    a.wu = static_cast<const T *>(p->wu);
-    a.bu = static_cast<const T *>(p->bu);
-    a.wd = static_cast<const T *>(p->wd);
-    a.bd = static_cast<const T *>(p->bd);
-    a.y = static_cast<T *>(p->y);
-    a.ldy = p->ldy;
-    a.m = p->m;
-    a.k = (int)p->k;
-    a.h = (int)p->h;
-    a.n = (int)p->n;
-    a.act = p->gate_act;
+    tiny_mlp_operands<T>(a, p);
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
     const int64_t ntiles = (p->m + kWgRows - 1) / kWgRows;
     const int64_t need = (ntiles + GROUPS - 1) / GROUPS;
