@@ -28,13 +28,20 @@ static void judge_can_fail(void)
     const fz_expect b = {FZ_BOUNDED, 3.0, 1e-6, 65520.0, 0, 0.0};
     const fz_expect n = {FZ_NAN, NAN, 0.0, 65520.0, 0, 0.0};
     const fz_expect i = {FZ_IEEE, INFINITY, 0.0, 65520.0, 0, 0.0};
+    /* fp16 overflow: -6.5e4 within 1e3 may round to -Inf, never to +Inf;
+     * -1e3 within 1e5 (cancellation) may round to either. */
+    const fz_expect o = {FZ_BOUNDED, -6.5e4, 1e3, 65520.0, 0, 0.0};
+    const fz_expect w = {FZ_BOUNDED, -1e3, 1e5, 65520.0, 0, 0.0};
     tap_ok(fz_judge(3.0 + 0.9e-6, &b) && !fz_judge(3.0 + 1.1e-6, &b) &&
                !fz_judge(NAN, &b) && !fz_judge(INFINITY, &b) &&
                fz_judge(NAN, &n) && !fz_judge(0.0, &n) &&
                fz_judge(INFINITY, &i) && !fz_judge(-INFINITY, &i) &&
-               !fz_judge(NAN, &i),
+               !fz_judge(NAN, &i) && fz_judge(-INFINITY, &o) &&
+               !fz_judge(INFINITY, &o) && fz_judge(INFINITY, &w) &&
+               fz_judge(-INFINITY, &w),
            "judge: rejects beyond the bound, misplaced NaN, missing NaN, "
-           "wrong Inf");
+           "wrong Inf (an Inf only where the bound reaches the threshold "
+           "on its side)");
 
     float a[6], c[4];
     fz_gemm g = {FB_DTYPE_F32, 0, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS,
