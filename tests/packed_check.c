@@ -3,6 +3,7 @@
  * CPU packed kernels (packed_check.h).
  */
 #include "packed_check.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
 
 void packed_sweep(const target *cpu, fb_dtype dtype,
                   const int64_t (*shapes)[3], int nshapes,
-                  const packed_paths *p, int want_kernel)
+                  const packed_paths *p, int want_kernel, int64_t ragged_k)
 {
     int idx = 0;
     for (int s = 0; s < nshapes; s++)
@@ -70,7 +71,8 @@ void packed_sweep(const target *cpu, fb_dtype dtype,
         for (int v = 0; v < 8; v++) {
             gemm_case c = packed_case(dtype,
                                       v & 1 ? FB_COL_MAJOR : FB_ROW_MAJOR,
-                                      FB_TRANS, FB_NO_TRANS, 45, 39, 77);
+                                      FB_TRANS, FB_NO_TRANS, 45, 39,
+                                      ragged_k);
             c.act = all_acts[a];
             c.has_bias = (v >> 1) & 1;
             c.beta = v & 4 ? -1.25f : 0.0f;
@@ -82,6 +84,26 @@ void packed_sweep(const target *cpu, fb_dtype dtype,
             packed_run(cpu, &d, p, want_kernel);
             gemm_data_free(&d);
         }
+}
+
+void packed_special_inputs(const target *cpu, fb_dtype dtype,
+                           const packed_paths *p)
+{
+    for (int t = 0; t < 8; t++) {
+        gemm_case c = packed_case(dtype, t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
+                                  trans[(t >> 1) & 1], trans[t & 1], 70, 50,
+                                  41);
+        c.has_bias = 1;
+        c.act = FB_ACT_RELU;
+        gemm_case_set_lds(&c, 2, 1, 0);
+        c.note = "NaN in op(A) row 37, Inf in op(B) column 29";
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        dt_set(dtype, tbuf_data(&d.A), packed_op_at(&c, 1, 37, 40), NAN);
+        dt_set(dtype, tbuf_data(&d.B), packed_op_at(&c, 0, 3, 29), INFINITY);
+        packed_run(cpu, &d, p, 1);
+        gemm_data_free(&d);
+    }
 }
 
 int64_t packed_op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)

@@ -32,10 +32,18 @@ void packed_run(const target *cpu, gemm_data *d, const packed_paths *p,
 
 /* Every shape (m, n, k) x layout x transpose pair, epilogue and padding
  * varied along the way; then every activation x bias x beta x layout on
- * a 45 x 39 x 77 case with ragged edges in every direction. */
+ * a 45 x 39 x ragged_k case with ragged edges in every direction. */
 void packed_sweep(const target *cpu, fb_dtype dtype,
                   const int64_t (*shapes)[3], int nshapes,
-                  const packed_paths *p, int want_kernel);
+                  const packed_paths *p, int want_kernel, int64_t ragged_k);
+
+/* A NaN in op(A)'s row 37 and an Inf in op(B)'s column 29 of a
+ * 70 x 50 x 41 case (bias, relu), every layout and transpose pair: the
+ * oracle (and the checker's judge) say which outputs are NaN, Inf or
+ * finite; a kernel that dropped an edge element or mixed rows would put
+ * them elsewhere. Each on the kernel (packed_run). */
+void packed_special_inputs(const target *cpu, fb_dtype dtype,
+                           const packed_paths *p);
 
 /* The switch environment variable var is read at every call: one case
  * (64 x 48 x 96, bias, silu) with var=off takes the other route, then with

@@ -236,7 +236,7 @@ int main(void)
         tap_diag("FUSEDBLAS_CPU_NO_BF16 set: every call must take the "
                  "fp32 panels");
     packed_sweep(&cpu, FB_DTYPE_BF16, shapes, (int)(sizeof shapes / sizeof shapes[0]),
-                 &paths, !off);
+                 &paths, !off, 77);
     mlp_sweep(&cpu, !off);
     if (!off) {
         scaled_operands(&cpu);

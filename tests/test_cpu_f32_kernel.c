@@ -3,15 +3,17 @@
  * kernel (lib/cpu/cpu_f32_gemm.c) against the double oracle, with
  * DESIGN.md's fp32 bound, and the path that ran asserted for every case
  * (so that a kernel silently not used fails here):
- *  - FUSEDBLAS_CPU_SGEMM=own is set by the program: the kernel runs
- *    whichever OpenBLAS core is in use;
+ *  - FUSEDBLAS_CPU_SGEMM=packed is set by the program: the kernel runs
+ *    whichever OpenBLAS core is in use, and also for k <= 64 (where
+ *    auto and own take the small-k kernel: test_cpu_small_k's);
  *  - shapes around the 32 x 12 register block, the 256 x 192 blocks of C
  *    and the k chunks (up to 384); odd k; both layouts (bias along rows
  *    and along columns of the normalised C), all transpose pairs, padded
  *    leading dimensions, alpha != 1, beta != 0 (beta == 0 with C filled
  *    with NaN by the checker: C must not be read), every activation;
  *  - NaN and Inf in A and B go through as the oracle says;
- *  - FUSEDBLAS_CPU_SGEMM=openblas sends the call to OpenBLAS, own back;
+ *  - FUSEDBLAS_CPU_SGEMM=openblas sends the call to OpenBLAS, packed
+ *    back;
  *  - mlp_geglu_forward's fp32 prefill path on the kernel (when it is
  *    there: cpu_mlp.c) over row blocks and hidden chunks with ragged
  *    edges, every gate and bias pattern.
@@ -44,37 +46,11 @@ static const int64_t shapes[][3] = {
     {17, 47, 385},  {36, 26, 769},  {300, 200, 600}, {520, 410, 45},
 };
 
-static const fb_transpose trans[2] = {FB_NO_TRANS, FB_TRANS};
-
-/* A NaN in op(A)'s row 37 and an Inf in op(B)'s column 29, each packing
- * order: the oracle (and the checker's judge) say which outputs are NaN,
- * Inf or finite; a kernel that dropped an edge element or mixed rows would
- * put them elsewhere. */
-static void special_inputs(const target *cpu)
-{
-    for (int t = 0; t < 8; t++) {
-        gemm_case c = packed_case(FB_DTYPE_F32, t & 4 ? FB_COL_MAJOR : FB_ROW_MAJOR,
-                                trans[(t >> 1) & 1], trans[t & 1], 70, 50,
-                                41);
-        c.has_bias = 1;
-        c.act = FB_ACT_RELU;
-        gemm_case_set_lds(&c, 2, 1, 0);
-        c.note = "NaN in op(A) row 37, Inf in op(B) column 29";
-        gemm_data d;
-        gemm_data_make(&d, &c);
-        dt_set(FB_DTYPE_F32, tbuf_data(&d.A), packed_op_at(&c, 1, 37, 40), NAN);
-        dt_set(FB_DTYPE_F32, tbuf_data(&d.B), packed_op_at(&c, 0, 3, 29),
-               INFINITY);
-        packed_run(cpu, &d, &paths, 1);
-        gemm_data_free(&d);
-    }
-}
-
 /* FUSEDBLAS_CPU_SGEMM is read at every call. */
 static void env_switch(const target *cpu)
 {
     packed_env_switch(cpu, FB_DTYPE_F32, "FUSEDBLAS_CPU_SGEMM", "openblas",
-                      "own", &paths);
+                      "packed", &paths);
 }
 
 /* mlp_check (oracle, guards, untouched inputs), then the path. */
@@ -129,7 +105,7 @@ static void mlp_sweep(const target *cpu)
 int main(void)
 {
     tap_begin("test_cpu_f32_kernel");
-    if (setenv("FUSEDBLAS_CPU_SGEMM", "own", 1) != 0)
+    if (setenv("FUSEDBLAS_CPU_SGEMM", "packed", 1) != 0)
         tap_bail("setenv failed");
     target cpu = target_cpu();
     /* Does this CPU run the kernel? A call's path says (a plain call, not
@@ -147,8 +123,8 @@ int main(void)
                      "test_gemm's)");
     }
     packed_sweep(&cpu, FB_DTYPE_F32, shapes, (int)(sizeof shapes / sizeof shapes[0]),
-                 &paths, 1);
-    special_inputs(&cpu);
+                 &paths, 1, 77);
+    packed_special_inputs(&cpu, FB_DTYPE_F32, &paths);
     env_switch(&cpu);
     mlp_sweep(&cpu);
     fb_destroy(cpu.handle);

@@ -59,8 +59,8 @@ int fb_cpu_f32_kernel_chosen(fb_handle h)
     if (!fb_cpu_f32_kernel_available())
         return 0;
     const char *v = getenv("FUSEDBLAS_CPU_SGEMM");
-    if (v != NULL && strcmp(v, "own") == 0) {
-        fb_log(h, "fp32 GEMM: AVX-512F kernel (FUSEDBLAS_CPU_SGEMM=own)");
+    if (v != NULL && (strcmp(v, "own") == 0 || strcmp(v, "packed") == 0)) {
+        fb_log(h, "fp32 GEMM: AVX-512F kernel (FUSEDBLAS_CPU_SGEMM=%s)", v);
         return 1;
     }
     if (v != NULL && strcmp(v, "openblas") == 0) {

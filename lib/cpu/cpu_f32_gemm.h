@@ -15,7 +15,10 @@
 
 /* Whether fp32 GEMMs go to this kernel rather than OpenBLAS, read at every
  * call (so that a test or a benchmark can switch):
- *   FUSEDBLAS_CPU_SGEMM=own       the kernel, wherever AVX-512F runs;
+ *   FUSEDBLAS_CPU_SGEMM=own       the kernel, wherever AVX-512F runs
+ *                                 (below FB_SMALL_K_MAX the small-k one,
+ *                                 cpu_f32_small_k.h);
+ *   FUSEDBLAS_CPU_SGEMM=packed    this kernel, even for a small k;
  *   FUSEDBLAS_CPU_SGEMM=openblas  never;
  *   unset, empty or auto          when AVX-512F runs and OpenBLAS's
  *                                 kernel for this core has no AVX-512

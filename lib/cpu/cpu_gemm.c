@@ -12,7 +12,8 @@
  * only its rows of the weights.
  *
  * Not through OpenBLAS: the decode form (few tokens) on the small-m kernel
- * (cpu_small_m.c), bf16 on the AVX512-BF16 kernel (cpu_bf16_gemm.c), and
+ * (cpu_small_m.c), bf16 on the AVX512-BF16 kernel (cpu_bf16_gemm.c), fp32
+ * with a small k on the in-place kernel (cpu_f32_small_k.c), and other
  * fp32 on our AVX-512F kernel where OpenBLAS's own for this core lacks
  * AVX-512 (cpu_f32_gemm.c says when).
  *
@@ -30,6 +31,7 @@
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_f32_gemm.h"
+#include "cpu_f32_small_k.h"
 #include "cpu_small_m.h"
 
 /* Target fp32 elements in one block of C: 128 Ki floats = 512 KiB. */
@@ -76,6 +78,16 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
             return st;
         /* Declined (a denormal input, which VDPBF16PS would read as 0):
          * the fp32 panels below, nothing written yet. */
+    }
+    /* fp32 with a small k: op(B) read in place and each tile finished in
+     * registers (cpu_f32_small_k.c), whatever OpenBLAS's core. */
+    if (fb_cpu_f32_small_k_applies(p)) {
+        fb_status st;
+        const int own = fb_cpu_own_threads(
+            h, 2.0 * (double)p->m * (double)p->n * (double)p->k);
+        if (fb_cpu_f32_small_k(h, p, own, &st, path, len))
+            return st;
+        /* No workspace for op(A)'s panels: the paths below. */
     }
     /* fp32 on our AVX-512F kernel where OpenBLAS's own lacks AVX-512
      * (fb_cpu_f32_kernel_chosen says when, and logs it). */

@@ -1,0 +1,37 @@
+/*
+ * cpu_f32_small_k.h -- fp32 gemm_bias_act for a small k on AVX-512F:
+ * op(B) read where it lies, each register tile finished and stored once.
+ */
+#ifndef FB_CPU_F32_SMALL_K_H
+#define FB_CPU_F32_SMALL_K_H
+
+#include <stddef.h>
+#include "handle.h"
+#include "problem.h"
+
+/* The largest k the path takes. Measured against the packed kernel on
+ * two Zen 5 cores (gelu_tanh, row-major m x k -> n): faster at every k up
+ * to 512 (1024 x 32 -> 64: 23.5 against 28.2 us; 2048 x 256 -> 2048:
+ * 5.33 against 5.84 ms; 1024 x 512 -> 1024: 2.46 against 2.80 ms;
+ * 512 x 512 -> 4096 even), slower from k = 1024 (512 x 1024 -> 4096:
+ * 10.6 against 10.0 ms), where one pass over all of k no longer keeps a
+ * tile's operands in L1 and L2 and the packed kernel's k chunks do. */
+#define FB_SMALL_K_MAX 512
+
+/* Whether fb_cpu_f32_small_k takes p: fp32, 0 < k <= FB_SMALL_K_MAX,
+ * alpha != 0, AVX-512F, and FUSEDBLAS_CPU_SGEMM neither "openblas" nor
+ * "packed" (which forces the packed kernel, cpu_f32_gemm.h). Unlike
+ * the packed kernel it is chosen whatever OpenBLAS's core: it also beat
+ * OpenBLAS's AVX-512 sgemm with a separate epilogue pass at every shape
+ * measured (1024 x 32 -> 64: 18.0 against 23.6 us; 8192 x 128 -> 3072:
+ * 17.0 against 20.9 ms). */
+int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p);
+
+/* Run p (which fb_cpu_f32_small_k_applies) on up to threads OpenMP
+ * threads. Returns 1 if it ran the call: *st is its status, path says
+ * what ran. Returns 0 if it could not get the workspace for op(A)'s
+ * packed panels (logged): nothing was written, the caller goes on. */
+int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
+                       fb_status *st, char *path, size_t len);
+
+#endif /* FB_CPU_F32_SMALL_K_H */

@@ -1,0 +1,114 @@
+/*
+ * test_cpu_small_k.c -- sgemm_bias_act on the CPU's small-k kernel
+ * (lib/cpu/cpu_f32_small_k.c: op(B) read in place, the epilogue applied
+ * to the register tile) against the double oracle with DESIGN.md's fp32
+ * bound, the path that ran asserted for every case:
+ *  - FUSEDBLAS_CPU_SGEMM unset: the kernel is what auto picks for every
+ *    k <= 512, whichever OpenBLAS core is in use;
+ *  - shapes around the 32 x 12 register tile (ragged rows and columns,
+ *    a short last column panel copied aside), k from 1 to 512, tiles
+ *    split between threads, the seed's Linear (1024 x 32 -> 64); both
+ *    layouts (bias along rows and along columns of the normalised C),
+ *    all transpose pairs (op(B) read along and across k), padded leading
+ *    dimensions, alpha != 1, beta != 0 (beta == 0 with C filled with NaN
+ *    by the checker: C must not be read), every activation;
+ *  - NaN and Inf in A and B go through as the oracle says;
+ *  - k = 513 is not the kernel's; FUSEDBLAS_CPU_SGEMM=packed and
+ *    =openblas send a k = 32 call elsewhere, and unset brings it back.
+ * On a CPU without AVX-512F (valgrind's too) the program skips.
+ */
+#define _GNU_SOURCE /* setenv */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gemm_check.h"
+#include "packed_check.h"
+
+#define KERNEL_PATH "cpu/f32-small-k/"
+
+static const packed_paths paths = {KERNEL_PATH, "no other route"};
+
+/* Shapes (m, n, k of the call), k <= 512. None is the decode form the
+ * small-m kernel takes (n <= 32 tokens with m >= 48 after normalisation):
+ * every pair has both sides > 32 or both < 48. */
+static const int64_t shapes[][3] = {
+    {1, 1, 1},       {7, 13, 3},     {33, 11, 2},    {12, 32, 64},
+    {31, 47, 5},     {32, 12, 63},   {65, 35, 17},   {97, 37, 32},
+    {257, 193, 31},  {40, 44, 33},   {1024, 64, 32}, {520, 410, 45},
+    {36, 1000, 16},  {47, 25, 1},   {40, 44, 512},  {65, 35, 385},
+    {300, 200, 256},
+};
+
+/* A k = 32 call goes where var=value says (the other route, whose path
+ * contains other), then back to the kernel with var unset. */
+static void env_route(const target *cpu, const char *value,
+                      const char *other)
+{
+    char note[96];
+    const packed_paths route = {KERNEL_PATH, other};
+    gemm_case c = packed_case(FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS,
+                              FB_TRANS, 64, 48, 32);
+    c.has_bias = 1;
+    c.act = FB_ACT_GELU_TANH;
+    snprintf(note, sizeof note, "FUSEDBLAS_CPU_SGEMM=%s", value);
+    c.note = note;
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    if (setenv("FUSEDBLAS_CPU_SGEMM", value, 1) != 0)
+        tap_bail("setenv failed");
+    packed_run(cpu, &d, &route, 0);
+    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
+        tap_bail("unsetenv failed");
+    d.c.note = "FUSEDBLAS_CPU_SGEMM unset again";
+    packed_run(cpu, &d, &route, 1);
+    gemm_data_free(&d);
+}
+
+/* k = 513, just past the kernel's range: right, and not on the kernel. */
+static void past_the_range(const target *cpu)
+{
+    char label[256];
+    gemm_case c = packed_case(FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS,
+                              FB_TRANS, 64, 48, 513);
+    c.has_bias = 1;
+    c.act = FB_ACT_SILU;
+    c.note = "k = 513";
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    gemm_check(&d, cpu, 1, NULL);
+    gemm_case_label(&d.c, label, sizeof label);
+    const char *path = fb_handle_last_path(cpu->handle);
+    tap_ok(!packed_on_kernel(cpu->handle, &paths),
+           "path %s for %s (not " KERNEL_PATH ")", path, label);
+    gemm_data_free(&d);
+}
+
+int main(void)
+{
+    tap_begin("test_cpu_small_k");
+    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
+        tap_bail("unsetenv failed");
+    target cpu = target_cpu();
+    /* Does this CPU run the kernel? A call's path says (a plain call, not
+     * a TAP point: the skip must come before any). */
+    float a[4] = {1.0f, 2.0f, 3.0f, 4.0f}, c1[4];
+    const fb_status st = gemm_call(
+        cpu.handle, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
+        2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
+    if (st != FB_STATUS_SUCCESS)
+        tap_bail("a 2x2 sgemm_bias_act failed: %s", fb_status_string(st));
+    if (!packed_on_kernel(cpu.handle, &paths)) {
+        tap_diag("path %s", fb_handle_last_path(cpu.handle));
+        fb_destroy(cpu.handle);
+        tap_skip_all("no AVX-512F on this CPU (OpenBLAS runs fp32: "
+                     "test_gemm's)");
+    }
+    packed_sweep(&cpu, FB_DTYPE_F32, shapes,
+                 (int)(sizeof shapes / sizeof shapes[0]), &paths, 1, 77);
+    packed_special_inputs(&cpu, FB_DTYPE_F32, &paths);
+    past_the_range(&cpu);
+    env_route(&cpu, "packed", "cpu/f32-avx512/");
+    env_route(&cpu, "openblas", "/sgemm/");
+    fb_destroy(cpu.handle);
+    return tap_end();
+}
