@@ -106,6 +106,51 @@ void packed_special_inputs(const target *cpu, fb_dtype dtype,
     }
 }
 
+mlp_case packed_mlp_case(fb_dtype dtype, int64_t m, int64_t k, int64_t h,
+                         int64_t n, fb_activation act, unsigned biases,
+                         int pad)
+{
+    mlp_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dtype;
+    c.act = act;
+    c.m = m, c.k = k, c.h = h, c.n = n;
+    c.ldx = k + pad, c.ldy = n + 2 * pad;
+    c.biases = biases;
+    c.offset = pad & 1;
+    return c;
+}
+
+void packed_mlp_run(const target *cpu, mlp_data *d, const char *prefix,
+                    int want_kernel)
+{
+    char label[256];
+    mlp_check(d, cpu, 1, NULL);
+    mlp_case_label(&d->c, label, sizeof label);
+    const char *path = fb_handle_last_path(cpu->handle);
+    const int kernel = strncmp(path, prefix, strlen(prefix)) == 0;
+    tap_ok(kernel == want_kernel, "path %s for %s (want %s%s)", path, label,
+           want_kernel ? "" : "not ", prefix);
+}
+
+void packed_mlp_sweep(const target *cpu, fb_dtype dtype,
+                      const int64_t (*shapes)[4], int nshapes,
+                      const char *prefix, int want_kernel)
+{
+    int idx = 0;
+    for (int s = 0; s < nshapes; s++)
+        for (int a = 0; a < N_ACTS; a++, idx++) {
+            mlp_case c = packed_mlp_case(dtype, shapes[s][0], shapes[s][1],
+                                         shapes[s][2], shapes[s][3],
+                                         all_acts[a], (unsigned)(idx % 8),
+                                         idx % 3);
+            mlp_data d;
+            mlp_data_make(&d, &c);
+            packed_mlp_run(cpu, &d, prefix, want_kernel);
+            mlp_data_free(&d);
+        }
+}
+
 int64_t packed_op_at(const gemm_case *c, int is_a, int64_t r, int64_t col)
 {
     const int t = is_a ? c->transa != FB_NO_TRANS : c->transb != FB_NO_TRANS;

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "gemm_check.h"
+#include "mlp_check.h"
 
 /* The path a kernel call reports starts with kernel; the path of the
  * other route (OpenBLAS, the fp32 panels) contains other. */
@@ -51,6 +52,23 @@ void packed_special_inputs(const target *cpu, fb_dtype dtype,
 void packed_env_switch(const target *cpu, fb_dtype dtype, const char *var,
                        const char *off, const char *on,
                        const packed_paths *p);
+
+/* An MLP case of dtype: gate act, biases (MLP_BG ...), ldx = k + pad,
+ * ldy = n + 2 pad, offset pad & 1. */
+mlp_case packed_mlp_case(fb_dtype dtype, int64_t m, int64_t k, int64_t h,
+                         int64_t n, fb_activation act, unsigned biases,
+                         int pad);
+
+/* One MLP case through mlp_check (oracle, guards, untouched inputs),
+ * then a TAP point: the path starts with prefix iff want_kernel. */
+void packed_mlp_run(const target *cpu, mlp_data *d, const char *prefix,
+                    int want_kernel);
+
+/* Every shape (m, k, h, n) x gate activation, biases and padding varied
+ * along the way, each through packed_mlp_run. */
+void packed_mlp_sweep(const target *cpu, fb_dtype dtype,
+                      const int64_t (*shapes)[4], int nshapes,
+                      const char *prefix, int want_kernel);
 
 /* Element (r, col) of op(A) (is_a) or of op(B), as an offset into the
  * stored matrix. */

@@ -126,33 +126,6 @@ static void env_switch(const target *cpu)
                       &paths);
 }
 
-/* mlp_check (oracle, guards, untouched inputs), then the path. */
-static void run_mlp(const target *cpu, mlp_data *d, int want_kernel)
-{
-    char label[256];
-    mlp_check(d, cpu, 1, NULL);
-    mlp_case_label(&d->c, label, sizeof label);
-    const char *path = fb_handle_last_path(cpu->handle);
-    const int kernel = strncmp(path, KERNEL_PATH "mlp-",
-                               strlen(KERNEL_PATH "mlp-")) == 0;
-    tap_ok(kernel == want_kernel, "path %s for %s (want %s)", path, label,
-           want_kernel ? KERNEL_PATH "mlp-" : "not " KERNEL_PATH);
-}
-
-static mlp_case make_mlp(int64_t m, int64_t k, int64_t h, int64_t n,
-                         fb_activation act, unsigned biases, int pad)
-{
-    mlp_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = FB_DTYPE_BF16;
-    c.act = act;
-    c.m = m, c.k = k, c.h = h, c.n = n;
-    c.ldx = k + pad, c.ldy = n + 2 * pad;
-    c.biases = biases;
-    c.offset = pad & 1;
-    return c;
-}
-
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
  * 32-row panels and 256-wide chunks of the hidden width, the 768-deep k
  * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
@@ -162,27 +135,17 @@ static void mlp_sweep(const target *cpu, int want_kernel)
         {33, 13, 45, 23},  {36, 2, 32, 32},    {97, 37, 257, 61},
         {200, 64, 300, 33}, {40, 1025, 70, 40}, {193, 100, 513, 97},
         {45, 7, 1, 3}};
-    const int nshapes = (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]);
-    int idx = 0;
-    for (int s = 0; s < nshapes; s++)
-        for (int a = 0; a < N_ACTS; a++, idx++) {
-            mlp_case c = make_mlp(mlp_shapes[s][0], mlp_shapes[s][1],
-                                  mlp_shapes[s][2], mlp_shapes[s][3],
-                                  all_acts[a],
-                                  (unsigned)(idx % 8), idx % 3);
-            mlp_data d;
-            mlp_data_make(&d, &c);
-            run_mlp(cpu, &d, want_kernel);
-            mlp_data_free(&d);
-        }
+    packed_mlp_sweep(cpu, FB_DTYPE_BF16, mlp_shapes,
+                     (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]),
+                     KERNEL_PATH "mlp-", want_kernel);
 }
 
 /* A denormal in X or in one of the weights: the kernel declines. */
 static void mlp_denormals(const target *cpu)
 {
     for (int which = 0; which < 4; which++) {
-        mlp_case c = make_mlp(50, 40, 70, 30, FB_ACT_GELU_TANH, MLP_ALL_BIASES,
-                              1);
+        mlp_case c = packed_mlp_case(FB_DTYPE_BF16, 50, 40, 70, 30,
+                                     FB_ACT_GELU_TANH, MLP_ALL_BIASES, 1);
         mlp_data d;
         mlp_data_make(&d, &c);
         tbuf *bufs[4] = {&d.X, &d.Wg, &d.Wu, &d.Wd};
@@ -190,7 +153,7 @@ static void mlp_denormals(const target *cpu)
          * (each is at least 30 x 40). */
         dt_set_bits(FB_DTYPE_BF16, tbuf_data(bufs[which]), 33,
                     BF16_DENORMAL);
-        run_mlp(cpu, &d, 0);
+        packed_mlp_run(cpu, &d, KERNEL_PATH "mlp-", 0);
         mlp_data_free(&d);
     }
 }
@@ -200,7 +163,8 @@ static void mlp_denormals(const target *cpu)
  * in fp32 (the path counts them); the call itself stays on the kernel. */
 static void mlp_tiny_h(const target *cpu)
 {
-    mlp_case c = make_mlp(40, 24, 300, 20, FB_ACT_SILU, MLP_BG, 0);
+    mlp_case c = packed_mlp_case(FB_DTYPE_BF16, 40, 24, 300, 20, FB_ACT_SILU,
+                                 MLP_BG, 0);
     mlp_data d;
     mlp_data_make(&d, &c);
     void *bg = tbuf_data(&d.bg);

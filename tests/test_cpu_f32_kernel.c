@@ -53,32 +53,6 @@ static void env_switch(const target *cpu)
                       "packed", &paths);
 }
 
-/* mlp_check (oracle, guards, untouched inputs), then the path. */
-static void run_mlp(const target *cpu, mlp_data *d)
-{
-    char label[256];
-    mlp_check(d, cpu, 1, NULL);
-    mlp_case_label(&d->c, label, sizeof label);
-    const char *path = fb_handle_last_path(cpu->handle);
-    tap_ok(strncmp(path, KERNEL_PATH "mlp-",
-                   strlen(KERNEL_PATH "mlp-")) == 0,
-           "path %s for %s (want " KERNEL_PATH "mlp-)", path, label);
-}
-
-static mlp_case make_mlp(int64_t m, int64_t k, int64_t h, int64_t n,
-                         fb_activation act, unsigned biases, int pad)
-{
-    mlp_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = FB_DTYPE_F32;
-    c.act = act;
-    c.m = m, c.k = k, c.h = h, c.n = n;
-    c.ldx = k + pad, c.ldy = n + 2 * pad;
-    c.biases = biases;
-    c.offset = pad & 1;
-    return c;
-}
-
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
  * 32-row panels and 256-wide chunks of the hidden width, the 384-deep k
  * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
@@ -88,18 +62,9 @@ static void mlp_sweep(const target *cpu)
         {33, 13, 45, 23},   {36, 2, 32, 32},   {97, 37, 257, 61},
         {200, 64, 300, 33}, {40, 385, 70, 40}, {193, 100, 513, 97},
         {45, 7, 1, 3}};
-    const int nshapes = (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]);
-    int idx = 0;
-    for (int s = 0; s < nshapes; s++)
-        for (int a = 0; a < N_ACTS; a++, idx++) {
-            mlp_case c = make_mlp(mlp_shapes[s][0], mlp_shapes[s][1],
-                                  mlp_shapes[s][2], mlp_shapes[s][3],
-                                  all_acts[a], (unsigned)(idx % 8), idx % 3);
-            mlp_data d;
-            mlp_data_make(&d, &c);
-            run_mlp(cpu, &d);
-            mlp_data_free(&d);
-        }
+    packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes,
+                     (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]),
+                     KERNEL_PATH "mlp-", 1);
 }
 
 int main(void)

@@ -14,7 +14,12 @@
  *    by the checker: C must not be read), every activation;
  *  - NaN and Inf in A and B go through as the oracle says;
  *  - k = 513 is not the kernel's; FUSEDBLAS_CPU_SGEMM=packed and
- *    =openblas send a k = 32 call elsewhere, and unset brings it back.
+ *    =openblas send a k = 32 call elsewhere, and unset brings it back;
+ *  - mlp_geglu_forward on the kernel (lib/cpu/cpu_f32_mlp_small_k.c)
+ *    for k and h up to 512 and more than 32 rows: hidden widths around
+ *    the 16-unit gate/up panels, row blocks of 96 and ragged token
+ *    panels, every gate activation and bias pattern; h = 513 and
+ *    FUSEDBLAS_CPU_SGEMM=packed go elsewhere.
  * On a CPU without AVX-512F (valgrind's too) the program skips.
  */
 #define _GNU_SOURCE /* setenv */
@@ -22,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm_check.h"
+#include "mlp_check.h"
 #include "packed_check.h"
 
 #define KERNEL_PATH "cpu/f32-small-k/"
+#define MLP_PATH KERNEL_PATH "mlp/"
 
 static const packed_paths paths = {KERNEL_PATH, "no other route"};
 
@@ -83,6 +90,42 @@ static void past_the_range(const target *cpu)
     gemm_data_free(&d);
 }
 
+/* (m, k, h, n): m > 32 (up to there, the decode kernel's); h around the
+ * 16-unit panels (1, 16, 45, 257, 512); more than one 96-row block; the
+ * tiny MLP's 64 -> 256 -> 64. */
+static void mlp_sweep(const target *cpu)
+{
+    static const int64_t mlp_shapes[][4] = {
+        {33, 13, 45, 23},   {36, 2, 32, 32},    {97, 37, 257, 61},
+        {200, 64, 300, 33}, {45, 7, 1, 3},      {75, 64, 16, 100},
+        {130, 512, 512, 40}, {1000, 64, 256, 64}};
+    packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes,
+                     (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]),
+                     MLP_PATH, 1);
+}
+
+/* h = 513, and FUSEDBLAS_CPU_SGEMM=packed: right, and not on the kernel;
+ * unset again: on it. */
+static void mlp_elsewhere(const target *cpu)
+{
+    mlp_case c = packed_mlp_case(FB_DTYPE_F32, 40, 24, 513, 20,
+                                 FB_ACT_GELU_TANH, MLP_ALL_BIASES, 1);
+    mlp_data d;
+    mlp_data_make(&d, &c);
+    packed_mlp_run(cpu, &d, MLP_PATH, 0);
+    mlp_data_free(&d);
+    c = packed_mlp_case(FB_DTYPE_F32, 40, 24, 100, 20, FB_ACT_SILU,
+                        MLP_ALL_BIASES, 1);
+    mlp_data_make(&d, &c);
+    if (setenv("FUSEDBLAS_CPU_SGEMM", "packed", 1) != 0)
+        tap_bail("setenv failed");
+    packed_mlp_run(cpu, &d, MLP_PATH, 0);
+    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
+        tap_bail("unsetenv failed");
+    packed_mlp_run(cpu, &d, MLP_PATH, 1);
+    mlp_data_free(&d);
+}
+
 int main(void)
 {
     tap_begin("test_cpu_small_k");
@@ -109,6 +152,8 @@ int main(void)
     past_the_range(&cpu);
     env_route(&cpu, "packed", "cpu/f32-avx512/");
     env_route(&cpu, "openblas", "/sgemm/");
+    mlp_sweep(&cpu);
+    mlp_elsewhere(&cpu);
     fb_destroy(cpu.handle);
     return tap_end();
 }

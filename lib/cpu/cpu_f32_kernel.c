@@ -51,10 +51,11 @@ int fb_cpu_f32_kernel_available(void)
 /* ---- packing ------------------------------------------------------------ */
 
 /* One panel, rows running along k: rows [0, nrows) (nrows <= R may be
- * short: the rest are zeros), all of k. */
+ * short: the rest are zeros), all of k; the r lanes of step l at
+ * dst + l * stride (stride r, or more for a panel shared by operands). */
 FB_F32_TARGET static void pack_along_k(const float *src, int64_t ld,
                                        int64_t nrows, int64_t k, int r,
-                                       float *dst)
+                                       int stride, float *dst)
 {
     for (int g = 0; g < r; g += 16) {
         const int width = r - g < 16 ? r - g : 16;
@@ -73,9 +74,9 @@ FB_F32_TARGET static void pack_along_k(const float *src, int64_t ld,
                            : _mm512_setzero_si512();
             fb_transpose16x16_epi32(v);
             const int64_t cols = e < 16 ? e : 16;
-            float *out = dst + l0 * r + g;
+            float *out = dst + l0 * stride + g;
             for (int64_t c = 0; c < cols; c++)
-                _mm512_mask_storeu_epi32(out + c * r, keep, v[c]);
+                _mm512_mask_storeu_epi32(out + c * stride, keep, v[c]);
         }
     }
 }
@@ -83,7 +84,7 @@ FB_F32_TARGET static void pack_along_k(const float *src, int64_t ld,
 /* One panel, rows running across k: row i of l is src[i + l * ld]. */
 FB_F32_TARGET static void pack_across_k(const float *src, int64_t ld,
                                         int64_t nrows, int64_t k, int r,
-                                        float *dst)
+                                        int stride, float *dst)
 {
     const int64_t live = nrows < r ? nrows : r;
     const int lo = live < 16 ? (int)live : 16;
@@ -95,7 +96,7 @@ FB_F32_TARGET static void pack_across_k(const float *src, int64_t ld,
         (__mmask16)(r > 16 ? (1u << (r - 16)) - 1u : 0u);
     for (int64_t l = 0; l < k; l++) {
         const float *s = src + l * ld;
-        float *out = dst + l * r;
+        float *out = dst + l * stride;
         _mm512_mask_storeu_ps(out, keep_lo, _mm512_maskz_loadu_ps(lmask, s));
         if (keep_hi)
             _mm512_mask_storeu_ps(out + 16, keep_hi,
@@ -111,10 +112,21 @@ void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
         const int64_t nrows = rows - i0 < r ? rows - i0 : r;
         float *out = dst + (q - q0) * fb_f32_panel_elems(k, r);
         if (x->k_contiguous)
-            pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, r, out);
+            pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, r, r, out);
         else
-            pack_across_k(x->base + i0, x->ld, nrows, k, r, out);
+            pack_across_k(x->base + i0, x->ld, nrows, k, r, r, out);
     }
+}
+
+void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
+                       int64_t i0, int lanes, int stride, float *dst)
+{
+    const int64_t nrows = rows - i0 < lanes ? rows - i0 : lanes;
+    if (x->k_contiguous)
+        pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, lanes, stride,
+                     dst);
+    else
+        pack_across_k(x->base + i0, x->ld, nrows, k, lanes, stride, dst);
 }
 
 /* ---- the register block ------------------------------------------------- */
@@ -294,6 +306,13 @@ void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
                  int64_t q0, int64_t q1, float *dst)
 {
     (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
+}
+
+void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
+                       int64_t i0, int lanes, int stride, float *dst)
+{
+    (void)x, (void)rows, (void)k, (void)i0, (void)lanes, (void)stride;
+    (void)dst;
 }
 
 void fb_f32_block_ordered(const float *a, int64_t astride, int64_t na,

@@ -41,6 +41,13 @@ static inline int64_t fb_f32_panel_elems(int64_t k, int r)
 void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
                  int64_t q0, int64_t q1, float *dst);
 
+/* Rows [i0, i0 + lanes) of the rows x k operand x (rows past the matrix
+ * zero) into lanes 0..lanes-1 of a panel of stride floats per l at dst
+ * (lanes <= 16 or 32, stride >= lanes): two operands sharing one panel,
+ * as the small-k MLP's gate and up rows (cpu_f32_small_k.c). */
+void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
+                       int64_t i0, int lanes, int stride, float *dst);
+
 /* acc (column-major, ldacc, na * MR rows x nb * NR columns) <-
  *   alpha * ((accumulate ? acc : 0) + sum over depth k of A B)
  * where A is na packed MR-panels starting at a, astride floats apart, and

@@ -38,8 +38,13 @@
 
 int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p)
 {
-    if (p->dtype != FB_DTYPE_F32 || p->k <= 0 || p->k > FB_SMALL_K_MAX ||
-        p->alpha == 0.0f || !fb_cpu_f32_kernel_available())
+    return p->dtype == FB_DTYPE_F32 && p->k > 0 && p->k <= FB_SMALL_K_MAX &&
+           p->alpha != 0.0f && fb_cpu_small_k_allowed();
+}
+
+int fb_cpu_small_k_allowed(void)
+{
+    if (!fb_cpu_f32_kernel_available())
         return 0;
     const char *v = getenv("FUSEDBLAS_CPU_SGEMM");
     return v == NULL ||
@@ -64,6 +69,7 @@ typedef struct tile_out {
     const fb_gemm_problem *p;
     int64_t i0, j0;  /* the tile's first row and column in C */
     int rows, cols;  /* live rows (<= 32) and columns (<= 12) */
+    const fb_small_k_gate *gate; /* the MLP's gated tiles, else NULL */
 } tile_out;
 
 /* Loads and stores of a tile column's 16-row halves: unmasked when all
@@ -133,14 +139,43 @@ FB_AVX512_INLINE void finish_tile(const tile_out *o, __m512 *acc0,
     }
 }
 
+/* The MLP's gated tile: lanes 0-15 of the accumulators are gate rows
+ * (hidden units u0..u0+15 of X Wg^T), lanes 16-31 the same units' up
+ * rows; H(token, u) = act(G + bg) (U + bu), stored for the tile's 12
+ * tokens (whole 16-float rows: H's rows are padded to the panels). */
+FB_AVX512_INLINE void finish_gate(const tile_out *o, __m512 *acc0,
+                                  __m512 *acc1, fb_activation act)
+{
+    const fb_small_k_gate *g = o->gate;
+    const int64_t u0 = o->i0 / 2;
+    const int64_t live = g->h - u0 < 16 ? g->h - u0 : 16;
+    const __mmask16 units = (__mmask16)((1u << live) - 1u);
+    const __m512 bg = g->bg != NULL ? _mm512_maskz_loadu_ps(units, g->bg + u0)
+                                    : _mm512_setzero_ps();
+    const __m512 bu = g->bu != NULL ? _mm512_maskz_loadu_ps(units, g->bu + u0)
+                                    : _mm512_setzero_ps();
+    float *hrow = g->hout + o->j0 * g->ldh + u0;
+    #pragma GCC unroll 12
+    for (int j = 0; j < FB_F32_NR; j++) {
+        if (j >= o->cols)
+            break;
+        const __m512 gate = g->bg != NULL ? _mm512_add_ps(acc0[j], bg)
+                                          : acc0[j];
+        const __m512 up = g->bu != NULL ? _mm512_add_ps(acc1[j], bu)
+                                        : acc1[j];
+        _mm512_storeu_ps(hrow + j * g->ldh,
+                         _mm512_mul_ps(fb_zmm_act(gate, act), up));
+    }
+}
+
 /* One tile: 32 rows of op(A) (packed panel a, 32 floats per l) by the 12
- * columns of op(B) in bc, over all k; then finish_tile. Per l, 2 loads,
- * 12 broadcasts from op(B) in place, 24 FMAs on independent
- * accumulators. k_contiguous (sl == 1, the compiler's to exploit) is a
- * constant after inlining. */
+ * columns of op(B) in bc, over all k; then finish_tile (or finish_gate).
+ * Per l, 2 loads, 12 broadcasts from op(B) in place, 24 FMAs on
+ * independent accumulators. k_contiguous (sl == 1, the compiler's to
+ * exploit) and gated are constants after inlining. */
 FB_AVX512_INLINE void tile(const float *a, b_cols bc, int64_t k,
                            const tile_out *o, fb_activation act,
-                           int k_contiguous)
+                           int k_contiguous, int gated)
 {
     __m512 acc0[FB_F32_NR], acc1[FB_F32_NR];
     #pragma GCC unroll 12
@@ -158,16 +193,22 @@ FB_AVX512_INLINE void tile(const float *a, b_cols bc, int64_t k,
             acc1[j] = _mm512_fmadd_ps(a1, bj, acc1[j]);
         }
     }
-    finish_tile(o, acc0, acc1, act);
+    if (gated)
+        finish_gate(o, acc0, acc1, act);
+    else
+        finish_tile(o, acc0, acc1, act);
 }
 
-/* The tile for each activation and both layouts of op(B). */
+/* The tile for each activation, both layouts of op(B), and the gated
+ * form (whose op(B), X's rows, runs along k). */
 FB_AVX512_TARGET static void tile_any(const float *a, b_cols bc, int64_t k,
                                       const tile_out *o, fb_activation act,
                                       int k_contiguous)
 {
 #define FB_TILE(A)                                                             \
-    (k_contiguous ? tile(a, bc, k, o, A, 1) : tile(a, bc, k, o, A, 0))
+    (o->gate != NULL ? tile(a, bc, k, o, A, 1, 1)                              \
+     : k_contiguous  ? tile(a, bc, k, o, A, 1, 0)                              \
+                     : tile(a, bc, k, o, A, 0, 0))
     switch (act) {
     case FB_ACT_NONE: FB_TILE(FB_ACT_NONE); break;
     case FB_ACT_RELU: FB_TILE(FB_ACT_RELU); break;
@@ -218,9 +259,23 @@ static void unit_at(const tile_order *t, int64_t u, int64_t *ia, int64_t *jb)
     *ia = first + rem % rows;
 }
 
-/* The tiles of units [lo, hi) in the order t. */
+/* The order of p's tiles, with op(A) packed in 32-row panels of depth
+ * p->k. */
+static tile_order order_of(const fb_gemm_problem *p)
+{
+    const int64_t panel_bytes = fb_f32_panel_elems(p->k, FB_F32_MR) * 4;
+    const int64_t block = A_BLOCK_BYTES / panel_bytes;
+    const tile_order t = {(p->m + FB_F32_MR - 1) / FB_F32_MR,
+                          (p->n + FB_F32_NR - 1) / FB_F32_NR,
+                          block > 0 ? block : 1};
+    return t;
+}
+
+/* The tiles of units [lo, hi) of p in the order t; gate: the MLP's gated
+ * tiles, else NULL. */
 static void run_tiles(const fb_gemm_problem *p, const float *apack,
-                      const tile_order *t, int64_t lo, int64_t hi)
+                      const tile_order *t, int64_t lo, int64_t hi,
+                      const fb_small_k_gate *gate)
 {
     float edge[FB_F32_NR * FB_SMALL_K_MAX];
     const int k_contiguous = !p->transb;
@@ -231,7 +286,8 @@ static void run_tiles(const fb_gemm_problem *p, const float *apack,
         const int64_t i0 = ia * FB_F32_MR, j0 = jb * FB_F32_NR;
         tile_out o = {p, i0, j0,
                       (int)(p->m - i0 < FB_F32_MR ? p->m - i0 : FB_F32_MR),
-                      (int)(p->n - j0 < FB_F32_NR ? p->n - j0 : FB_F32_NR)};
+                      (int)(p->n - j0 < FB_F32_NR ? p->n - j0 : FB_F32_NR),
+                      gate};
         b_cols bc;
         if (o.cols < FB_F32_NR)
             bc = edge_cols(p, j0, o.cols, edge);
@@ -240,7 +296,7 @@ static void run_tiles(const fb_gemm_problem *p, const float *apack,
         else
             bc = (b_cols){b + j0, 1, p->ldb};
         tile_any(apack + ia * fb_f32_panel_elems(p->k, FB_F32_MR), bc, p->k,
-                 &o, p->ep.act, bc.sl == 1);
+                 &o, gate != NULL ? gate->act : p->ep.act, bc.sl == 1);
     }
 }
 
@@ -250,9 +306,7 @@ int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
     const int64_t apanels = (p->m + FB_F32_MR - 1) / FB_F32_MR;
     const int64_t bpanels = (p->n + FB_F32_NR - 1) / FB_F32_NR;
     const int64_t units = apanels * bpanels;
-    const int64_t panel_bytes = fb_f32_panel_elems(p->k, FB_F32_MR) * 4;
-    const int64_t block = A_BLOCK_BYTES / panel_bytes;
-    const tile_order order = {apanels, bpanels, block > 0 ? block : 1};
+    const tile_order order = order_of(p);
     const size_t bytes = (size_t)(apanels * fb_f32_panel_elems(p->k,
                                                                 FB_F32_MR)) *
                          sizeof(float);
@@ -277,7 +331,7 @@ int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
                                 fb_f32_panel_elems(p->k, FB_F32_MR));
 #pragma omp barrier
         run_tiles(p, apack, &order, units * tid / nt,
-                  units * (tid + 1) / nt);
+                  units * (tid + 1) / nt, NULL);
     }
     snprintf(path, len, "cpu/f32-small-k/%dx%d/b-in-place/threads=%d",
              FB_F32_MR, FB_F32_NR, t);
@@ -285,7 +339,40 @@ int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
     return 1;
 }
 
+void fb_small_k_tiles(const fb_gemm_problem *p, const float *apack)
+{
+    const tile_order t = order_of(p);
+    run_tiles(p, apack, &t, 0, t.apanels * t.bpanels, NULL);
+}
+
+void fb_small_k_gate_rows(const fb_small_k_gate *g)
+{
+    /* X's rows as op(B) (k-contiguous), the shared gate/up panels as
+     * op(A): 32 lanes per 16 hidden units. */
+    fb_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = FB_DTYPE_F32;
+    p.m = fb_small_k_gate_panels(g->h) * FB_F32_MR;
+    p.n = g->rows;
+    p.k = g->k;
+    p.b = g->x;
+    p.ldb = g->ldx;
+    p.alpha = 1.0f;
+    const tile_order t = order_of(&p);
+    run_tiles(&p, g->wgu, &t, 0, t.apanels * t.bpanels, g);
+}
+
 #else /* not x86-64: fb_cpu_f32_kernel_available() is 0, never applies */
+
+void fb_small_k_tiles(const fb_gemm_problem *p, const float *apack)
+{
+    (void)p, (void)apack;
+}
+
+void fb_small_k_gate_rows(const fb_small_k_gate *g)
+{
+    (void)g;
+}
 
 int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
                        fb_status *st, char *path, size_t len)

@@ -27,11 +27,46 @@
  * 17.0 against 20.9 ms). */
 int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p);
 
+/* AVX-512F runs and FUSEDBLAS_CPU_SGEMM allows the small-k kernels (it is
+ * neither "openblas" nor "packed"): the shape-free half of the above, for
+ * the MLP too. */
+int fb_cpu_small_k_allowed(void);
+
 /* Run p (which fb_cpu_f32_small_k_applies) on up to threads OpenMP
  * threads. Returns 1 if it ran the call: *st is its status, path says
  * what ran. Returns 0 if it could not get the workspace for op(A)'s
  * packed panels (logged): nothing was written, the caller goes on. */
 int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
                        fb_status *st, char *path, size_t len);
+
+/* ---- the pieces the small-k MLP (cpu_f32_mlp_small_k.c) runs ---------- */
+
+/* All tiles of p on the calling thread, op(A) already packed at apack
+ * (fb_f32_pack, 32-row panels of depth p->k). */
+void fb_small_k_tiles(const fb_gemm_problem *p, const float *apack);
+
+/* Gate and up for a block of rows of X, finished as H in registers:
+ *   H = act(X Wg^T + bg) .* (X Wu^T + bu)
+ * Wg and Wu share packed panels: panel q (32 floats per l, depth k) has
+ * Wg's rows 16q..16q+15 in lanes 0-15 and Wu's same rows in lanes 16-31
+ * (fb_f32_pack_lanes). */
+typedef struct fb_small_k_gate {
+    const float *x;          /* rows x k, row-major, ldx */
+    int64_t ldx, rows, k, h;
+    const float *wgu;        /* fb_small_k_gate_panels(h) shared panels */
+    const float *bg, *bu;    /* length h, each may be NULL */
+    fb_activation act;
+    float *hout;             /* rows x h, row-major, ldh */
+    int64_t ldh;             /* >= 16 * fb_small_k_gate_panels(h) */
+} fb_small_k_gate;
+
+/* Shared gate/up panels for h hidden units. */
+static inline int64_t fb_small_k_gate_panels(int64_t h)
+{
+    return (h + 15) / 16;
+}
+
+/* H for g's block of rows, on the calling thread. */
+void fb_small_k_gate_rows(const fb_small_k_gate *g);
 
 #endif /* FB_CPU_F32_SMALL_K_H */

@@ -32,6 +32,7 @@
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_f32_gemm.h"
+#include "cpu_f32_mlp_small_k.h"
 #include "cpu_small_m.h"
 
 /* Rows per block when threads split rows, and the chunk of hidden width:
@@ -104,6 +105,14 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         if (fb_cpu_bf16_mlp(h, p, &st, path, len))
             return st;
         /* Declined (a denormal input): the fp32 panels below. */
+    }
+    /* fp32 with k and h of at most 512 (the tiny MLPs): the small-k
+     * kernel, H made in registers (cpu_f32_mlp_small_k.c). */
+    if (fb_cpu_f32_mlp_small_k_applies(p, SMALL_M_ROWS)) {
+        fb_status st;
+        if (fb_cpu_f32_mlp_small_k(h, p, &st, path, len))
+            return st;
+        /* No workspace: the paths below. */
     }
     /* fp32 on the AVX-512F kernel where OpenBLAS's own lacks AVX-512
      * (fb_cpu_f32_kernel_chosen). */

@@ -1,0 +1,134 @@
+/*
+ * cpu_f32_mlp_small_k.c -- mlp_geglu_forward for fp32 when k and h are
+ * at most FB_SMALL_K_MAX: the tiny MLPs (64 -> 256 -> 64 over many rows),
+ * on the small-k kernel (cpu_f32_small_k.c).
+ *
+ *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
+ *
+ * Why: the packed MLP (cpu_f32_mlp.c) packs X, runs gate and up into
+ * accumulator blocks, gates them in a separate pass, packs H and runs the
+ * down projection; at k = 64 and h = 256 those passes cost about as much
+ * as the products (0.64x-0.73x oneDNN's chain of matmuls with post-ops on
+ * the tiny MLPs). Here:
+ *  - Wg and Wu share packed panels, 16 rows of each (fb_f32_pack_lanes),
+ *    so one 32 x 12 tile holds the gate and up products of the same 16
+ *    hidden units and 12 rows of X, and H = act(G + bg) (U + bu) is made
+ *    in registers and stored once, into a per-thread block of H (L2);
+ *  - X is read in place (no packing), and so is that block of H by the
+ *    down projection, whose tiles add bd and store Y directly.
+ * Threads own ranges of row blocks; the packed weights (2hk + nh floats)
+ * are shared, packed once per call by all threads together.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_f32_kernel.h"
+#include "cpu_f32_mlp_small_k.h"
+#include "cpu_f32_small_k.h"
+#include "cpu_packed_blocking.h"
+#include "log.h"
+
+/* Rows of X per block, in 12-row panels: 96 rows, whose H (96 x 512
+ * floats at most, 192 KiB) stays in L2 between its two uses. */
+#define ROW_PANELS 8
+
+int fb_cpu_f32_mlp_small_k_applies(const fb_mlp_problem *p,
+                                   int64_t min_rows)
+{
+    return p->dtype == FB_DTYPE_F32 && p->m > min_rows && p->k > 0 &&
+           p->k <= FB_SMALL_K_MAX && p->h > 0 && p->h <= FB_SMALL_K_MAX &&
+           fb_cpu_small_k_allowed();
+}
+
+/* Rows [r0, r0 + rows): H for the block, then Y's rows from it. */
+static void row_block(const fb_mlp_problem *p, const float *wgu,
+                      const float *wd, float *hbuf, int64_t ldh, int64_t r0,
+                      int64_t rows)
+{
+    const fb_small_k_gate g = {(const float *)p->x + r0 * p->ldx,
+                               p->ldx,
+                               rows,
+                               p->k,
+                               p->h,
+                               wgu,
+                               p->bg,
+                               p->bu,
+                               p->gate_act,
+                               hbuf,
+                               ldh};
+    fb_small_k_gate_rows(&g);
+    /* Y_b^T = Wd H_b^T + bd in the normalised column-major form: op(A)
+     * Wd (packed), op(B) H's rows read in place, C Y's rows. */
+    fb_gemm_problem down;
+    memset(&down, 0, sizeof down);
+    down.dtype = FB_DTYPE_F32;
+    down.m = p->n, down.n = rows, down.k = p->h;
+    down.alpha = 1.0f, down.beta = 0.0f;
+    down.b = hbuf, down.ldb = ldh;
+    down.c = (float *)p->y + r0 * p->ldy, down.ldc = p->ldy;
+    down.ep.bias = p->bd;
+    down.ep.act = FB_ACT_NONE;
+    down.ep.bias_per_row = 1;
+    fb_small_k_tiles(&down, wd);
+}
+
+int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
+                           fb_status *st, char *path, size_t len)
+{
+    const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
+    const int64_t gpanels = fb_small_k_gate_panels(hid);
+    const int64_t dpanels = (n + FB_F32_MR - 1) / FB_F32_MR;
+    const int64_t ldh = gpanels * 16;
+    const double flops = 2.0 * (double)m *
+                         (2.0 * (double)hid * (double)k + (double)hid * (double)n);
+    int t = fb_cpu_own_threads(h, flops);
+    int64_t rp, blocks;
+    fb_packed_row_blocks((m + FB_F32_NR - 1) / FB_F32_NR, ROW_PANELS, &t, &rp,
+                         &blocks);
+    const int64_t mb = rp * FB_F32_NR;
+    const int64_t gstride = fb_f32_panel_elems(k, FB_F32_MR);
+    const int64_t dstride = fb_f32_panel_elems(hid, FB_F32_MR);
+    const size_t g_bytes = fb_packed_round64((size_t)(gpanels * gstride) * 4);
+    const size_t d_bytes = fb_packed_round64((size_t)(dpanels * dstride) * 4);
+    const size_t h_bytes = fb_packed_round64((size_t)(mb * ldh) * 4);
+    const size_t bytes = g_bytes + d_bytes + h_bytes * (size_t)t;
+    char *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL) {
+        fb_log(h, "fp32 small-k MLP: cannot allocate %zu bytes of "
+                  "workspace; the other paths instead", bytes);
+        return 0;
+    }
+    float *wgu = (float *)ws, *wd = (float *)(ws + g_bytes);
+    char *hbufs = ws + g_bytes + d_bytes;
+    const fb_f32_operand gop = {p->wg, k, 1}, uop = {p->wu, k, 1};
+    const fb_f32_operand dop = {p->wd, hid, 1};
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* Each thread its share of the panels of both packed weights. */
+        for (int64_t q = gpanels * tid / nt; q < gpanels * (tid + 1) / nt;
+             q++) {
+            fb_f32_pack_lanes(&gop, hid, k, 16 * q, 16, FB_F32_MR,
+                              wgu + q * gstride);
+            fb_f32_pack_lanes(&uop, hid, k, 16 * q, 16, FB_F32_MR,
+                              wgu + q * gstride + 16);
+        }
+        const int64_t d0 = dpanels * tid / nt;
+        fb_f32_pack(&dop, n, hid, FB_F32_MR, d0, dpanels * (tid + 1) / nt,
+                    wd + d0 * dstride);
+#pragma omp barrier
+        float *hbuf = (float *)(hbufs + h_bytes * (size_t)tid);
+        for (int64_t b = blocks * tid / nt; b < blocks * (tid + 1) / nt;
+             b++) {
+            const int64_t r0 = b * mb;
+            row_block(p, wgu, wd, hbuf, ldh, r0, m - r0 < mb ? m - r0 : mb);
+        }
+    }
+    snprintf(path, len, "cpu/f32-small-k/mlp/mb=%lld/threads=%d",
+             (long long)mb, t);
+    *st = FB_STATUS_SUCCESS;
+    return 1;
+}
