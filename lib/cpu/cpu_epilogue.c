@@ -212,21 +212,106 @@ FB_CLONES static void gate_clones(float *g, const float *u, const float *bg, con
 #undef CALL
 }
 
+/* Where AVX-512F runs, the same loops on cpu_act_avx512.h's activations
+ * (VSCALEFPS for 2^n): gelu_tanh over 8192 x 3072 outputs of the packed
+ * GEMM cost ~3.5 of 85 ms through the clones above. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "cpu_act_avx512.h"
+#define FB_EPILOGUE_AVX512 1
+
+/* x[i] = act(x[i] + (bias ? bias[i] : b)); the tail masked. */
+FB_AVX512_INLINE void zmm_bias_act_loop(float *x, const float *bias, float b,
+                                        int64_t n, fb_activation act)
+{
+    const __m512 bv = _mm512_set1_ps(b);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
+                                           : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 add = bias != NULL ? _mm512_maskz_loadu_ps(live, bias + i)
+                                        : bv;
+        const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add);
+        _mm512_mask_storeu_ps(x + i, live, fb_zmm_act(v, act));
+    }
+}
+
+/* g[i] = act(g[i] + bg[i]) * (u[i] + bu[i]), a NULL bias adding nothing. */
+FB_AVX512_INLINE void zmm_gate_loop(float *g, const float *u, const float *bg,
+                                    const float *bu, int64_t n,
+                                    fb_activation act)
+{
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
+                                           : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 gv = _mm512_maskz_loadu_ps(live, g + i);
+        __m512 uv = _mm512_maskz_loadu_ps(live, u + i);
+        if (bg != NULL)
+            gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(live, bg + i));
+        if (bu != NULL)
+            uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(live, bu + i));
+        _mm512_mask_storeu_ps(g + i, live,
+                              _mm512_mul_ps(fb_zmm_act(gv, act), uv));
+    }
+}
+
+FB_AVX512_TARGET static void zmm_bias_act(float *x, const float *bias,
+                                          float b, int64_t n,
+                                          fb_activation act)
+{
+#define CALL(A) zmm_bias_act_loop(x, bias, b, n, A)
+    FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+}
+
+FB_AVX512_TARGET static void zmm_gate(float *g, const float *u,
+                                      const float *bg, const float *bu,
+                                      int64_t n, fb_activation act)
+{
+#define CALL(A) zmm_gate_loop(g, u, bg, bu, n, A)
+    FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+}
+
+/* libgcc's CPU model, filled by its constructor: a load and a test. */
+static int has_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f");
+}
+#endif
+
 /* GCC gives the ifunc symbols of target_clones default visibility whatever
  * -fvisibility says, so the clones are static and these plain wrappers are
  * the (hidden) entry points. */
 void fb_cpu_bias_act(float *x, const float *bias, int64_t n, fb_activation act)
 {
+#if defined(FB_EPILOGUE_AVX512)
+    if (has_avx512()) {
+        if (bias != NULL || act != FB_ACT_NONE)
+            zmm_bias_act(x, bias, 0.0f, n, act);
+        return;
+    }
+#endif
     bias_act_clones(x, bias, n, act);
 }
 
 void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
 {
+#if defined(FB_EPILOGUE_AVX512)
+    if (has_avx512()) {
+        zmm_bias_act(x, NULL, b, n, act);
+        return;
+    }
+#endif
     scalar_bias_act_clones(x, b, n, act);
 }
 
 void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
                  int64_t n, fb_activation act)
 {
+#if defined(FB_EPILOGUE_AVX512)
+    if (has_avx512()) {
+        zmm_gate(g, u, bg, bu, n, act);
+        return;
+    }
+#endif
     gate_clones(g, u, bg, bu, n, act);
 }
