@@ -509,7 +509,21 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
 
     MlpArgs<T> a;
     memset(&a, 0, sizeof a);
-    mlp_operands<T>(a, p);
+    a.x = static_cast<const T *>(p->x);
+    a.ldx = p->ldx;
+    a.wg = static_cast<const T *>(p->wg);
+    a.bg = static_cast<const T *>(p->bg);
+    a.wu = static_cast<const T *>(p->wu);
+    a.bu = static_cast<const T *>(p->bu);
+    a.wd = static_cast<const T *>(p->wd);
+    a.bd = static_cast<const T *>(p->bd);
+    a.y = static_cast<T *>(p->y);
+    a.ldy = p->ldy;
+    a.m = m;
+    a.k = k;
+    a.h = h;
+    a.n = n;
+    a.act = p->gate_act;
     a.kc = kc;
     a.xstride1 = xstride1;
     a.hs = hs;

@@ -1,11 +1,10 @@
 /*
  * fused_device.cuh -- device-side building blocks of the cuda-fused kernels:
  * cache-hinted loads, the bf16/fp16 tensor-core instruction, the grid
- * barrier of the one-launch MLP, L2 prefetch; and, host side, the
- * argument fields every MLP launcher fills alike (mlp_operands). Only
- * included from lib/cuda/fused_*.cu. The activations and the storage
- * conversions are the module's own (device_math.cuh), so every GPU path
- * computes the same function.
+ * barrier of the one-launch MLP, L2 prefetch. Only included from
+ * lib/cuda/fused_*.cu. The activations and the storage conversions are the
+ * module's own (device_math.cuh), so every GPU path computes the same
+ * function.
  *
  * Everything here builds for sm_80 and up; code that needs sm_90 is inside
  * __CUDA_ARCH__ >= 900 with an sm_80 equivalent beside it.
@@ -18,7 +17,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "device_math.cuh"
-#include "fused_internal.h"
 
 namespace fbf {
 
@@ -330,34 +328,6 @@ __device__ __forceinline__ int grab_unit(int *counter)
     if ((threadIdx.x & 31) == 0)
         u = atomicAdd(counter, 1);
     return __shfl_sync(0xffffffffu, u, 0);
-}
-
-/* ---- host side ------------------------------------------------------- */
-
-/* The fields every MLP kernel's arguments share (x, ldx, the three
- * weights and biases, y, ldy, m, k, h, n, act), from the problem: the
- * tiny launchers' (fused_tiny_*.cu) and the decode launcher's
- * (fused_decode.cu). m keeps the struct's own type (int64_t for the tiny
- * kernels, int for decode, whose m <= 32). The caller zeroes the struct
- * first and sets its own fields after. */
-template <typename T, typename Args>
-static inline void mlp_operands(Args &a, const fb_mlp_problem *p)
-{
-    a.x = static_cast<const T *>(p->x);
-    a.ldx = p->ldx;
-    a.wg = static_cast<const T *>(p->wg);
-    a.bg = static_cast<const T *>(p->bg);
-    a.wu = static_cast<const T *>(p->wu);
-    a.bu = static_cast<const T *>(p->bu);
-    a.wd = static_cast<const T *>(p->wd);
-    a.bd = static_cast<const T *>(p->bd);
-    a.y = static_cast<T *>(p->y);
-    a.ldy = p->ldy;
-    a.m = static_cast<decltype(a.m)>(p->m);
-    a.k = (int)p->k;
-    a.h = (int)p->h;
-    a.n = (int)p->n;
-    a.act = p->gate_act;
 }
 
 } /* namespace fbf */

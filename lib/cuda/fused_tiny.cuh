@@ -113,29 +113,6 @@ __device__ __forceinline__ void tiny_layer1(float (&acc)[MT][2][4],
         }
 }
 
-/* The MLP kernels' Y store (fused_tiny_mlp.cu, fused_tiny_wgmma.cu):
- * columns c and c + 1 of one row of Y (yrow, a row < m) = the two fp32
- * accumulators + bd (fp32 in shared memory, zero-padded past n, so read
- * for both columns). One 4-byte store of the packed pair where Y allows
- * it (pairs: 4-byte aligned pairs) and both columns are < n, else each
- * column < n on its own. */
-template <typename T>
-__device__ __forceinline__ void tiny_store_pair(T *yrow, int c, float acc0,
-                                                float acc1, const float *bd_s,
-                                                int n, int pairs)
-{
-    const float v0 = acc0 + bd_s[c];
-    const float v1 = acc1 + bd_s[c + 1];
-    if (pairs && c + 1 < n) {
-        *reinterpret_cast<uint32_t *>(yrow + c) = pack2<T>(v0, v1);
-    } else {
-        if (c < n)
-            yrow[c] = fb_store_as<T>(v0);
-        if (c + 1 < n)
-            yrow[c + 1] = fb_store_as<T>(v1);
-    }
-}
-
 /* ---- host side ------------------------------------------------------- */
 
 struct TinyKernelState {
@@ -170,14 +147,33 @@ static inline const char *tiny_suffix(fb_dtype d)
     return d == FB_DTYPE_F16 ? "f16" : "bf16";
 }
 
-/* Grid of the tiny launchers: enough CTAs for each of the per_cta
- * workers of a CTA (warps, warpgroups, threads) to have one of the units
- * (row tiles, rows), at most one CTA per SM; the kernels stride over the
- * rest. */
-static inline int tiny_grid(const fb_fused_env *env, int64_t units,
-                            int per_cta)
+/* The fields every tiny MLP kernel's arguments share (x, ldx, the three
+ * weights and biases, y, ldy, m, k, h, n, act), from the problem; the
+ * caller zeroes the struct first and sets its own fields after. */
+template <typename T, typename Args>
+static inline void tiny_mlp_operands(Args &a, const fb_mlp_problem *p)
 {
-    const int64_t need = (units + per_cta - 1) / per_cta;
+    a.x = static_cast<const T *>(p->x);
+    a.ldx = p->ldx;
+    a.wg = static_cast<const T *>(p->wg);
+    a.bg = static_cast<const T *>(p->bg);
+    a.wu = static_cast<const T *>(p->wu);
+    a.bu = static_cast<const T *>(p->bu);
+    a.wd = static_cast<const T *>(p->wd);
+    a.bd = static_cast<const T *>(p->bd);
+    a.y = static_cast<T *>(p->y);
+    a.ldy = p->ldy;
+    a.m = p->m;
+    a.k = (int)p->k;
+    a.h = (int)p->h;
+    a.n = (int)p->n;
+    a.act = p->gate_act;
+}
+
+/* Grid: enough CTAs for every warp to have a tile, at most one per SM. */
+static inline int tiny_grid(const fb_fused_env *env, int64_t ntiles)
+{
+    const int64_t need = (ntiles + kTinyWarps - 1) / kTinyWarps;
     return (int)(need < env->sm_count ? need : env->sm_count);
 }
 

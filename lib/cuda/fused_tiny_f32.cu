@@ -207,6 +207,12 @@ __global__ void __launch_bounds__(kF32Threads, 1)
 
 /* ---- host side ------------------------------------------------------- */
 
+static int f32_grid(const fb_fused_env *env, int64_t m)
+{
+    const int64_t need = (m + kF32Threads - 1) / kF32Threads;
+    return (int)(need < env->sm_count ? need : env->sm_count);
+}
+
 template <int KP, int NP>
 static fb_status run_tiny_mlp_f32(const fb_fused_env *env,
                                   const fb_mlp_problem *p,
@@ -226,13 +232,13 @@ static fb_status run_tiny_mlp_f32(const fb_fused_env *env,
         return FB_STATUS_SUCCESS;
     TinyMlpF32Args a;
     memset(&a, 0, sizeof a);
-    mlp_operands<float>(a, p);
+    tiny_mlp_operands<float>(a, p);
     a.x_vec = tiny_aligned16(p->x) && p->ldx % 4 == 0 && p->k % 4 == 0;
     a.y_vec = tiny_aligned16(p->y) && p->ldy % 4 == 0;
     void *args[] = {&a};
     fb_status st = fbf_launch_status(cudaLaunchKernel(
-        func, dim3(tiny_grid(env, p->m, kF32Threads)), dim3(kF32Threads),
-        args, smem, env->stream));
+        func, dim3(f32_grid(env, p->m)), dim3(kF32Threads), args, smem,
+        env->stream));
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, "mlp_tiny_f32");
     return st;
@@ -258,8 +264,8 @@ static fb_status run_tiny_gemm_f32(const fb_fused_env *env,
     TinyGemmF32Args args_copy = a;
     void *args[] = {&args_copy};
     fb_status st = fbf_launch_status(cudaLaunchKernel(
-        func, dim3(tiny_grid(env, a.m, kF32Threads)), dim3(kF32Threads),
-        args, smem, env->stream));
+        func, dim3(f32_grid(env, a.m)), dim3(kF32Threads), args, smem,
+        env->stream));
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, "gemm_tiny_f32");
     return st;

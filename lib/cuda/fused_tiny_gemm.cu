@@ -157,7 +157,7 @@ static fb_status run_tiny_gemm(const fb_fused_env *env,
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;
     const int ROWS = TinyShape<KQ, NJ>::ROWS;
-    const int grid = tiny_grid(env, (a.m + ROWS - 1) / ROWS, kTinyWarps);
+    const int grid = tiny_grid(env, (a.m + ROWS - 1) / ROWS);
     void *args[] = {&a};
     fb_status st = fbf_launch_status(cudaLaunchKernel(
         func, dim3(grid), dim3(kTinyThreads), args, smem, env->stream));

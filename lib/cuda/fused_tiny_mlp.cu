@@ -313,11 +313,20 @@ __global__ void __launch_bounds__(S::THREADS, 1)
                     continue;
                 T *yrow = a.y + row * a.ldy;
 #pragma unroll
-                for (int j = 0; j < NJ; ++j)
-                    tiny_store_pair<T>(yrow, 8 * j + 2 * t,
-                                       yacc[mt][j][2 * half],
-                                       yacc[mt][j][2 * half + 1], bd_s, a.n,
-                                       a.y_pairs);
+                for (int j = 0; j < NJ; ++j) {
+                    const int c = 8 * j + 2 * t;
+                    const float v0 = yacc[mt][j][2 * half] + bd_s[c];
+                    const float v1 = yacc[mt][j][2 * half + 1] + bd_s[c + 1];
+                    if (a.y_pairs && c + 1 < a.n) {
+                        *reinterpret_cast<uint32_t *>(yrow + c) =
+                            pack2<T>(v0, v1);
+                    } else {
+                        if (c < a.n)
+                            yrow[c] = fb_store_as<T>(v0);
+                        if (c + 1 < a.n)
+                            yrow[c + 1] = fb_store_as<T>(v1);
+                    }
+                }
             }
         cp_async_wait<0>();
         __syncwarp();
@@ -345,10 +354,11 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
         return fbf_launch_status(e);
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;
-    mlp_operands<T>(a, p);
+    tiny_mlp_operands<T>(a, p);
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
-    const int grid =
-        tiny_grid(env, (p->m + S::ROWS - 1) / S::ROWS, S::WARPS);
+    const int64_t ntiles = (p->m + S::ROWS - 1) / S::ROWS;
+    const int64_t need = (ntiles + S::WARPS - 1) / S::WARPS;
+    const int grid = (int)(need < env->sm_count ? need : env->sm_count);
     void *args[] = {&a};
     fb_status st = fbf_launch_status(cudaLaunchKernel(
         func, dim3(grid), dim3(S::THREADS), args, smem, env->stream));

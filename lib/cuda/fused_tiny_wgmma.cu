@@ -464,10 +464,20 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
                 continue;
             T *yrow = a.y + row * a.ldy;
 #pragma unroll
-            for (int b = 0; b < 8; ++b)
-                tiny_store_pair<T>(yrow, 8 * b + 2 * t, y[4 * b + 2 * half],
-                                   y[4 * b + 2 * half + 1], bd_s, a.n,
-                                   a.y_pairs);
+            for (int b = 0; b < 8; ++b) {
+                const int col = 8 * b + 2 * t;
+                const float v0 = y[4 * b + 2 * half] + bd_s[col];
+                const float v1 = y[4 * b + 2 * half + 1] + bd_s[col + 1];
+                if (a.y_pairs && col + 1 < a.n) {
+                    *reinterpret_cast<uint32_t *>(yrow + col) =
+                        pack2<T>(v0, v1);
+                } else {
+                    if (col < a.n)
+                        yrow[col] = fb_store_as<T>(v0);
+                    if (col + 1 < a.n)
+                        yrow[col + 1] = fb_store_as<T>(v1);
+                }
+            }
         }
     }
     cp_async_wait<0>();
@@ -494,9 +504,11 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
         return fbf_launch_status(e);
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;
-    mlp_operands<T>(a, p);
+    tiny_mlp_operands<T>(a, p);
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
-    const int grid = tiny_grid(env, (p->m + kWgRows - 1) / kWgRows, GROUPS);
+    const int64_t ntiles = (p->m + kWgRows - 1) / kWgRows;
+    const int64_t need = (ntiles + GROUPS - 1) / GROUPS;
+    const int grid = (int)(need < env->sm_count ? need : env->sm_count);
     void *args[] = {&a};
     fb_status st = fbf_launch_status(cudaLaunchKernel(
         func, dim3(grid), dim3(128 * GROUPS), args, smem, env->stream));
