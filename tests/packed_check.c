@@ -14,6 +14,22 @@ int packed_on_kernel(fb_handle h, const packed_paths *p)
     return strncmp(fb_handle_last_path(h), p->kernel, strlen(p->kernel)) == 0;
 }
 
+void packed_f32_skip_unless_kernel(target *cpu, const packed_paths *p)
+{
+    float a[4] = {1.0f, 2.0f, 3.0f, 4.0f}, c1[4];
+    const fb_status st = gemm_call(
+        cpu->handle, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
+        2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
+    if (st != FB_STATUS_SUCCESS)
+        tap_bail("a 2x2 sgemm_bias_act failed: %s", fb_status_string(st));
+    if (!packed_on_kernel(cpu->handle, p)) {
+        tap_diag("path %s", fb_handle_last_path(cpu->handle));
+        fb_destroy(cpu->handle);
+        tap_skip_all("no AVX-512F on this CPU (OpenBLAS runs fp32: "
+                     "test_gemm's)");
+    }
+}
+
 gemm_case packed_case(fb_dtype dtype, fb_layout layout, fb_transpose ta,
                       fb_transpose tb, int64_t m, int64_t n, int64_t k)
 {

@@ -21,6 +21,11 @@ typedef struct {
 /* Whether the handle's last call ran on the kernel. */
 int packed_on_kernel(fb_handle h, const packed_paths *p);
 
+/* Does this CPU run the fp32 kernel of p? A 2 x 2 sgemm_bias_act's
+ * path says (a plain call, not a TAP point: the skip must come before
+ * any); if not, the whole program is skipped (cpu's handle destroyed). */
+void packed_f32_skip_unless_kernel(target *cpu, const packed_paths *p);
+
 /* A case of dtype with alpha 1, beta 0, no bias, no activation, tight
  * leading dimensions. */
 gemm_case packed_case(fb_dtype dtype, fb_layout layout, fb_transpose ta,

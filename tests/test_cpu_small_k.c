@@ -132,20 +132,7 @@ int main(void)
     if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
         tap_bail("unsetenv failed");
     target cpu = target_cpu();
-    /* Does this CPU run the kernel? A call's path says (a plain call, not
-     * a TAP point: the skip must come before any). */
-    float a[4] = {1.0f, 2.0f, 3.0f, 4.0f}, c1[4];
-    const fb_status st = gemm_call(
-        cpu.handle, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
-        2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
-    if (st != FB_STATUS_SUCCESS)
-        tap_bail("a 2x2 sgemm_bias_act failed: %s", fb_status_string(st));
-    if (!packed_on_kernel(cpu.handle, &paths)) {
-        tap_diag("path %s", fb_handle_last_path(cpu.handle));
-        fb_destroy(cpu.handle);
-        tap_skip_all("no AVX-512F on this CPU (OpenBLAS runs fp32: "
-                     "test_gemm's)");
-    }
+    packed_f32_skip_unless_kernel(&cpu, &paths);
     packed_sweep(&cpu, FB_DTYPE_F32, shapes,
                  (int)(sizeof shapes / sizeof shapes[0]), &paths, 1, 77);
     packed_special_inputs(&cpu, FB_DTYPE_F32, &paths);
