@@ -61,6 +61,15 @@ fb_status fbf_tiny_gemm_f32(const fb_fused_env *env,
 fb_status fbf_prefill_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                           void *hbuf, char *path, size_t pathlen);
 
+/* The prefill gated MLP on TMA + wgmma (fused_prefill_wgmma.cu; compute
+ * 9.0, sm_90a builds): the dual GEMM writes H = act(X Wg^T + bg) .*
+ * (X Wu^T + bu) into hbuf (m x h elements of the input type, row stride
+ * h), then the down GEMM Y = H Wd^T + bd; h_only: the dual GEMM alone
+ * (measurement). NOT_SUPPORTED where it does not cover the call. */
+fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
+                                const fb_mlp_problem *p, void *hbuf,
+                                int h_only, char *path, size_t pathlen);
+
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);
 

@@ -492,7 +492,21 @@ static std::string mlp_label(const MlpCase &c)
     return buf;
 }
 
-/* prefill: call the measurement-only prefill kernels (fused_prefill.cu)
+/* Which prefill kernels run_prefill calls: 0 the TMA + wgmma pair
+ * (fused_prefill_wgmma.cu), 1 the mma.sync pair (fused_prefill.cu), 2 the
+ * wgmma dual GEMM alone (H only; timing). */
+static int g_prefill_variant = 0;
+
+static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
+                             char *path, size_t pathlen)
+{
+    if (g_prefill_variant == 1)
+        return fbf_prefill_mlp(&dev.env, p, hbuf, path, pathlen);
+    return fbf_prefill_mlp_wgmma(&dev.env, p, hbuf, g_prefill_variant == 2,
+                                 path, pathlen);
+}
+
+/* prefill: call the measurement-only prefill kernels (run_prefill)
  * instead of fb_fused_mlp. */
 static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
                       const char *want_path, bool prefill = false)
@@ -513,7 +527,7 @@ static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
         poison_rows(b.y, c.dtype, c.m, c.n, b.ldy, dev.stream);
         char path[96] = "";
         const fb_status st =
-            prefill ? fbf_prefill_mlp(&dev.env, &p, hbuf, path, sizeof path)
+            prefill ? run_prefill(dev, &p, hbuf, path, sizeof path)
                     : fb_fused_mlp(&dev.env, &p, path, sizeof path);
         CK(cudaStreamSynchronize(dev.stream));
         CK(cudaGetLastError());
@@ -809,7 +823,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     if (prefill)
         CK(cudaMalloc(&hbuf, (size_t)c.m * c.h * es));
     auto call = [&](const fb_mlp_problem &pr) {
-        return prefill ? fbf_prefill_mlp(&dev.env, &pr, hbuf, path, sizeof path)
+        return prefill ? run_prefill(dev, &pr, hbuf, path, sizeof path)
                        : fb_fused_mlp(&dev.env, &pr, path, sizeof path);
     };
     const fb_status first = call(probs[0]);
@@ -827,14 +841,25 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     const double ours = time_us(dev.stream, 5, iters, [&](int i) {
         (void)call(probs[i % sets]);
     });
+    /* the wgmma dual GEMM alone is compared with cuBLAS's gate and up
+     * GEMMs alone */
+    const bool h_only = prefill && g_prefill_variant == 2;
     const double base = time_us(dev.stream, 5, iters, [&](int i) {
-        base_mlp(dev, c, bufs[i % sets], g, u);
+        const MlpBuffers &b = bufs[i % sets];
+        if (h_only) {
+            blas_linear(dev, c.dtype, b.x, b.ldx, b.wg, g, c.h, c.m, c.k, c.h);
+            blas_linear(dev, c.dtype, b.x, b.ldx, b.wu, u, c.h, c.m, c.k, c.h);
+        } else {
+            base_mlp(dev, c, b, g, u);
+        }
     });
     const double bytes = (double)wbytes + (double)c.m * (c.k + c.n) * es;
-    Row r = {(prefill ? "prefill " : "") + mlp_label(c), ours, base, bytes,
+    Row r = {(prefill ? (g_prefill_variant == 2 ? "prefill H only " : "prefill ") : "") +
+                 mlp_label(c), ours, base, bytes,
              bytes / (dev.copy_gbs * 1e3), path};
     g_rows.push_back(r);
-    printf("bench %s: fused %.1f us, cublas+elementwise %.1f us (%s)\n",
+    printf(h_only ? "bench %s: fused %.1f us, cublas gate+up GEMMs %.1f us (%s)\n"
+                  : "bench %s: fused %.1f us, cublas+elementwise %.1f us (%s)\n",
            r.name.c_str(), ours, base, path);
     fflush(stdout);
 
@@ -1118,11 +1143,18 @@ int main(int argc, char **argv)
     const MlpCase prefill_cases[] = {
         {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, "mlp_prefill"},
         {FB_DTYPE_F16, FB_ACT_SILU, 1000, 200, 344, 100, 208, 101, true, "mlp_prefill"},
+        {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 300, 136, 1000, 264, 0, 0, true, "mlp_prefill"},
+        {FB_DTYPE_BF16, FB_ACT_RELU, 33, 64, 128, 72, 0, 0, true, "mlp_prefill"},
     };
     ci = 0;
-    for (const MlpCase &c : prefill_cases)
-        if (!small || (double)c.m * c.h < 1e6)
-            check_mlp(dev, c, seed + 9500 + ci++, c.want, true);
+    for (int v = 0; v < 2; ++v) {
+        g_prefill_variant = v;
+        for (const MlpCase &c : prefill_cases)
+            if (!small || (double)c.m * c.h < 1e6)
+                check_mlp(dev, c, seed + 9500 + ci++,
+                          v == 0 ? "mlp_prefill_wgmma" : "mlp_prefill_mma", true);
+    }
+    g_prefill_variant = 0;
 
     const GemmCase gemm_cases[] = {
         /* nn.Linear decode: 16 x 4096 -> 11008, gelu_tanh, bias */
@@ -1188,8 +1220,18 @@ int main(int argc, char **argv)
             bench_mlp(dev, c, ((i <= 2 || i == 6) && !quick) || i == 7 || i == 9);
         }
         /* the seed workload on the measurement-only prefill kernels */
-        bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
-                  false, true);
+        for (int v = 0; v < 3; ++v) {
+            g_prefill_variant = v;
+            bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
+                      false, true);
+            if (v == 0) {
+                bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1024, 4096, 11008, 4096, 0, 0, false, NULL},
+                          false, true);
+                bench_mlp(dev, MlpCase{FB_DTYPE_F16, FB_ACT_SILU, 4096, 4096, 11008, 4096, 0, 0, false, NULL},
+                          false, true);
+            }
+        }
+        g_prefill_variant = 0;
         bench_linear(dev, FB_DTYPE_BF16, 16, 4096, 11008, FB_ACT_GELU_TANH);
         bench_linear(dev, FB_DTYPE_BF16, 1024, 32, 64, FB_ACT_NONE);
         if (!quick) {
