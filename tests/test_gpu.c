@@ -8,7 +8,8 @@
  * (either path), NaN and Inf included, plus: TF32 handles (fp32 only,
  * TF32 bound), host operands given to the GPU paths (staged), shapes
  * larger than one wave of the GPU and not multiples of 8 or 16,
- * decode-sized and tiny-width MLPs, and device pointers given to the CPU
+ * decode-sized, prefill-sized and tiny-width MLPs, and device pointers
+ * given to the CPU
  * backend. Every point asserts the path
  * that ran.
  *
@@ -97,6 +98,21 @@ static void mlp_shapes(const target *t, int nt, const target *cpu)
             c.m = ms[mi];
             c.k = decode[s][0], c.h = decode[s][1], c.n = decode[s][2];
             c.biases = (unsigned)(idx % 8);
+            mlp_run_case(&c, t, nt, cpu);
+        }
+    static const int64_t prefill[][4] = {
+        /* m, k, h, n: more than 32 rows at decode-like widths (the
+         * prefill kernels for 16-bit on Hopper), ragged tiles */
+        {33, 768, 3072, 768}, {1000, 512, 1376, 256}, {2049, 136, 1000, 264},
+        {300, 1032, 520, 1000}};
+    for (size_t s = 0; s < sizeof prefill / sizeof prefill[0]; s++)
+        for (int di = 0; di < 3; di++) {
+            mlp_case c = {0};
+            c.dtype = all_dtypes[di];
+            c.act = random_act();
+            c.m = prefill[s][0], c.k = prefill[s][1], c.h = prefill[s][2];
+            c.n = prefill[s][3];
+            c.biases = (unsigned)rng_below(8);
             mlp_run_case(&c, t, nt, cpu);
         }
     static const int64_t tiny[][4] = {

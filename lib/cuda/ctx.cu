@@ -300,4 +300,6 @@ void fb_ctx_fused_env(const fb_cuda_ctx *ctx, fb_math_mode math,
     env->math = math;
     env->workspace = ctx->fused_workspace;
     env->workspace_bytes = ctx->fused_workspace_bytes;
+    env->scratch = NULL; /* run_mlp reserves it where a kernel asks */
+    env->scratch_bytes = 0;
 }

@@ -26,6 +26,8 @@ typedef struct fb_fused_env {
     fb_math_mode math;
     void *workspace;         /* device scratch owned by the handle */
     size_t workspace_bytes;  /* at least FB_FUSED_WORKSPACE_BYTES */
+    void *scratch;           /* what fb_fused_mlp_scratch_bytes asked for */
+    size_t scratch_bytes;    /* (the handle's mlp scratch), or NULL / 0 */
 } fb_fused_env;
 
 /* The fused kernels' scratch need; the module provides this much. */
@@ -43,6 +45,13 @@ fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                         char *path, size_t pathlen);
 fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                        char *path, size_t pathlen);
+
+/* Device memory an fb_fused_mlp call needs beyond the workspace, 0 if
+ * none: the prefill kernels write H (m x h of the input type) between
+ * their two launches. The module reserves it in the handle's scratch and
+ * passes it as env->scratch; without it the prefill kernels decline. */
+size_t fb_fused_mlp_scratch_bytes(const fb_fused_env *env,
+                                  const fb_mlp_problem *p);
 
 /* The shape rule for FB_BACKEND_CUDA / AUTO: non-zero when the fused path
  * covers this call and measured faster than cuBLASLt for its shape class. */

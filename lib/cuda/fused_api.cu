@@ -1,7 +1,8 @@
 /*
- * fused_api.cu -- fused.h's two entry points: each call goes to the first
- * kernel family that covers it (tiny widths, then decode sizes), or
- * returns FB_STATUS_NOT_SUPPORTED having launched nothing.
+ * fused_api.cu -- fused.h's entry points: each call goes to the first
+ * kernel family that covers it (tiny widths, then decode sizes, then, for
+ * the MLP, prefill sizes), or returns FB_STATUS_NOT_SUPPORTED having
+ * launched nothing.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,5 +47,25 @@ fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     fb_status st = fbf_tiny_mlp(env, p, NULL, path, pathlen);
     if (st != FB_STATUS_NOT_SUPPORTED)
         return st;
-    return fbf_decode_mlp(env, p, NULL, path, pathlen);
+    st = fbf_decode_mlp(env, p, NULL, path, pathlen);
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    return fbf_prefill_mlp_wgmma(env, p, env->scratch, env->scratch_bytes,
+                                 NULL, path, pathlen);
+}
+
+/* Only the prefill kernels need scratch, and only where the two kernel
+ * families before them (fb_fused_mlp's order) do not take the call. */
+size_t fb_fused_mlp_scratch_bytes(const fb_fused_env *env,
+                                  const fb_mlp_problem *p)
+{
+    fbf_tuning dry = {};
+    dry.dry_run = 1;
+    if (p->m == 0 || p->n == 0 ||
+        fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS ||
+        fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS ||
+        fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) !=
+            FB_STATUS_SUCCESS)
+        return 0;
+    return (size_t)p->m * (size_t)p->h * 2;
 }

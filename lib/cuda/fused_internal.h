@@ -25,6 +25,9 @@ typedef struct fbf_tuning {
                         (the shape rule asks this way) */
     int tiny_variant; /* tiny MLP kernel: 1, 2 mma.sync (fused_tiny_mlp.cu),
                          3, 4, 5 wgmma (fused_tiny_wgmma.cu) */
+    int h_only;       /* prefill: the dual GEMM alone, no down GEMM */
+    int prefill_cluster; /* prefill dual GEMM: CTAs a cluster sharing the
+                            weight tile (1 or 2; 0: 2) */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */
@@ -62,13 +65,15 @@ fb_status fbf_prefill_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                           void *hbuf, char *path, size_t pathlen);
 
 /* The prefill gated MLP on TMA + wgmma (fused_prefill_wgmma.cu; compute
- * 9.0, sm_90a builds): the dual GEMM writes H = act(X Wg^T + bg) .*
- * (X Wu^T + bu) into hbuf (m x h elements of the input type, row stride
- * h), then the down GEMM Y = H Wd^T + bd; h_only: the dual GEMM alone
- * (measurement). NOT_SUPPORTED where it does not cover the call. */
+ * 9.0, sm_90a builds; m > 32, where the decode kernels stop): the dual
+ * GEMM writes H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (at least
+ * m x h elements of the input type, row stride h; NULL is enough for a
+ * dry run), then the down GEMM Y = H Wd^T + bd (not with tune->h_only).
+ * NOT_SUPPORTED where it does not cover the call. */
 fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 const fb_mlp_problem *p, void *hbuf,
-                                int h_only, char *path, size_t pathlen);
+                                size_t hbuf_bytes, const fbf_tuning *tune,
+                                char *path, size_t pathlen);
 
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);

@@ -80,18 +80,26 @@ template <typename T> struct PwArgs {
 
 #if FB_WGMMA_BODY
 
-/* Where tile number `tile` starts (rows m0, columns n0). */
-template <typename T>
-__device__ __forceinline__ void pw_origin(const PwArgs<T> &a, int tile,
-                                          int &m0, int &n0)
+/* Where this CTA's share of work unit u starts (rows m0, columns n0). A
+ * unit is CL row tiles under one column tile: CTA `rank` of a cluster of
+ * CL takes row tile CL (unit row) + rank (past the last row tile for an
+ * odd count: it still loads its share of the weights for its partner,
+ * computes on zeros and stores nothing). */
+template <int CL, typename T>
+__device__ __forceinline__ void pw_origin(const PwArgs<T> &a, int u,
+                                          int rank, int &m0, int &n0)
 {
+    const int urows = (a.mtiles + CL - 1) / CL;
+    int um, un;
     if (a.m_fastest) {
-        m0 = (tile % a.mtiles) * kPwBM;
-        n0 = (tile / a.mtiles) * kPwBN;
+        um = u % urows;
+        un = u / urows;
     } else {
-        n0 = (tile % a.ntiles) * kPwBN;
-        m0 = (tile / a.ntiles) * kPwBM;
+        un = u % a.ntiles;
+        um = u / a.ntiles;
     }
+    m0 = (um * CL + rank) * kPwBM;
+    n0 = un * kPwBN;
 }
 
 /* Two adjacent output columns (col, col + 1) of one row. */
@@ -161,9 +169,30 @@ __device__ __forceinline__ void pw_epilogue(const PwArgs<T> &a,
     }
 }
 
+/* A computing warp is done with a stage: lane 0 arrives on its "empty"
+ * mbarrier in every CTA of the cluster. */
+template <int CL>
+__device__ __forceinline__ void pw_release(uint64_t *bar, int lane)
+{
+    if (lane == 0) {
+        if (CL == 1)
+            mbar_arrive(bar);
+        else
+#pragma unroll
+            for (int c = 0; c < CL; ++c)
+                mbar_arrive_cluster(bar, (uint32_t)c);
+    }
+}
+
 #endif /* FB_WGMMA_BODY */
 
-template <typename T, bool DUAL>
+/* CL: CTAs a cluster (1, or 2 for the dual GEMM: the pair shares one
+ * weight tile, each CTA loading half of it -- Wg's rows by rank 0, Wu's
+ * by rank 1 -- multicast into both, which cuts each SM's L2 reads from
+ * 384 to 256 rows a k-block). A stage is then free only when the
+ * computing warps of both CTAs are done with it: its "empty" mbarrier
+ * counts 8 CL arrivals, each warp arriving on it in every CTA. */
+template <typename T, bool DUAL, int CL>
 __global__ void __launch_bounds__(kPwThreads, 1)
     prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a,
                          const __grid_constant__ CUtensorMap tm_b,
@@ -172,6 +201,7 @@ __global__ void __launch_bounds__(kPwThreads, 1)
 {
 #if FB_WGMMA_BODY
     typedef PwShape<DUAL> S;
+    static_assert(CL == 1 || DUAL, "clusters share the dual GEMM's B");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *smem =
         smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
@@ -179,86 +209,103 @@ __global__ void __launch_bounds__(kPwThreads, 1)
         reinterpret_cast<uint64_t *>(smem + S::STAGES * S::STAGE_BYTES);
     uint64_t *empty = full + S::STAGES;
     const int wg = threadIdx.x >> 7;
+    const int rank = CL > 1 ? (int)cluster_ctarank() : 0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8); /* one arrival per computing warp */
+            mbar_init(&empty[s], 8 * CL); /* each computing warp of each
+                                             CTA of the cluster */
         }
         mbar_fence_init();
     }
-    __syncthreads();
+    /* every CTA's barriers exist before any CTA copies or arrives */
+    if (CL > 1)
+        cluster_sync();
+    else
+        __syncthreads();
     const int kblocks = (a.k + kPwBK - 1) / kPwBK;
-    const int tiles = a.mtiles * a.ntiles;
+    const int units = (a.mtiles + CL - 1) / CL * a.ntiles;
+    const int unit0 = blockIdx.x / CL, ustride = gridDim.x / CL;
 
     if (wg == 0) {
         setmaxnreg_dec<40>();
-        if (threadIdx.x != 0)
-            return;
+        if (threadIdx.x == 0) {
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int u = unit0; u < units; u += ustride) {
+                int m0, n0;
+                pw_origin<CL>(a, u, rank, m0, n0);
+                for (int kb = 0; kb < kblocks; ++kb) {
+                    mbar_wait(&empty[stage], phase ^ 1);
+                    unsigned char *st = smem + stage * S::STAGE_BYTES;
+                    unsigned char *sb = st + kPwBM * kPwRowBytes;
+                    mbar_arrive_expect_tx(&full[stage], S::STAGE_BYTES);
+                    tma_load_2d(st, &tm_a, &full[stage], kb * kPwBK, m0);
+                    if (CL > 1) {
+                        tma_load_2d_multicast(
+                            sb + rank * kPwBN * kPwRowBytes,
+                            rank ? &tm_b2 : &tm_b, &full[stage],
+                            kb * kPwBK, n0, (uint16_t)((1u << CL) - 1));
+                    } else {
+                        tma_load_2d(sb, &tm_b, &full[stage], kb * kPwBK,
+                                    n0);
+                        if (DUAL)
+                            tma_load_2d(sb + kPwBN * kPwRowBytes, &tm_b2,
+                                        &full[stage], kb * kPwBK, n0);
+                    }
+                    if (++stage == S::STAGES) {
+                        stage = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+    } else {
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
+        const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+        const int g = lane >> 2, t = lane & 3;
         int stage = 0;
         uint32_t phase = 0;
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        float acc[S::ACC];
+#pragma unroll
+        for (int i = 0; i < S::ACC; ++i)
+            acc[i] = 0.0f;
+        for (int u = unit0; u < units; u += ustride) {
             int m0, n0;
-            pw_origin(a, tile, m0, n0);
+            pw_origin<CL>(a, u, rank, m0, n0);
+            int prev = -1;
             for (int kb = 0; kb < kblocks; ++kb) {
-                mbar_wait(&empty[stage], phase ^ 1);
-                unsigned char *st = smem + stage * S::STAGE_BYTES;
-                mbar_arrive_expect_tx(&full[stage], S::STAGE_BYTES);
-                tma_load_2d(st, &tm_a, &full[stage], kb * kPwBK, m0);
-                tma_load_2d(st + kPwBM * kPwRowBytes, &tm_b, &full[stage],
-                            kb * kPwBK, n0);
-                if (DUAL)
-                    tma_load_2d(st + (kPwBM + kPwBN) * kPwRowBytes, &tm_b2,
-                                &full[stage], kb * kPwBK, n0);
+                mbar_wait(&full[stage], phase);
+                const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
+                const uint64_t da = wg_desc(st + cw * 64 * kPwRowBytes);
+                const uint64_t db = wg_desc(st + kPwBM * kPwRowBytes);
+                wg_fence();
+#pragma unroll
+                for (int s = 0; s < 4; ++s)
+                    wgmma_ss<T>(acc, da + 2 * s, db + 2 * s, kb > 0 || s > 0);
+                wg_commit();
+                /* the previous k-block's group is done: its stage is free */
+                wg_wait<1>();
+                if (prev >= 0)
+                    pw_release<CL>(&empty[prev], lane);
+                prev = stage;
                 if (++stage == S::STAGES) {
                     stage = 0;
                     phase ^= 1;
                 }
             }
+            wg_wait<0>();
+            pin(acc);
+            if (prev >= 0)
+                pw_release<CL>(&empty[prev], lane);
+            const int row = m0 + 64 * cw + 16 * warp + g;
+            pw_epilogue(a, acc, row, n0, t);
         }
-        return;
     }
-
-    setmaxnreg_inc<232>();
-    const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
-    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-    int stage = 0;
-    uint32_t phase = 0;
-    float acc[S::ACC];
-#pragma unroll
-    for (int i = 0; i < S::ACC; ++i)
-        acc[i] = 0.0f;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int m0, n0;
-        pw_origin(a, tile, m0, n0);
-        int prev = -1;
-        for (int kb = 0; kb < kblocks; ++kb) {
-            mbar_wait(&full[stage], phase);
-            const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
-            const uint64_t da = wg_desc(st + cw * 64 * kPwRowBytes);
-            const uint64_t db = wg_desc(st + kPwBM * kPwRowBytes);
-            wg_fence();
-#pragma unroll
-            for (int s = 0; s < 4; ++s)
-                wgmma_ss<T>(acc, da + 2 * s, db + 2 * s, kb > 0 || s > 0);
-            wg_commit();
-            /* the previous k-block's group is done: its stage is free */
-            wg_wait<1>();
-            if (prev >= 0 && lane == 0)
-                mbar_arrive(&empty[prev]);
-            prev = stage;
-            if (++stage == S::STAGES) {
-                stage = 0;
-                phase ^= 1;
-            }
-        }
-        wg_wait<0>();
-        pin(acc);
-        if (prev >= 0 && lane == 0)
-            mbar_arrive(&empty[prev]);
-        const int row = m0 + 64 * cw + 16 * warp + g;
-        pw_epilogue(a, acc, row, n0, t);
-    }
+    /* no CTA leaves while its partner may still arrive on its barriers */
+    if (CL > 1)
+        cluster_sync();
 #endif /* FB_WGMMA_BODY */
 }
 
@@ -308,15 +355,37 @@ static bool pw_tensor_map(CUtensorMap *tm, fb_dtype dt, const void *base,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <typename T, bool DUAL>
+/* At most how many clusters of the kernel are resident at once on this
+ * device (GPCs need not hold a whole number of clusters): a persistent
+ * grid larger than that would leave the extra clusters waiting for a
+ * whole CTA's share of the work. Asked once per (kernel, device). */
+static int pw_resident_clusters(std::atomic<int> (&cache)[64],
+                                const void *func, cudaLaunchConfig_t cfg,
+                                int device, cudaError_t *err)
+{
+    const bool cacheable = device >= 0 && device < 64;
+    int n = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
+    *err = cudaSuccess;
+    if (n > 0)
+        return n;
+    *err = cudaOccupancyMaxActiveClusters(&n, func, &cfg);
+    if (*err != cudaSuccess)
+        return 0;
+    if (cacheable && n > 0)
+        cache[device].store(n, std::memory_order_relaxed);
+    return n;
+}
+
+template <typename T, bool DUAL, int CL>
 static fb_status pw_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
                            PwArgs<T> a, int64_t b_rows)
 {
     static TinyKernelState state;
+    static std::atomic<int> resident[64];
     typedef PwShape<DUAL> S;
     const void *func =
-        reinterpret_cast<const void *>(&prefill_wgmma_kernel<T, DUAL>);
+        reinterpret_cast<const void *>(&prefill_wgmma_kernel<T, DUAL, CL>);
     if (S::SMEM > env->smem_optin)
         return FB_STATUS_NOT_SUPPORTED;
     cudaError_t e = tiny_prepare(state, func, env);
@@ -326,21 +395,41 @@ static fb_status pw_launch(const fb_fused_env *env, const CUtensorMap &ta,
     a.ntiles = (a.n + kPwBN - 1) / kPwBN;
     a.m_fastest = b_rows >= a.m;
     a.c_pairs = ((uintptr_t)a.c & 3u) == 0 && a.ldc % 2 == 0;
-    const int tiles = a.mtiles * a.ntiles;
-    const int grid = tiles < env->sm_count ? tiles : env->sm_count;
+    const int units = (a.mtiles + CL - 1) / CL * a.ntiles;
+
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1] = {};
+    cfg.blockDim = dim3(kPwThreads);
+    cfg.dynamicSmemBytes = S::SMEM;
+    cfg.stream = env->stream;
+    int slots = env->sm_count / CL; /* work units running at once */
+    if (CL > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CL;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        cfg.gridDim = dim3(CL * slots);
+        const int n = pw_resident_clusters(resident, func, cfg, env->device, &e);
+        if (e != cudaSuccess)
+            return fbf_launch_status(e);
+        if (n < 1)
+            return FB_STATUS_NOT_SUPPORTED;
+        slots = n < slots ? n : slots;
+    }
+    cfg.gridDim = dim3(CL * (units < slots ? units : slots));
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2), &a};
-    return fbf_launch_status(cudaLaunchKernel(func, dim3(grid),
-                                              dim3(kPwThreads), args,
-                                              S::SMEM, env->stream));
+    return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
 }
 
 /* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (m x h, row stride h),
- * then, unless h_only, Y = H Wd^T + bd. */
+ * then, unless tune->h_only, Y = H Wd^T + bd. */
 template <typename T>
 static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                        void *hbuf, bool h_only)
+                        void *hbuf, const fbf_tuning *tune)
 {
     CUtensorMap tx, twg, twu, th, twd;
     if (!pw_tensor_map(&tx, p->dtype, p->x, p->m, p->k, p->ldx) ||
@@ -359,8 +448,11 @@ static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     g.n = (int)p->h;
     g.k = (int)p->k;
     g.act = p->gate_act;
-    fb_status st = pw_launch<T, true>(env, tx, twg, twu, g, 2 * p->h);
-    if (st != FB_STATUS_SUCCESS || h_only)
+    fb_status st =
+        tune && tune->prefill_cluster == 1
+            ? pw_launch<T, true, 1>(env, tx, twg, twu, g, 2 * p->h)
+            : pw_launch<T, true, 2>(env, tx, twg, twu, g, 2 * p->h);
+    if (st != FB_STATUS_SUCCESS || (tune && tune->h_only))
         return st;
     PwArgs<T> d;
     memset(&d, 0, sizeof d);
@@ -371,45 +463,53 @@ static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     d.n = (int)p->n;
     d.k = (int)p->h;
     d.act = FB_ACT_NONE;
-    return pw_launch<T, false>(env, th, twd, twd, d, p->n);
+    return pw_launch<T, false, 1>(env, th, twd, twd, d, p->n);
 }
 
 } /* namespace fbf */
 
 using namespace fbf;
 
-/* Covered: 16-bit; k, h, ldx multiples of 8 and 16-byte aligned X,
- * weights and hbuf (the tensor maps' rules); a compute 9.0 device and a
- * module built for sm_90a. hbuf: m x h elements of the input type. */
+/* Covered: 16-bit, m > 32 (fewer rows are the decode kernels'); k, h,
+ * ldx multiples of 8 and 16-byte aligned X, weights and hbuf (the tensor
+ * maps' rules); a compute 9.0 device and a module built for sm_90a. */
 fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 const fb_mlp_problem *p, void *hbuf,
-                                int h_only, char *path, size_t pathlen)
+                                size_t hbuf_bytes, const fbf_tuning *tune,
+                                char *path, size_t pathlen)
 {
 #ifdef FB_HAVE_SM90A
-    if (env->cc_major != 9 || env->cc_minor != 0 || !hbuf)
+    if (env->cc_major != 9 || env->cc_minor != 0)
         return FB_STATUS_NOT_SUPPORTED;
     if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
         return FB_STATUS_NOT_SUPPORTED;
-    if (p->m < 1 || p->k < 8 || p->h < 8 || p->n < 1 || p->k % 8 ||
+    if (p->m <= 32 || p->k < 8 || p->h < 8 || p->n < 1 || p->k % 8 ||
         p->h % 8 || p->ldx % 8 || p->m >= ((int64_t)1 << 30) ||
         p->h >= ((int64_t)1 << 30) || p->n >= ((int64_t)1 << 30) ||
         p->k >= ((int64_t)1 << 30))
         return FB_STATUS_NOT_SUPPORTED;
     if (!tiny_aligned16(p->x) || !tiny_aligned16(p->wg) ||
-        !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd) ||
-        !tiny_aligned16(hbuf))
+        !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd))
         return FB_STATUS_NOT_SUPPORTED;
-    const fb_status st =
-        p->dtype == FB_DTYPE_BF16
-            ? pw_mlp<__nv_bfloat16>(env, p, hbuf, h_only != 0)
-            : pw_mlp<__half>(env, p, hbuf, h_only != 0);
+    if (PwShape<true>::SMEM > env->smem_optin ||
+        PwShape<false>::SMEM > env->smem_optin || !pw_encoder())
+        return FB_STATUS_NOT_SUPPORTED;
+    if (tune && tune->dry_run)
+        return FB_STATUS_SUCCESS;
+    if (!hbuf || !tiny_aligned16(hbuf) ||
+        hbuf_bytes < (size_t)p->m * (size_t)p->h * 2)
+        return FB_STATUS_NOT_SUPPORTED;
+    const fb_status st = p->dtype == FB_DTYPE_BF16
+                             ? pw_mlp<__nv_bfloat16>(env, p, hbuf, tune)
+                             : pw_mlp<__half>(env, p, hbuf, tune);
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
                                         ? "mlp_prefill_wgmma_bf16"
                                         : "mlp_prefill_wgmma_f16");
     return st;
 #else
-    (void)env; (void)p; (void)hbuf; (void)h_only; (void)path; (void)pathlen;
+    (void)env; (void)p; (void)hbuf; (void)hbuf_bytes; (void)tune;
+    (void)path; (void)pathlen;
     return FB_STATUS_NOT_SUPPORTED;
 #endif
 }

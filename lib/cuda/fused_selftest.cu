@@ -494,7 +494,8 @@ static std::string mlp_label(const MlpCase &c)
 
 /* Which prefill kernels run_prefill calls: 0 the TMA + wgmma pair
  * (fused_prefill_wgmma.cu), 1 the mma.sync pair (fused_prefill.cu), 2 the
- * wgmma dual GEMM alone (H only; timing). */
+ * wgmma dual GEMM alone (H only; timing); 3 and 4: 0 and 2 without the
+ * 2-CTA clusters (no multicast of the weight tile). */
 static int g_prefill_variant = 0;
 
 static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
@@ -502,7 +503,11 @@ static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
 {
     if (g_prefill_variant == 1)
         return fbf_prefill_mlp(&dev.env, p, hbuf, path, pathlen);
-    return fbf_prefill_mlp_wgmma(&dev.env, p, hbuf, g_prefill_variant == 2,
+    fbf_tuning tune = {};
+    tune.h_only = g_prefill_variant == 2 || g_prefill_variant == 4;
+    tune.prefill_cluster = g_prefill_variant >= 3 ? 1 : 0;
+    return fbf_prefill_mlp_wgmma(&dev.env, p, hbuf,
+                                 (size_t)p->m * (size_t)p->h * 2, &tune,
                                  path, pathlen);
 }
 
@@ -843,7 +848,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     });
     /* the wgmma dual GEMM alone is compared with cuBLAS's gate and up
      * GEMMs alone */
-    const bool h_only = prefill && g_prefill_variant == 2;
+    const bool h_only = prefill && (g_prefill_variant == 2 || g_prefill_variant == 4);
     const double base = time_us(dev.stream, 5, iters, [&](int i) {
         const MlpBuffers &b = bufs[i % sets];
         if (h_only) {
@@ -854,7 +859,9 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
         }
     });
     const double bytes = (double)wbytes + (double)c.m * (c.k + c.n) * es;
-    Row r = {(prefill ? (g_prefill_variant == 2 ? "prefill H only " : "prefill ") : "") +
+    static const char *const pf_names[] = {"prefill ", "prefill mma.sync ", "prefill H only ",
+                                           "prefill no-cluster ", "prefill H only no-cluster "};
+    Row r = {(prefill ? pf_names[g_prefill_variant] : "") +
                  mlp_label(c), ours, base, bytes,
              bytes / (dev.copy_gbs * 1e3), path};
     g_rows.push_back(r);
@@ -1147,12 +1154,12 @@ int main(int argc, char **argv)
         {FB_DTYPE_BF16, FB_ACT_RELU, 33, 64, 128, 72, 0, 0, true, "mlp_prefill"},
     };
     ci = 0;
-    for (int v = 0; v < 2; ++v) {
+    for (int v : {0, 1, 3}) {
         g_prefill_variant = v;
         for (const MlpCase &c : prefill_cases)
             if (!small || (double)c.m * c.h < 1e6)
                 check_mlp(dev, c, seed + 9500 + ci++,
-                          v == 0 ? "mlp_prefill_wgmma" : "mlp_prefill_mma", true);
+                          v == 1 ? "mlp_prefill_mma" : "mlp_prefill_wgmma", true);
     }
     g_prefill_variant = 0;
 
@@ -1220,11 +1227,11 @@ int main(int argc, char **argv)
             bench_mlp(dev, c, ((i <= 2 || i == 6) && !quick) || i == 7 || i == 9);
         }
         /* the seed workload on the measurement-only prefill kernels */
-        for (int v = 0; v < 3; ++v) {
+        for (int v : {0, 2, 3, 4, 1}) {
             g_prefill_variant = v;
             bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
                       false, true);
-            if (v == 0) {
+            if (v == 0 || v == 3) {
                 bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1024, 4096, 11008, 4096, 0, 0, false, NULL},
                           false, true);
                 bench_mlp(dev, MlpCase{FB_DTYPE_F16, FB_ACT_SILU, 4096, 4096, 11008, 4096, 0, 0, false, NULL},

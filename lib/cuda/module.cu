@@ -167,10 +167,24 @@ static fb_status run_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *q,
         return fb_lt_mlp(ctx, q, math, r);
     fb_fused_env env;
     fb_ctx_fused_env(ctx, math, &env);
+    const int fused = path == FB_BACKEND_CUDA_FUSED ||
+                      fb_fused_prefers_mlp(&env, q);
+    if (fused) {
+        /* the prefill kernels' H lives in the handle's mlp scratch, which
+         * cuda-lt's intermediates use too (one call at a time a handle) */
+        const size_t need = fb_fused_mlp_scratch_bytes(&env, q);
+        if (need) {
+            fb_status st = fb_ctx_reserve(ctx, &ctx->scratch, need, r);
+            if (st != FB_STATUS_SUCCESS)
+                return st;
+            env.scratch = ctx->scratch.ptr;
+            env.scratch_bytes = ctx->scratch.bytes;
+        }
+    }
     if (path == FB_BACKEND_CUDA_FUSED)
         return fused_outcome(fb_fused_mlp(&env, q, r->path, sizeof r->path),
                              r);
-    if (fb_fused_prefers_mlp(&env, q)) {
+    if (fused) {
         fb_status st = fb_fused_mlp(&env, q, r->path, sizeof r->path);
         if (st != FB_STATUS_NOT_SUPPORTED)
             return fused_outcome(st, r);

@@ -15,7 +15,7 @@
 
 namespace {
 
-enum Family { DECODE_MLP, DECODE_GEMM, TINY_MLP };
+enum Family { DECODE_MLP, DECODE_GEMM, TINY_MLP, PREFILL_MLP };
 
 const int64_t ANY = (int64_t)1 << 62;
 const unsigned B16 = 1u << FB_DTYPE_F16 | 1u << FB_DTYPE_BF16;
@@ -28,13 +28,14 @@ struct Crossover {
     int64_t kn_max;     /* mlp: k and n at most (ANY: no bound) */
     int64_t h_max;      /* mlp: h at most */
     const char *source; /* the measurement */
+    int64_t rows_min;   /* token rows at least (0: no bound) */
 };
 
 const Crossover table[] = {
     /* GPU run 3, H200, fused_selftest: mlp bf16 4096->11008->4096 m=1
      * 79.6 us vs 83.7 (1.05x); m=4 88.4 vs 84.5 (0.96x), so m <= 2. */
     {DECODE_MLP, 9, B16, 2, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: decode mlp m=1 1.05x, m=4 0.96x"},
+     "GPU run 3, H200, fused_selftest: decode mlp m=1 1.05x, m=4 0.96x", 0},
     /* GPU run 3, H200, fused_selftest: mlp bf16 m=16 768->3072->768 bias
      * 30.7 us vs 42.9 (1.40x). At these widths the weights (<= 25 MB
      * 16-bit) stream in ~6 us and the chain's five launches dominate; a
@@ -42,7 +43,7 @@ const Crossover table[] = {
      * bookkeeping that costs m=16 at 4096 wide stays small. m <= 16:
      * larger m is not measured. */
     {DECODE_MLP, 9, B16, 16, 1024, 4096,
-     "GPU run 3, H200, fused_selftest: mlp 768->3072->768 m=16 1.40x"},
+     "GPU run 3, H200, fused_selftest: mlp 768->3072->768 m=16 1.40x", 0},
     /* fusedblas-bench, H200, 2026-11-22 06:44 and 09:33 UTC: mlp fp32 m=16
      * 4096->11008->4096 cuda-fused 297.1 / 297.7 us against cuda-lt 312.4
      * / 313.7 (1.05x; fused_selftest 298.2 vs 313.1). Both stream the
@@ -50,7 +51,7 @@ const Crossover table[] = {
      * m <= 16 (narrower widths are not measured in fp32). Measured with
      * TF32 off (the default); the fused kernel is true fp32 either way. */
     {DECODE_MLP, 9, 1u << FB_DTYPE_F32, 16, ANY, ANY,
-     "fusedblas-bench, H200: decode mlp fp32 m=16 1.05x"},
+     "fusedblas-bench, H200: decode mlp fp32 m=16 1.05x", 0},
     /* GPU run 3, H200, fused_selftest: mlp bf16 64->256->64 m=65536 2.64x,
      * m=1048576 2.99x; f16 128->128->128 m=65536 2.07x. Not fp32
      * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). Since the wgmma
@@ -58,13 +59,21 @@ const Crossover table[] = {
      * 64->256->64 30.2 us against cuda-lt 91.7 at m=65536, 64->64->64
      * 21.3 against 69.2; 128->128->128 (mma.sync) 49.1 against 80.9. */
     {TINY_MLP, 9, B16, ANY, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x"},
+     "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x", 0},
     /* GPU run 3, H200, fused_selftest: linear bf16 1x4096->11008
      * gelu_tanh bias 29.6 vs 30.9 us (1.04x); not 16 tokens (39.6 vs
      * 30.2, 0.76x). Tiny Linear has no row: 1024x32->64 0.62x,
      * 65536x128->128 0.47x. */
     {DECODE_GEMM, 9, B16, 1, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: linear 1x4096->11008 1.04x"},
+     "GPU run 3, H200, fused_selftest: linear 1x4096->11008 1.04x", 0},
+    /* fused_selftest, H100, 2026-11-24 (first GPU call of the sixth
+     * session): the TMA + wgmma prefill pair, seed 8192 x 768->3072->768
+     * bf16 224.2 us against cuBLAS + elementwise 298.2 (1.33x); at
+     * 4096-wide reductions it lost (1024 x 4096->11008->4096 0.99x, f16
+     * 4096 rows 0.87x), so k, n <= 1024 and h <= 4096 (PROVISIONAL until
+     * fusedblas-bench measures it against cuda-lt). */
+    {PREFILL_MLP, 9, B16, ANY, 1024, 4096,
+     "fused_selftest, H100: prefill seed 1.33x the eager chain", 1024},
 };
 
 bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
@@ -74,6 +83,7 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
         const Crossover &c = table[i];
         if (c.family == f && env->cc_major == c.cc_major &&
             (c.dtypes >> dtype & 1u) && rows <= c.rows_max &&
+            rows >= c.rows_min &&
             kn <= c.kn_max && h <= c.h_max)
             return true;
     }
@@ -84,18 +94,23 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
 
 int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 {
-    fbf_tuning dry = {0, 0, 1, 0};
+    fbf_tuning dry = {};
+    dry.dry_run = 1;
     const int64_t kn = p->k > p->n ? p->k : p->n;
     if (fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return table_says(TINY_MLP, env, p->dtype, p->m, kn, p->h);
     if (fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return table_says(DECODE_MLP, env, p->dtype, p->m, kn, p->h);
+    if (fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) ==
+        FB_STATUS_SUCCESS)
+        return table_says(PREFILL_MLP, env, p->dtype, p->m, kn, p->h);
     return 0;
 }
 
 int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
 {
-    fbf_tuning dry = {0, 0, 1, 0};
+    fbf_tuning dry = {};
+    dry.dry_run = 1;
     const int64_t tokens = p->m < p->n ? p->m : p->n;
     /* gemm_tiny has no row (measured slower); only decode is asked. The
      * fused entry point's own refusals (alpha == 0, k == 0) apply too. */
