@@ -26,8 +26,8 @@ typedef struct fbf_tuning {
     int tiny_variant; /* tiny MLP kernel: 1, 2 mma.sync (fused_tiny_mlp.cu),
                          3, 4, 5 wgmma (fused_tiny_wgmma.cu) */
     int h_only;       /* prefill: the dual GEMM alone, no down GEMM */
-    int prefill_cluster; /* prefill dual GEMM: CTAs a cluster sharing the
-                            weight tile (1 or 2; 0: 2) */
+    int prefill_down_bn; /* prefill down GEMM: output columns a tile (128
+                            or 256; 0: pw_down_bn's choice) */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */

@@ -49,17 +49,18 @@ namespace fbf {
 
 enum {
     kPwBM = 128,         /* rows of a CTA tile: two warpgroups of 64 */
-    kPwBN = 128,         /* output columns of a CTA tile */
     kPwBK = 64,          /* k-block: one 128-byte swizzled row an operand row */
     kPwThreads = 384,    /* warpgroup 0 loads, 1 and 2 compute */
     kPwRowBytes = 128,   /* kPwBK 16-bit elements */
     kPwStageBudget = 196 * 1024
 };
 
-/* Shared memory per stage: X rows, then B rows (dual: 128 of Wg, then 128
- * of Wu, read by one m64n256 wgmma as a 256-row operand). */
-template <bool DUAL> struct PwShape {
-    static const int BROWS = DUAL ? 2 * kPwBN : kPwBN;
+/* Shared memory per stage: 128 rows of A, then BROWS rows of B (dual: 128
+ * of Wg, then 128 of Wu, read by one m64n256 wgmma as a 256-row operand;
+ * single: 128 or 256 rows of Wd). */
+template <bool DUAL, int BROWS> struct PwShape {
+    static_assert(!DUAL || BROWS == 256, "dual: 128 gate + 128 up rows");
+    static const int BN = DUAL ? BROWS / 2 : BROWS; /* output columns */
     static const int ACC = BROWS / 2; /* accumulators a thread (m64nBROWS) */
     static const int STAGE_BYTES = (kPwBM + BROWS) * kPwRowBytes;
     static const int STAGES = kPwStageBudget / STAGE_BYTES;
@@ -74,50 +75,26 @@ template <typename T> struct PwArgs {
     int m, n, k;
     int mtiles, ntiles;
     int m_fastest; /* tile order: 1 walk rows under one column tile */
-    fb_activation act;
-    int c_pairs; /* C allows 4-byte stores of column pairs */
+    int c_pairs;   /* C allows 4-byte stores of column pairs */
 };
 
 #if FB_WGMMA_BODY
 
-/* Where this CTA's share of work unit u starts (rows m0, columns n0). A
- * unit is CL row tiles under one column tile: CTA `rank` of a cluster of
- * CL takes row tile CL (unit row) + rank (past the last row tile for an
- * odd count: it still loads its share of the weights for its partner,
- * computes on zeros and stores nothing). */
-template <int CL, typename T>
+/* Where tile u starts (rows m0, columns n0). */
+template <int BN, typename T>
 __device__ __forceinline__ void pw_origin(const PwArgs<T> &a, int u,
-                                          int rank, int &m0, int &n0)
+                                          int &m0, int &n0)
 {
-    const int urows = (a.mtiles + CL - 1) / CL;
     int um, un;
     if (a.m_fastest) {
-        um = u % urows;
-        un = u / urows;
+        um = u % a.mtiles;
+        un = u / a.mtiles;
     } else {
         un = u % a.ntiles;
         um = u / a.ntiles;
     }
-    m0 = (um * CL + rank) * kPwBM;
-    n0 = un * kPwBN;
-}
-
-/* Two adjacent output columns (col, col + 1) of one row. */
-template <typename T>
-__device__ __forceinline__ void pw_store2(const PwArgs<T> &a, int row,
-                                          int col, float v0, float v1)
-{
-    if (row >= a.m)
-        return;
-    T *crow = a.c + (int64_t)row * a.ldc;
-    if (a.c_pairs && col + 1 < a.n) {
-        *reinterpret_cast<uint32_t *>(crow + col) = pack2<T>(v0, v1);
-    } else {
-        if (col < a.n)
-            crow[col] = fb_store_as<T>(v0);
-        if (col + 1 < a.n)
-            crow[col + 1] = fb_store_as<T>(v1);
-    }
+    m0 = um * kPwBM;
+    n0 = un * BN;
 }
 
 template <typename T>
@@ -126,13 +103,48 @@ __device__ __forceinline__ float pw_bias_at(const T *b, int col, int n)
     return (b && col < n) ? fb_load_f32(b[col]) : 0.0f;
 }
 
-/* Dual epilogue (the m64n256 accumulators): block j (columns 8 j + 2 t, + 1 of the
- * 64-row slice; rows g and g + 8 of the warp's 16) is the gate for
- * j < 16 and the up projection of the same columns for j + 16. */
-template <typename T>
-__device__ __forceinline__ void pw_epilogue(const PwArgs<T> &a,
-                                            float (&acc)[128], int row,
-                                            int n0, int t)
+/* The thread's output values of one tile, v[4 j + q] for accumulator
+ * block j (columns n0 + 8 j + 2 t + (q & 1), row row + 8 (q >> 1)), to C;
+ * v[0 .. 4 NB). Whole tiles with pair-aligned C take 4-byte stores
+ * without per-element checks. */
+template <int NB, typename T, int N>
+__device__ __forceinline__ void pw_store_tile(const PwArgs<T> &a,
+                                              const float (&v)[N], int row,
+                                              int n0, int t)
+{
+    static_assert(4 * NB <= N, "values");
+    const int col0 = n0 + 2 * t;
+    if (a.c_pairs && row + 8 < a.m && n0 + 8 * NB <= a.n) {
+        T *r0 = a.c + (int64_t)row * a.ldc + col0;
+        T *r1 = r0 + 8 * a.ldc;
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            *reinterpret_cast<uint32_t *>(r0 + 8 * j) =
+                pack2<T>(v[4 * j], v[4 * j + 1]);
+            *reinterpret_cast<uint32_t *>(r1 + 8 * j) =
+                pack2<T>(v[4 * j + 2], v[4 * j + 3]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int r = row + 8 * (q >> 1), col = col0 + 8 * j + (q & 1);
+            if (r < a.m && col < a.n)
+                a.c[(int64_t)r * a.ldc + col] = fb_store_as<T>(v[4 * j + q]);
+        }
+}
+
+/* Dual epilogue (the m64n256 accumulators): block j < 16 is the gate of
+ * columns 8 j + 2 t, + 1, block j + 16 the up projection of the same
+ * columns; H = act(G + bg) .* (U + bu) replaces the gate in place (no
+ * second array: the 168 registers a thread has hold the 128 accumulators
+ * and little more). */
+template <typename T, int ACT>
+__device__ __forceinline__ void pw_epilogue_dual(const PwArgs<T> &a,
+                                                 float (&acc)[128], int row,
+                                                 int n0, int t)
 {
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
@@ -141,58 +153,42 @@ __device__ __forceinline__ void pw_epilogue(const PwArgs<T> &a,
         const float bg1 = pw_bias_at(a.bias, col + 1, a.n);
         const float bu0 = pw_bias_at(a.bias2, col, a.n);
         const float bu1 = pw_bias_at(a.bias2, col + 1, a.n);
-        float v[4] = {acc[4 * j] + bg0, acc[4 * j + 1] + bg1,
-                      acc[4 * j + 2] + bg0, acc[4 * j + 3] + bg1};
-        act_fast_all<4>(a.act, v);
-        v[0] *= acc[64 + 4 * j] + bu0;
-        v[1] *= acc[64 + 4 * j + 1] + bu1;
-        v[2] *= acc[64 + 4 * j + 2] + bu0;
-        v[3] *= acc[64 + 4 * j + 3] + bu1;
-        pw_store2(a, row, col, v[0], v[1]);
-        pw_store2(a, row + 8, col, v[2], v[3]);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const float gb = (q & 1) ? bg1 : bg0, ub = (q & 1) ? bu1 : bu0;
+            acc[4 * j + q] =
+                act_fast((fb_activation)ACT, acc[4 * j + q] + gb) *
+                (acc[64 + 4 * j + q] + ub);
+        }
     }
+    pw_store_tile<16>(a, acc, row, n0, t);
 }
 
-/* Single epilogue (the m64n128 accumulators): C = acc + bias. */
-template <typename T>
-__device__ __forceinline__ void pw_epilogue(const PwArgs<T> &a,
-                                            float (&acc)[64], int row,
-                                            int n0, int t)
+/* Single epilogue: C = acc + bias (in place). */
+template <typename T, int ACC>
+__device__ __forceinline__ void pw_epilogue_single(const PwArgs<T> &a,
+                                                   float (&acc)[ACC], int row,
+                                                   int n0, int t)
 {
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < ACC / 4; ++j) {
         const int col = n0 + 8 * j + 2 * t;
         const float b0 = pw_bias_at(a.bias, col, a.n);
         const float b1 = pw_bias_at(a.bias, col + 1, a.n);
-        pw_store2(a, row, col, acc[4 * j] + b0, acc[4 * j + 1] + b1);
-        pw_store2(a, row + 8, col, acc[4 * j + 2] + b0, acc[4 * j + 3] + b1);
-    }
-}
-
-/* A computing warp is done with a stage: lane 0 arrives on its "empty"
- * mbarrier in every CTA of the cluster. */
-template <int CL>
-__device__ __forceinline__ void pw_release(uint64_t *bar, int lane)
-{
-    if (lane == 0) {
-        if (CL == 1)
-            mbar_arrive(bar);
-        else
 #pragma unroll
-            for (int c = 0; c < CL; ++c)
-                mbar_arrive_cluster(bar, (uint32_t)c);
+        for (int q = 0; q < 4; ++q)
+            acc[4 * j + q] += (q & 1) ? b1 : b0;
     }
+    pw_store_tile<ACC / 4>(a, acc, row, n0, t);
 }
 
 #endif /* FB_WGMMA_BODY */
 
-/* CL: CTAs a cluster (1, or 2 for the dual GEMM: the pair shares one
- * weight tile, each CTA loading half of it -- Wg's rows by rank 0, Wu's
- * by rank 1 -- multicast into both, which cuts each SM's L2 reads from
- * 384 to 256 rows a k-block). A stage is then free only when the
- * computing warps of both CTAs are done with it: its "empty" mbarrier
- * counts 8 CL arrivals, each warp arriving on it in every CTA. */
-template <typename T, bool DUAL, int CL>
+/* ACT: the gate's activation, fixed at compile time so that the epilogue
+ * is one straight run of code (with the activation chosen at run time it
+ * carried all five in each of its 16 unrolled steps: 11.5 k SASS
+ * instructions, and 468 against 742 TFLOP/s at k = 768 and 4096, H100). */
+template <typename T, bool DUAL, int BROWS, int ACT>
 __global__ void __launch_bounds__(kPwThreads, 1)
     prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a,
                          const __grid_constant__ CUtensorMap tm_b,
@@ -200,8 +196,7 @@ __global__ void __launch_bounds__(kPwThreads, 1)
                          const PwArgs<T> a)
 {
 #if FB_WGMMA_BODY
-    typedef PwShape<DUAL> S;
-    static_assert(CL == 1 || DUAL, "clusters share the dual GEMM's B");
+    typedef PwShape<DUAL, BROWS> S;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *smem =
         smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
@@ -209,103 +204,92 @@ __global__ void __launch_bounds__(kPwThreads, 1)
         reinterpret_cast<uint64_t *>(smem + S::STAGES * S::STAGE_BYTES);
     uint64_t *empty = full + S::STAGES;
     const int wg = threadIdx.x >> 7;
-    const int rank = CL > 1 ? (int)cluster_ctarank() : 0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8 * CL); /* each computing warp of each
-                                             CTA of the cluster */
+            mbar_init(&empty[s], 8); /* one arrival per computing warp */
         }
         mbar_fence_init();
     }
-    /* every CTA's barriers exist before any CTA copies or arrives */
-    if (CL > 1)
-        cluster_sync();
-    else
-        __syncthreads();
+    __syncthreads();
     const int kblocks = (a.k + kPwBK - 1) / kPwBK;
-    const int units = (a.mtiles + CL - 1) / CL * a.ntiles;
-    const int unit0 = blockIdx.x / CL, ustride = gridDim.x / CL;
+    const int tiles = a.mtiles * a.ntiles;
 
     if (wg == 0) {
         setmaxnreg_dec<40>();
-        if (threadIdx.x == 0) {
-            int stage = 0;
-            uint32_t phase = 0;
-            for (int u = unit0; u < units; u += ustride) {
-                int m0, n0;
-                pw_origin<CL>(a, u, rank, m0, n0);
-                for (int kb = 0; kb < kblocks; ++kb) {
-                    mbar_wait(&empty[stage], phase ^ 1);
-                    unsigned char *st = smem + stage * S::STAGE_BYTES;
-                    unsigned char *sb = st + kPwBM * kPwRowBytes;
-                    mbar_arrive_expect_tx(&full[stage], S::STAGE_BYTES);
-                    tma_load_2d(st, &tm_a, &full[stage], kb * kPwBK, m0);
-                    if (CL > 1) {
-                        tma_load_2d_multicast(
-                            sb + rank * kPwBN * kPwRowBytes,
-                            rank ? &tm_b2 : &tm_b, &full[stage],
-                            kb * kPwBK, n0, (uint16_t)((1u << CL) - 1));
-                    } else {
-                        tma_load_2d(sb, &tm_b, &full[stage], kb * kPwBK,
-                                    n0);
-                        if (DUAL)
-                            tma_load_2d(sb + kPwBN * kPwRowBytes, &tm_b2,
-                                        &full[stage], kb * kPwBK, n0);
-                    }
-                    if (++stage == S::STAGES) {
-                        stage = 0;
-                        phase ^= 1;
-                    }
-                }
-            }
-        }
-    } else {
-        setmaxnreg_inc<232>();
-        const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
-        const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-        const int g = lane >> 2, t = lane & 3;
+        if (threadIdx.x != 0)
+            return;
         int stage = 0;
         uint32_t phase = 0;
-        float acc[S::ACC];
-#pragma unroll
-        for (int i = 0; i < S::ACC; ++i)
-            acc[i] = 0.0f;
-        for (int u = unit0; u < units; u += ustride) {
+        for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
             int m0, n0;
-            pw_origin<CL>(a, u, rank, m0, n0);
-            int prev = -1;
+            pw_origin<S::BN>(a, u, m0, n0);
             for (int kb = 0; kb < kblocks; ++kb) {
-                mbar_wait(&full[stage], phase);
-                const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
-                const uint64_t da = wg_desc(st + cw * 64 * kPwRowBytes);
-                const uint64_t db = wg_desc(st + kPwBM * kPwRowBytes);
-                wg_fence();
-#pragma unroll
-                for (int s = 0; s < 4; ++s)
-                    wgmma_ss<T>(acc, da + 2 * s, db + 2 * s, kb > 0 || s > 0);
-                wg_commit();
-                /* the previous k-block's group is done: its stage is free */
-                wg_wait<1>();
-                if (prev >= 0)
-                    pw_release<CL>(&empty[prev], lane);
-                prev = stage;
+                mbar_wait(&empty[stage], phase ^ 1);
+                unsigned char *st = smem + stage * S::STAGE_BYTES;
+                unsigned char *sb = st + kPwBM * kPwRowBytes;
+                mbar_arrive_expect_tx(&full[stage], S::STAGE_BYTES);
+                tma_load_2d(st, &tm_a, &full[stage], kb * kPwBK, m0);
+                tma_load_2d(sb, &tm_b, &full[stage], kb * kPwBK, n0);
+                if (DUAL)
+                    tma_load_2d(sb + 128 * kPwRowBytes, &tm_b2, &full[stage],
+                                kb * kPwBK, n0);
+                else if (BROWS > 128)
+                    tma_load_2d(sb + 128 * kPwRowBytes, &tm_b, &full[stage],
+                                kb * kPwBK, n0 + 128);
                 if (++stage == S::STAGES) {
                     stage = 0;
                     phase ^= 1;
                 }
             }
-            wg_wait<0>();
-            pin(acc);
-            if (prev >= 0)
-                pw_release<CL>(&empty[prev], lane);
-            const int row = m0 + 64 * cw + 16 * warp + g;
-            pw_epilogue(a, acc, row, n0, t);
         }
+        return;
     }
-    /* no CTA leaves while its partner may still arrive on its barriers */
-    if (CL > 1)
-        cluster_sync();
+
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    int stage = 0;
+    uint32_t phase = 0;
+    float acc[S::ACC];
+#pragma unroll
+    for (int i = 0; i < S::ACC; ++i)
+        acc[i] = 0.0f;
+    for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+        int m0, n0;
+        pw_origin<S::BN>(a, u, m0, n0);
+        int prev = -1;
+        for (int kb = 0; kb < kblocks; ++kb) {
+            mbar_wait(&full[stage], phase);
+            const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
+            const uint64_t da = wg_desc(st + cw * 64 * kPwRowBytes);
+            const uint64_t db = wg_desc(st + kPwBM * kPwRowBytes);
+            wg_fence();
+#pragma unroll
+            for (int s = 0; s < 4; ++s)
+                wgmma_ss<T>(acc, da + 2 * s, db + 2 * s, kb > 0 || s > 0);
+            wg_commit();
+            /* the previous k-block's group is done: its stage is free */
+            wg_wait<1>();
+            if (prev >= 0 && lane == 0)
+                mbar_arrive(&empty[prev]);
+            prev = stage;
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+        wg_wait<0>();
+        pin(acc);
+        if (prev >= 0 && lane == 0)
+            mbar_arrive(&empty[prev]);
+        const int row = m0 + 64 * cw + 16 * warp + g;
+        if constexpr (DUAL)
+            pw_epilogue_dual<T, ACT>(a, acc, row, n0, t);
+        else
+            pw_epilogue_single<T, S::ACC>(a, acc, row, n0, t);
+    }
 #endif /* FB_WGMMA_BODY */
 }
 
@@ -355,74 +339,67 @@ static bool pw_tensor_map(CUtensorMap *tm, fb_dtype dt, const void *base,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/* At most how many clusters of the kernel are resident at once on this
- * device (GPCs need not hold a whole number of clusters): a persistent
- * grid larger than that would leave the extra clusters waiting for a
- * whole CTA's share of the work. Asked once per (kernel, device). */
-static int pw_resident_clusters(std::atomic<int> (&cache)[64],
-                                const void *func, cudaLaunchConfig_t cfg,
-                                int device, cudaError_t *err)
-{
-    const bool cacheable = device >= 0 && device < 64;
-    int n = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
-    *err = cudaSuccess;
-    if (n > 0)
-        return n;
-    *err = cudaOccupancyMaxActiveClusters(&n, func, &cfg);
-    if (*err != cudaSuccess)
-        return 0;
-    if (cacheable && n > 0)
-        cache[device].store(n, std::memory_order_relaxed);
-    return n;
-}
-
-template <typename T, bool DUAL, int CL>
+template <typename T, bool DUAL, int BROWS, int ACT>
 static fb_status pw_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
                            PwArgs<T> a, int64_t b_rows)
 {
     static TinyKernelState state;
-    static std::atomic<int> resident[64];
-    typedef PwShape<DUAL> S;
-    const void *func =
-        reinterpret_cast<const void *>(&prefill_wgmma_kernel<T, DUAL, CL>);
+    typedef PwShape<DUAL, BROWS> S;
+    const void *func = reinterpret_cast<const void *>(
+        &prefill_wgmma_kernel<T, DUAL, BROWS, ACT>);
     if (S::SMEM > env->smem_optin)
         return FB_STATUS_NOT_SUPPORTED;
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
     a.mtiles = (a.m + kPwBM - 1) / kPwBM;
-    a.ntiles = (a.n + kPwBN - 1) / kPwBN;
+    a.ntiles = (a.n + S::BN - 1) / S::BN;
     a.m_fastest = b_rows >= a.m;
     a.c_pairs = ((uintptr_t)a.c & 3u) == 0 && a.ldc % 2 == 0;
-    const int units = (a.mtiles + CL - 1) / CL * a.ntiles;
-
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1] = {};
-    cfg.blockDim = dim3(kPwThreads);
-    cfg.dynamicSmemBytes = S::SMEM;
-    cfg.stream = env->stream;
-    int slots = env->sm_count / CL; /* work units running at once */
-    if (CL > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = CL;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        cfg.gridDim = dim3(CL * slots);
-        const int n = pw_resident_clusters(resident, func, cfg, env->device, &e);
-        if (e != cudaSuccess)
-            return fbf_launch_status(e);
-        if (n < 1)
-            return FB_STATUS_NOT_SUPPORTED;
-        slots = n < slots ? n : slots;
-    }
-    cfg.gridDim = dim3(CL * (units < slots ? units : slots));
+    const int tiles = a.mtiles * a.ntiles;
+    const int grid = tiles < env->sm_count ? tiles : env->sm_count;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2), &a};
-    return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
+    return fbf_launch_status(cudaLaunchKernel(func, dim3(grid),
+                                              dim3(kPwThreads), args,
+                                              S::SMEM, env->stream));
+}
+
+/* The dual GEMM's kernel for the gate's activation. */
+template <typename T>
+static fb_status pw_launch_dual(const fb_fused_env *env,
+                                const CUtensorMap &tx, const CUtensorMap &twg,
+                                const CUtensorMap &twu, const PwArgs<T> &g,
+                                int64_t b_rows, fb_activation act)
+{
+    switch (act) {
+    case FB_ACT_NONE:
+        return pw_launch<T, true, 256, FB_ACT_NONE>(env, tx, twg, twu, g, b_rows);
+    case FB_ACT_RELU:
+        return pw_launch<T, true, 256, FB_ACT_RELU>(env, tx, twg, twu, g, b_rows);
+    case FB_ACT_GELU_TANH:
+        return pw_launch<T, true, 256, FB_ACT_GELU_TANH>(env, tx, twg, twu, g, b_rows);
+    case FB_ACT_GELU_ERF:
+        return pw_launch<T, true, 256, FB_ACT_GELU_ERF>(env, tx, twg, twu, g, b_rows);
+    case FB_ACT_SILU:
+        return pw_launch<T, true, 256, FB_ACT_SILU>(env, tx, twg, twu, g, b_rows);
+    }
+    return FB_STATUS_NOT_SUPPORTED;
+}
+
+/* Output columns a down-GEMM tile: 256 (twice the operand reuse) unless
+ * 128 takes fewer rounds of the grid to cover the output, counted in
+ * 128-column tile times (the seed's n = 768: 384 tiles of 128 columns,
+ * 2.9 rounds of 132 SMs, against 192 of 256, two rounds of double
+ * length). */
+static int pw_down_bn(const fb_fused_env *env, int64_t m, int64_t n)
+{
+    const int64_t mt = (m + kPwBM - 1) / kPwBM, sms = env->sm_count;
+    const int64_t t128 = mt * ((n + 127) / 128), t256 = mt * ((n + 255) / 256);
+    const int64_t r128 = (t128 + sms - 1) / sms, r256 = (t256 + sms - 1) / sms;
+    return 2 * r256 <= r128 ? 256 : 128;
 }
 
 /* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (m x h, row stride h),
@@ -447,11 +424,8 @@ static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     g.m = (int)p->m;
     g.n = (int)p->h;
     g.k = (int)p->k;
-    g.act = p->gate_act;
-    fb_status st =
-        tune && tune->prefill_cluster == 1
-            ? pw_launch<T, true, 1>(env, tx, twg, twu, g, 2 * p->h)
-            : pw_launch<T, true, 2>(env, tx, twg, twu, g, 2 * p->h);
+    fb_status st = pw_launch_dual<T>(env, tx, twg, twu, g, 2 * p->h,
+                                     p->gate_act);
     if (st != FB_STATUS_SUCCESS || (tune && tune->h_only))
         return st;
     PwArgs<T> d;
@@ -462,8 +436,11 @@ static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     d.m = (int)p->m;
     d.n = (int)p->n;
     d.k = (int)p->h;
-    d.act = FB_ACT_NONE;
-    return pw_launch<T, false, 1>(env, th, twd, twd, d, p->n);
+    const int bn = tune && tune->prefill_down_bn ? tune->prefill_down_bn
+                                                 : pw_down_bn(env, p->m, p->n);
+    if (bn == 256)
+        return pw_launch<T, false, 256, FB_ACT_NONE>(env, th, twd, twd, d, p->n);
+    return pw_launch<T, false, 128, FB_ACT_NONE>(env, th, twd, twd, d, p->n);
 }
 
 } /* namespace fbf */
@@ -491,8 +468,9 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
     if (!tiny_aligned16(p->x) || !tiny_aligned16(p->wg) ||
         !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd))
         return FB_STATUS_NOT_SUPPORTED;
-    if (PwShape<true>::SMEM > env->smem_optin ||
-        PwShape<false>::SMEM > env->smem_optin || !pw_encoder())
+    if (PwShape<true, 256>::SMEM > env->smem_optin ||
+        PwShape<false, 256>::SMEM > env->smem_optin ||
+        PwShape<false, 128>::SMEM > env->smem_optin || !pw_encoder())
         return FB_STATUS_NOT_SUPPORTED;
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;

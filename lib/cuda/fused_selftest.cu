@@ -494,8 +494,8 @@ static std::string mlp_label(const MlpCase &c)
 
 /* Which prefill kernels run_prefill calls: 0 the TMA + wgmma pair
  * (fused_prefill_wgmma.cu), 1 the mma.sync pair (fused_prefill.cu), 2 the
- * wgmma dual GEMM alone (H only; timing); 3 and 4: 0 and 2 without the
- * 2-CTA clusters (no multicast of the weight tile). */
+ * wgmma dual GEMM alone (H only; timing); 3 and 4: 0 with the down GEMM's
+ * tiles 128 and 256 columns wide. */
 static int g_prefill_variant = 0;
 
 static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
@@ -504,8 +504,8 @@ static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
     if (g_prefill_variant == 1)
         return fbf_prefill_mlp(&dev.env, p, hbuf, path, pathlen);
     fbf_tuning tune = {};
-    tune.h_only = g_prefill_variant == 2 || g_prefill_variant == 4;
-    tune.prefill_cluster = g_prefill_variant >= 3 ? 1 : 0;
+    tune.h_only = g_prefill_variant == 2;
+    tune.prefill_down_bn = g_prefill_variant == 3 ? 128 : g_prefill_variant == 4 ? 256 : 0;
     return fbf_prefill_mlp_wgmma(&dev.env, p, hbuf,
                                  (size_t)p->m * (size_t)p->h * 2, &tune,
                                  path, pathlen);
@@ -805,6 +805,93 @@ static int weight_sets(const Device &dev, size_t call_bytes)
     return std::min(sets, 32);
 }
 
+/* The prefill kernels' variants against each other and against cuBLAS's
+ * gate and up GEMMs, round-robin (one timed call of each in turn, 25
+ * rounds) so that clock drift during the run falls on all of them alike;
+ * with the grid each launched. */
+static void prefill_probe(Device &dev, const MlpCase &c)
+{
+    g_current = "probe " + mlp_label(c);
+    const size_t es = esize(c.dtype);
+    const int sets = weight_sets(dev, (size_t)(2 * c.h * c.k + c.n * c.h +
+                                                c.m * (c.k + c.n)) * es);
+    std::vector<MlpBuffers> bufs(sets);
+    for (int i = 0; i < sets; ++i)
+        mlp_alloc(c, bufs[i], 2000 + i, dev.stream);
+    void *g, *u;
+    CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
+    CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    struct V { const char *name; int kind, down_bn, h_only; };
+    const V vs[] = {{"dual", 1, 0, 1},
+                    {"dual + down (128-column tiles)", 1, 128, 0},
+                    {"dual + down (256-column tiles)", 1, 256, 0},
+                    {"cuBLAS gate + up GEMMs", 0, 0, 0},
+                    {"cuBLAS + elementwise chain", -1, 0, 0}};
+    const int nv = sizeof vs / sizeof vs[0], rounds = 25;
+    std::vector<std::vector<float>> t(nv);
+    std::vector<cudaEvent_t> ev(2 * nv * rounds);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    auto run = [&](int v, int i) {
+        const MlpBuffers &b = bufs[i % sets];
+        if (vs[v].kind == 0) {
+            blas_linear(dev, c.dtype, b.x, b.ldx, b.wg, g, c.h, c.m, c.k, c.h);
+            blas_linear(dev, c.dtype, b.x, b.ldx, b.wu, u, c.h, c.m, c.k, c.h);
+            return;
+        }
+        if (vs[v].kind < 0) {
+            base_mlp(dev, c, b, g, u);
+            return;
+        }
+        const fb_mlp_problem p = mlp_problem(c, b);
+        fbf_tuning tune = {};
+        tune.prefill_down_bn = vs[v].down_bn;
+        tune.h_only = vs[v].h_only;
+        char path[96];
+        const fb_status st = fbf_prefill_mlp_wgmma(&dev.env, &p, g,
+                                                   (size_t)c.m * c.h * es,
+                                                   &tune, path, sizeof path);
+        if (st != FB_STATUS_SUCCESS)
+            report(false, "probe %s: status %d", vs[v].name, (int)st);
+    };
+    for (int v = 0; v < nv; ++v)
+        for (int w = 0; w < 2; ++w)
+            run(v, w);
+    CK(cudaStreamSynchronize(dev.stream));
+    for (int r = 0; r < rounds; ++r)
+        for (int v = 0; v < nv; ++v) {
+            CK(cudaEventRecord(ev[2 * (r * nv + v)], dev.stream));
+            run(v, r);
+            CK(cudaEventRecord(ev[2 * (r * nv + v) + 1], dev.stream));
+        }
+    CK(cudaStreamSynchronize(dev.stream));
+    CK(cudaGetLastError());
+    for (int r = 0; r < rounds; ++r)
+        for (int v = 0; v < nv; ++v) {
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, ev[2 * (r * nv + v)], ev[2 * (r * nv + v) + 1]));
+            t[v].push_back(ms * 1e3f);
+        }
+    const double flop = 2.0 * c.m * c.k * 2.0 * c.h;
+    for (int v = 0; v < nv; ++v) {
+        std::sort(t[v].begin(), t[v].end());
+        char line[256];
+        snprintf(line, sizeof line,
+                 "probe %s: %-40s median %7.1f us  min %7.1f  p90 %7.1f  "
+                 "(gate+up %5.0f TFLOP/s at the median)",
+                 mlp_label(c).c_str(), vs[v].name, t[v][rounds / 2], t[v][0],
+                 t[v][rounds * 9 / 10], flop / (t[v][rounds / 2] * 1e6));
+        g_tune_lines.push_back(line);
+        printf("%s\n", line);
+    }
+    for (auto &e : ev)
+        cudaEventDestroy(e);
+    for (auto &b : bufs)
+        mlp_free(b);
+    cudaFree(g);
+    cudaFree(u);
+}
+
 static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
                       bool prefill = false)
 {
@@ -848,7 +935,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     });
     /* the wgmma dual GEMM alone is compared with cuBLAS's gate and up
      * GEMMs alone */
-    const bool h_only = prefill && (g_prefill_variant == 2 || g_prefill_variant == 4);
+    const bool h_only = prefill && g_prefill_variant == 2;
     const double base = time_us(dev.stream, 5, iters, [&](int i) {
         const MlpBuffers &b = bufs[i % sets];
         if (h_only) {
@@ -860,7 +947,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     });
     const double bytes = (double)wbytes + (double)c.m * (c.k + c.n) * es;
     static const char *const pf_names[] = {"prefill ", "prefill mma.sync ", "prefill H only ",
-                                           "prefill no-cluster ", "prefill H only no-cluster "};
+                                           "prefill down128 ", "prefill down256 "};
     Row r = {(prefill ? pf_names[g_prefill_variant] : "") +
                  mlp_label(c), ours, base, bytes,
              bytes / (dev.copy_gbs * 1e3), path};
@@ -1154,7 +1241,7 @@ int main(int argc, char **argv)
         {FB_DTYPE_BF16, FB_ACT_RELU, 33, 64, 128, 72, 0, 0, true, "mlp_prefill"},
     };
     ci = 0;
-    for (int v : {0, 1, 3}) {
+    for (int v : {0, 1, 3, 4}) {
         g_prefill_variant = v;
         for (const MlpCase &c : prefill_cases)
             if (!small || (double)c.m * c.h < 1e6)
@@ -1227,11 +1314,11 @@ int main(int argc, char **argv)
             bench_mlp(dev, c, ((i <= 2 || i == 6) && !quick) || i == 7 || i == 9);
         }
         /* the seed workload on the measurement-only prefill kernels */
-        for (int v : {0, 2, 3, 4, 1}) {
+        for (int v : {0, 2, 1}) {
             g_prefill_variant = v;
             bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
                       false, true);
-            if (v == 0 || v == 3) {
+            if (v == 0) {
                 bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 1024, 4096, 11008, 4096, 0, 0, false, NULL},
                           false, true);
                 bench_mlp(dev, MlpCase{FB_DTYPE_F16, FB_ACT_SILU, 4096, 4096, 11008, 4096, 0, 0, false, NULL},
@@ -1239,6 +1326,8 @@ int main(int argc, char **argv)
             }
         }
         g_prefill_variant = 0;
+        prefill_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL});
+        prefill_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 4096, 4096, 11008, 4096, 0, 0, false, NULL});
         bench_linear(dev, FB_DTYPE_BF16, 16, 4096, 11008, FB_ACT_GELU_TANH);
         bench_linear(dev, FB_DTYPE_BF16, 1024, 32, 64, FB_ACT_NONE);
         if (!quick) {

@@ -352,52 +352,6 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap,
         : "memory");
 }
 
-/* The same box into the same shared-memory offset (and mbarrier offset)
- * of every CTA of the cluster in cta_mask. */
-__device__ __forceinline__ void tma_load_2d_multicast(void *dst,
-                                                      const void *tmap,
-                                                      uint64_t *bar, int c0,
-                                                      int c1,
-                                                      uint16_t cta_mask)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx"
-        "::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(
-            smem_addr(dst)),
-        "l"(tmap), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
-        : "memory");
-}
-
-/* One arrival on the mbarrier at the same offset in CTA `cta` of the
- * cluster (this CTA included). */
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar,
-                                                    uint32_t cta)
-{
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
-                 : "=r"(remote)
-                 : "r"(smem_addr(bar)), "r"(cta));
-    asm volatile(
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(
-            remote)
-        : "memory");
-}
-
-__device__ __forceinline__ uint32_t cluster_ctarank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-/* Every thread of every CTA of the cluster (a CTA-wide barrier too). */
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::
-                     : "memory");
-}
-
 /* Hand registers back (producer warpgroups) or take them (consumers);
  * every thread of the warpgroup executes it. */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec()
