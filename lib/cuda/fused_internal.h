@@ -58,12 +58,6 @@ fb_status fbf_tiny_gemm_f32(const fb_fused_env *env,
                             const fb_gemm_problem *p, const fbf_tuning *tune,
                             char *path, size_t pathlen);
 
-/* Prefill-sized gated MLP on mma.sync (fused_prefill.cu): measurement
- * only, built into the selftest and not into the module; hbuf holds
- * m x h elements of the input type. */
-fb_status fbf_prefill_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                          void *hbuf, char *path, size_t pathlen);
-
 /* The prefill gated MLP on TMA + wgmma (fused_prefill_wgmma.cu; compute
  * 9.0, sm_90a builds; m > 32, where the decode kernels stop): the dual
  * GEMM writes H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (at least

@@ -492,27 +492,24 @@ static std::string mlp_label(const MlpCase &c)
     return buf;
 }
 
-/* Which prefill kernels run_prefill calls: 0 the TMA + wgmma pair
- * (fused_prefill_wgmma.cu), 1 the mma.sync pair (fused_prefill.cu), 2 the
- * wgmma dual GEMM alone (H only; timing); 3 and 4: 0 with the down GEMM's
- * tiles 128 and 256 columns wide. */
+/* Which prefill variant run_prefill calls (fused_prefill_wgmma.cu): 0 the
+ * library's choice, 1 the dual GEMM alone (H only; timing), 2 and 3 the
+ * down GEMM's tiles forced to 128 and 256 columns. */
 static int g_prefill_variant = 0;
 
 static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
                              char *path, size_t pathlen)
 {
-    if (g_prefill_variant == 1)
-        return fbf_prefill_mlp(&dev.env, p, hbuf, path, pathlen);
     fbf_tuning tune = {};
-    tune.h_only = g_prefill_variant == 2;
-    tune.prefill_down_bn = g_prefill_variant == 3 ? 128 : g_prefill_variant == 4 ? 256 : 0;
+    tune.h_only = g_prefill_variant == 1;
+    tune.prefill_down_bn = g_prefill_variant == 2 ? 128 : g_prefill_variant == 3 ? 256 : 0;
     return fbf_prefill_mlp_wgmma(&dev.env, p, hbuf,
                                  (size_t)p->m * (size_t)p->h * 2, &tune,
                                  path, pathlen);
 }
 
-/* prefill: call the measurement-only prefill kernels (run_prefill)
- * instead of fb_fused_mlp. */
+/* prefill: call the prefill kernels (run_prefill) instead of
+ * fb_fused_mlp, which sends fewer rows than the seed's elsewhere. */
 static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
                       const char *want_path, bool prefill = false)
 {
@@ -935,7 +932,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     });
     /* the wgmma dual GEMM alone is compared with cuBLAS's gate and up
      * GEMMs alone */
-    const bool h_only = prefill && g_prefill_variant == 2;
+    const bool h_only = prefill && g_prefill_variant == 1;
     const double base = time_us(dev.stream, 5, iters, [&](int i) {
         const MlpBuffers &b = bufs[i % sets];
         if (h_only) {
@@ -946,8 +943,8 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
         }
     });
     const double bytes = (double)wbytes + (double)c.m * (c.k + c.n) * es;
-    static const char *const pf_names[] = {"prefill ", "prefill mma.sync ", "prefill H only ",
-                                           "prefill down128 ", "prefill down256 "};
+    static const char *const pf_names[] = {"prefill ", "prefill H only ", "prefill down128 ",
+                                           "prefill down256 "};
     Row r = {(prefill ? pf_names[g_prefill_variant] : "") +
                  mlp_label(c), ours, base, bytes,
              bytes / (dev.copy_gbs * 1e3), path};
@@ -1232,8 +1229,8 @@ int main(int argc, char **argv)
     for (const MlpCase &c : nan_cases)
         check_mlp_nan(dev, c, seed + 9000 + ci++);
 
-    /* The measurement-only prefill kernels (not reachable from the
-     * library): the seed shape and ragged edges. */
+    /* The prefill kernels: the seed shape and ragged edges, each down-GEMM
+     * tile width. */
     const MlpCase prefill_cases[] = {
         {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, "mlp_prefill"},
         {FB_DTYPE_F16, FB_ACT_SILU, 1000, 200, 344, 100, 208, 101, true, "mlp_prefill"},
@@ -1241,12 +1238,11 @@ int main(int argc, char **argv)
         {FB_DTYPE_BF16, FB_ACT_RELU, 33, 64, 128, 72, 0, 0, true, "mlp_prefill"},
     };
     ci = 0;
-    for (int v : {0, 1, 3, 4}) {
+    for (int v : {0, 2, 3}) {
         g_prefill_variant = v;
         for (const MlpCase &c : prefill_cases)
             if (!small || (double)c.m * c.h < 1e6)
-                check_mlp(dev, c, seed + 9500 + ci++,
-                          v == 1 ? "mlp_prefill_mma" : "mlp_prefill_wgmma", true);
+                check_mlp(dev, c, seed + 9500 + ci++, "mlp_prefill_wgmma", true);
     }
     g_prefill_variant = 0;
 
@@ -1313,8 +1309,8 @@ int main(int argc, char **argv)
                 continue;
             bench_mlp(dev, c, ((i <= 2 || i == 6) && !quick) || i == 7 || i == 9);
         }
-        /* the seed workload on the measurement-only prefill kernels */
-        for (int v : {0, 2, 1}) {
+        /* the seed workload on the prefill kernels */
+        for (int v : {0, 1}) {
             g_prefill_variant = v;
             bench_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL},
                       false, true);

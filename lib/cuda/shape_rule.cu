@@ -66,14 +66,17 @@ const Crossover table[] = {
      * 65536x128->128 0.47x. */
     {DECODE_GEMM, 9, B16, 1, ANY, ANY,
      "GPU run 3, H200, fused_selftest: linear 1x4096->11008 1.04x", 0},
-    /* fused_selftest, H100, 2026-11-24 (first GPU call of the sixth
-     * session): the TMA + wgmma prefill pair, seed 8192 x 768->3072->768
-     * bf16 224.2 us against cuBLAS + elementwise 298.2 (1.33x); at
-     * 4096-wide reductions it lost (1024 x 4096->11008->4096 0.99x, f16
-     * 4096 rows 0.87x), so k, n <= 1024 and h <= 4096 (PROVISIONAL until
-     * fusedblas-bench measures it against cuda-lt). */
+    /* The TMA + wgmma prefill pair (fused_prefill_wgmma.cu) against
+     * cuda-lt, torch_compare.py, H100, 2026-11-25 00:28 UTC: seed 8192 x
+     * 768->3072->768 bf16 208.8 us against 233.9 (PyTorch eager 262.4,
+     * torch.compile 226.8), f16 223.7 against 240.0; 256->256->256 at
+     * 65536 rows 123.4 against 157.2, at 1M rows 1529 against 2280. At
+     * 4096->11008->4096 it lost to cuda-lt at every m (1024: 453 against
+     * 435 us; 4096: 1684 against 1585; 8192: 3462 against 3219), so k, n
+     * <= 1024 and h <= 4096; m >= 1024 (fewer rows are not measured). */
     {PREFILL_MLP, 9, B16, ANY, 1024, 4096,
-     "fused_selftest, H100: prefill seed 1.33x the eager chain", 1024},
+     "torch_compare.py, H100: prefill seed 1.12x cuda-lt, 1.26x eager",
+     1024},
 };
 
 bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
