@@ -80,6 +80,23 @@ static void gemm_large(const target *t, int nt, const target *cpu)
         }
 }
 
+/* Each (m, k, h, n) of a list in every dtype, a random gate activation
+ * and bias pattern (and mlp_run_case's random padding). */
+static void mlp_shape_list(const int64_t (*shapes)[4], size_t count,
+                           const target *t, int nt, const target *cpu)
+{
+    for (size_t s = 0; s < count; s++)
+        for (int di = 0; di < 3; di++) {
+            mlp_case c = {0};
+            c.dtype = all_dtypes[di];
+            c.act = random_act();
+            c.m = shapes[s][0], c.k = shapes[s][1], c.h = shapes[s][2];
+            c.n = shapes[s][3];
+            c.biases = (unsigned)rng_below(8);
+            mlp_run_case(&c, t, nt, cpu);
+        }
+}
+
 /* Decode (m = 1..32 tokens at transformer widths) and tiny MLPs (narrow
  * widths, many rows). */
 static void mlp_shapes(const target *t, int nt, const target *cpu)
@@ -105,16 +122,7 @@ static void mlp_shapes(const target *t, int nt, const target *cpu)
          * prefill kernels for 16-bit on Hopper), ragged tiles */
         {33, 768, 3072, 768}, {1000, 512, 1376, 256}, {2049, 136, 1000, 264},
         {300, 1032, 520, 1000}};
-    for (size_t s = 0; s < sizeof prefill / sizeof prefill[0]; s++)
-        for (int di = 0; di < 3; di++) {
-            mlp_case c = {0};
-            c.dtype = all_dtypes[di];
-            c.act = random_act();
-            c.m = prefill[s][0], c.k = prefill[s][1], c.h = prefill[s][2];
-            c.n = prefill[s][3];
-            c.biases = (unsigned)rng_below(8);
-            mlp_run_case(&c, t, nt, cpu);
-        }
+    mlp_shape_list(prefill, sizeof prefill / sizeof prefill[0], t, nt, cpu);
     /* The same shapes with the layouts the prefill kernels take (rows of X
      * and the weights on 16-byte boundaries; Y any), every gate
      * activation: mlp_run_case's random padding and offset make most
@@ -142,16 +150,7 @@ static void mlp_shapes(const target *t, int nt, const target *cpu)
         /* m, k, h, n */
         {100003, 16, 48, 16}, {65536, 64, 256, 64}, {20001, 100, 200, 50},
         {4097, 256, 256, 256}, {1000, 17, 129, 33}};
-    for (size_t s = 0; s < sizeof tiny / sizeof tiny[0]; s++)
-        for (int di = 0; di < 3; di++) {
-            mlp_case c = {0};
-            c.dtype = all_dtypes[di];
-            c.act = random_act();
-            c.m = tiny[s][0], c.k = tiny[s][1], c.h = tiny[s][2];
-            c.n = tiny[s][3];
-            c.biases = (unsigned)rng_below(8);
-            mlp_run_case(&c, t, nt, cpu);
-        }
+    mlp_shape_list(tiny, sizeof tiny / sizeof tiny[0], t, nt, cpu);
 }
 
 /* Device memory given to the CPU backend: invalid argument naming the

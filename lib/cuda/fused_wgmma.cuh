@@ -203,61 +203,31 @@ __device__ __forceinline__ void wg_barrier(int wg)
           "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])              \
         : "l"(da), "l"(db), "r"(accumulate))
 
-/* d (64 x 128) = or += A (shared, desc da) B^T (shared, desc db). */
-template <typename T>
-__device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da,
-                                         uint64_t db, int accumulate);
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16>(float (&d)[64],
-                                                        uint64_t da,
-                                                        uint64_t db,
-                                                        int accumulate)
-{
-    FB_WGMMA_SS_M64N128K16(bf16);
-}
-template <>
-__device__ __forceinline__ void wgmma_ss<__half>(float (&d)[64], uint64_t da,
-                                                 uint64_t db, int accumulate)
-{
-    FB_WGMMA_SS_M64N128K16(f16);
-}
+/* d (64 x 2 NACC) = or += A (shared, desc da) B^T (shared, desc db):
+ * wgmma m64n(2 NACC)k16, NACC = 32, 64, 128 accumulators a thread (N =
+ * 64, 128, 256), one specialisation per type and width. */
+template <typename T, int NACC> struct WgmmaSS;
+#define FB_WGMMA_SS_SPECIALISE(CT, TY, NACC, MACRO)                          \
+    template <> struct WgmmaSS<CT, NACC> {                                    \
+        static __device__ __forceinline__ void                               \
+        run(float (&d)[NACC], uint64_t da, uint64_t db, int accumulate)      \
+        {                                                                     \
+            MACRO(TY);                                                        \
+        }                                                                     \
+    };
+FB_WGMMA_SS_SPECIALISE(__nv_bfloat16, bf16, 32, FB_WGMMA_SS_M64N64K16)
+FB_WGMMA_SS_SPECIALISE(__half, f16, 32, FB_WGMMA_SS_M64N64K16)
+FB_WGMMA_SS_SPECIALISE(__nv_bfloat16, bf16, 64, FB_WGMMA_SS_M64N128K16)
+FB_WGMMA_SS_SPECIALISE(__half, f16, 64, FB_WGMMA_SS_M64N128K16)
+FB_WGMMA_SS_SPECIALISE(__nv_bfloat16, bf16, 128, FB_WGMMA_SS_M64N256K16)
+FB_WGMMA_SS_SPECIALISE(__half, f16, 128, FB_WGMMA_SS_M64N256K16)
+#undef FB_WGMMA_SS_SPECIALISE
 
-/* d (64 x 256) = or += A (shared, desc da) B^T (shared, desc db). */
-template <typename T>
-__device__ __forceinline__ void wgmma_ss(float (&d)[128], uint64_t da,
-                                         uint64_t db, int accumulate);
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16>(float (&d)[128],
-                                                        uint64_t da,
-                                                        uint64_t db,
-                                                        int accumulate)
+template <typename T, int NACC>
+__device__ __forceinline__ void wgmma_ss(float (&d)[NACC], uint64_t da,
+                                         uint64_t db, int accumulate)
 {
-    FB_WGMMA_SS_M64N256K16(bf16);
-}
-template <>
-__device__ __forceinline__ void wgmma_ss<__half>(float (&d)[128], uint64_t da,
-                                                 uint64_t db, int accumulate)
-{
-    FB_WGMMA_SS_M64N256K16(f16);
-}
-
-/* d (64 x 64) = or += A (shared, desc da) B^T (shared, desc db). */
-template <typename T>
-__device__ __forceinline__ void wgmma_ss(float (&d)[32], uint64_t da,
-                                         uint64_t db, int accumulate);
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16>(float (&d)[32],
-                                                        uint64_t da,
-                                                        uint64_t db,
-                                                        int accumulate)
-{
-    FB_WGMMA_SS_M64N64K16(bf16);
-}
-template <>
-__device__ __forceinline__ void wgmma_ss<__half>(float (&d)[32], uint64_t da,
-                                                 uint64_t db, int accumulate)
-{
-    FB_WGMMA_SS_M64N64K16(f16);
+    WgmmaSS<T, NACC>::run(d, da, db, accumulate);
 }
 
 /* d (64 x 64) = or += A (registers a0..a3, the k16 step's fragment)
