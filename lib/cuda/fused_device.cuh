@@ -96,6 +96,25 @@ __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi)
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
+/* The inverse: one register of two 16-bit values as two floats. */
+template <typename T>
+__device__ __forceinline__ void unpack2(uint32_t v, float &lo, float &hi);
+template <>
+__device__ __forceinline__ void unpack2<__nv_bfloat16>(uint32_t v, float &lo,
+                                                       float &hi)
+{
+    lo = __uint_as_float(v << 16); /* bf16 is the high half of a float */
+    hi = __uint_as_float(v & 0xffff0000u);
+}
+template <>
+__device__ __forceinline__ void unpack2<__half>(uint32_t v, float &lo,
+                                                float &hi)
+{
+    const float2 f = __half22float2(*reinterpret_cast<__half2 *>(&v));
+    lo = f.x;
+    hi = f.y;
+}
+
 /* ---- memory ordering across the grid --------------------------------- */
 
 __device__ __forceinline__ unsigned long long ld_acquire_gpu(

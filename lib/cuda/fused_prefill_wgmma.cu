@@ -18,11 +18,21 @@
  *     zeros (the tensor maps' bounds), so no edge case reaches the MMA;
  *   - warpgroups 1 and 2, 64 rows each: wait for the stage, four wgmma
  *     k16 steps (dual: m64n256k16, gate in accumulator columns 0..127 and
- *     up in 128..255; single: m64n128k16), then release the previous
- *     stage once its wgmma group has completed (one arrival per warp on
- *     the stage's "empty" mbarrier); the epilogue straight from the
- *     accumulators to global memory.
- * Stages: dual 4 x 48 KiB, single 6 x 32 KiB.
+ *     up in 128..255; single: m64n128k16 or m64n256k16), then release the
+ *     previous stage once its wgmma group has completed (one arrival per
+ *     warp on the stage's "empty" mbarrier). Single: the epilogue (+ bias)
+ *     straight from the accumulators to global memory. Dual: G and U go,
+ *     rounded to the input type (as the eager chain stores them), to a
+ *     staging buffer in shared memory, and the warpgroup moves on to its
+ *     next tile at once;
+ *   - dual only, warps 1..3 of warpgroup 0: H = act(G + bg) .* (U + bu)
+ *     from the staging buffers, a row of H a warp (8-byte stores), while
+ *     the tensor cores run the next tile. (With the epilogue on the
+ *     computing warpgroups, its activations -- two MUFU each, ~1.2 us a
+ *     tile -- stalled the tensor cores: seed dual GEMM 155.5 against
+ *     144.0 us, 4096 x 4096 -> 11008 1118 against 1049, H100.)
+ * Stages: dual 3 x 48 KiB (+ 2 x 33 KiB of staging), single 6 x 32 KiB
+ * or 4 x 48 KiB.
  *
  * Tile order: the CTAs of one wave share the operand that is re-read.
  * When B (weights) is the larger operand, consecutive tiles walk down the
@@ -57,15 +67,23 @@ enum {
 
 /* Shared memory per stage: 128 rows of A, then BROWS rows of B (dual: 128
  * of Wg, then 128 of Wu, read by one m64n256 wgmma as a 256-row operand;
- * single: 128 or 256 rows of Wd). */
+ * single: 128 or 256 rows of Wd). The dual GEMM's epilogue runs on
+ * warps 1..3 of the loading warpgroup, fed through two staging buffers
+ * (one per computing warpgroup: its 64 rows x 128 gate | 128 up columns
+ * in the input type, rows padded to 264 elements so that the computing
+ * warps' 4-byte stores of 8 rows hit 32 different banks); that takes one
+ * stage's room. */
+enum { kPwStageLd = 264 };
 template <bool DUAL, int BROWS> struct PwShape {
     static_assert(!DUAL || BROWS == 256, "dual: 128 gate + 128 up rows");
     static const int BN = DUAL ? BROWS / 2 : BROWS; /* output columns */
     static const int ACC = BROWS / 2; /* accumulators a thread (m64nBROWS) */
     static const int STAGE_BYTES = (kPwBM + BROWS) * kPwRowBytes;
-    static const int STAGES = kPwStageBudget / STAGE_BYTES;
-    static const size_t SMEM =
-        1024 + (size_t)STAGES * STAGE_BYTES + 2 * STAGES * sizeof(uint64_t);
+    static const int STAGES = DUAL ? 3 : kPwStageBudget / STAGE_BYTES;
+    static const int STAGING_BYTES = DUAL ? 2 * 64 * kPwStageLd * 2 : 0;
+    static const size_t SMEM = 1024 + (size_t)STAGES * STAGE_BYTES +
+                               STAGING_BYTES +
+                               (2 * STAGES + 4) * sizeof(uint64_t);
 };
 
 template <typename T> struct PwArgs {
@@ -76,6 +94,7 @@ template <typename T> struct PwArgs {
     int mtiles, ntiles;
     int m_fastest; /* tile order: 1 walk rows under one column tile */
     int c_pairs;   /* C allows 4-byte stores of column pairs */
+    int c_quads;   /* ... and 8-byte stores of four columns */
 };
 
 #if FB_WGMMA_BODY
@@ -136,34 +155,6 @@ __device__ __forceinline__ void pw_store_tile(const PwArgs<T> &a,
         }
 }
 
-/* Dual epilogue (the m64n256 accumulators): block j < 16 is the gate of
- * columns 8 j + 2 t, + 1, block j + 16 the up projection of the same
- * columns; H = act(G + bg) .* (U + bu) replaces the gate in place (no
- * second array: the 168 registers a thread has hold the 128 accumulators
- * and little more). */
-template <typename T, int ACT>
-__device__ __forceinline__ void pw_epilogue_dual(const PwArgs<T> &a,
-                                                 float (&acc)[128], int row,
-                                                 int n0, int t)
-{
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-        const int col = n0 + 8 * j + 2 * t;
-        const float bg0 = pw_bias_at(a.bias, col, a.n);
-        const float bg1 = pw_bias_at(a.bias, col + 1, a.n);
-        const float bu0 = pw_bias_at(a.bias2, col, a.n);
-        const float bu1 = pw_bias_at(a.bias2, col + 1, a.n);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const float gb = (q & 1) ? bg1 : bg0, ub = (q & 1) ? bu1 : bu0;
-            acc[4 * j + q] =
-                act_fast((fb_activation)ACT, acc[4 * j + q] + gb) *
-                (acc[64 + 4 * j + q] + ub);
-        }
-    }
-    pw_store_tile<16>(a, acc, row, n0, t);
-}
-
 /* Single epilogue: C = acc + bias (in place). */
 template <typename T, int ACC>
 __device__ __forceinline__ void pw_epilogue_single(const PwArgs<T> &a,
@@ -180,6 +171,89 @@ __device__ __forceinline__ void pw_epilogue_single(const PwArgs<T> &a,
             acc[4 * j + q] += (q & 1) ? b1 : b0;
     }
     pw_store_tile<ACC / 4>(a, acc, row, n0, t);
+}
+
+/* A computing warpgroup hands its 64 x (128 gate | 128 up) accumulators
+ * to the epilogue warps: rounded to the input type (as PyTorch's eager
+ * chain stores G and U), row r at r kPwStageLd, gate at columns 0..127,
+ * up at 128..255. Waits until the epilogue warps are done with the
+ * buffer's previous tile; every thread arrives on "full" after its
+ * stores (release: its own stores are what it publishes). */
+template <typename T>
+__device__ __forceinline__ void pw_stage_out(const float (&acc)[128], T *buf,
+                                             uint64_t *sfull,
+                                             uint64_t *sempty,
+                                             uint32_t phase, int r, int t)
+{
+    mbar_wait(sempty, phase ^ 1);
+    uint32_t *row0 = reinterpret_cast<uint32_t *>(buf + r * kPwStageLd);
+    uint32_t *row8 = reinterpret_cast<uint32_t *>(buf + (r + 8) * kPwStageLd);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        row0[4 * j + t] = pack2<T>(acc[4 * j], acc[4 * j + 1]);
+        row8[4 * j + t] = pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    mbar_arrive(sfull);
+}
+
+/* Warps 1..3 of the loading warpgroup: per tile and staging buffer, H =
+ * act(G + bg) .* (U + bu) for the buffer's 64 rows, a row a warp at a
+ * time, four columns a lane (8-byte loads from the buffer, 8-byte stores
+ * of H: a warp writes a row's 256 bytes). */
+template <typename T, int ACT, int BN>
+__device__ __forceinline__ void pw_epilogue_warps(const PwArgs<T> &a,
+                                                  const T *staging,
+                                                  uint64_t *sfull,
+                                                  uint64_t *sempty,
+                                                  int tiles, int ew, int lane)
+{
+    uint32_t phase = 0;
+    for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+        int m0, n0;
+        pw_origin<BN>(a, u, m0, n0);
+        const int col = n0 + 4 * lane;
+        float bg[4], bu[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            bg[i] = pw_bias_at(a.bias, col + i, a.n);
+            bu[i] = pw_bias_at(a.bias2, col + i, a.n);
+        }
+        const bool wide = col + 3 < a.n && a.c_quads;
+        for (int cw = 0; cw < 2; ++cw) {
+            mbar_wait(&sfull[cw], phase);
+            const T *buf = staging + cw * 64 * kPwStageLd + 4 * lane;
+            for (int r = ew; r < 64; r += 3) {
+                const int row = m0 + 64 * cw + r;
+                if (row >= a.m)
+                    break;
+                const uint2 gv = *reinterpret_cast<const uint2 *>(buf + r * kPwStageLd);
+                const uint2 uv = *reinterpret_cast<const uint2 *>(buf + r * kPwStageLd + 128);
+                float h[4], uf[4];
+                unpack2<T>(gv.x, h[0], h[1]);
+                unpack2<T>(gv.y, h[2], h[3]);
+                unpack2<T>(uv.x, uf[0], uf[1]);
+                unpack2<T>(uv.y, uf[2], uf[3]);
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    h[i] = act_fast((fb_activation)ACT, h[i] + bg[i]) *
+                           (uf[i] + bu[i]);
+                T *dst = a.c + (int64_t)row * a.ldc + col;
+                if (wide) {
+                    uint2 o;
+                    o.x = pack2<T>(h[0], h[1]);
+                    o.y = pack2<T>(h[2], h[3]);
+                    *reinterpret_cast<uint2 *>(dst) = o;
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        if (col + i < a.n)
+                            dst[i] = fb_store_as<T>(h[i]);
+                }
+            }
+            mbar_arrive(&sempty[cw]);
+        }
+        phase ^= 1;
+    }
 }
 
 #endif /* FB_WGMMA_BODY */
@@ -200,14 +274,20 @@ __global__ void __launch_bounds__(kPwThreads, 1)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *smem =
         smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    uint64_t *full =
-        reinterpret_cast<uint64_t *>(smem + S::STAGES * S::STAGE_BYTES);
+    T *staging = reinterpret_cast<T *>(smem + S::STAGES * S::STAGE_BYTES);
+    uint64_t *full = reinterpret_cast<uint64_t *>(
+        smem + S::STAGES * S::STAGE_BYTES + S::STAGING_BYTES);
     uint64_t *empty = full + S::STAGES;
+    uint64_t *sfull = empty + S::STAGES, *sempty = sfull + 2;
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; ++s) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], 8); /* one arrival per computing warp */
+        }
+        for (int b = 0; b < 2; ++b) {
+            mbar_init(&sfull[b], 128); /* each thread of a computing WG */
+            mbar_init(&sempty[b], 96); /* each epilogue thread */
         }
         mbar_fence_init();
     }
@@ -216,7 +296,15 @@ __global__ void __launch_bounds__(kPwThreads, 1)
     const int tiles = a.mtiles * a.ntiles;
 
     if (wg == 0) {
-        setmaxnreg_dec<40>();
+        /* 56 + 2 x 224 (dual: epilogue warps) or 40 + 2 x 232 registers a
+         * thread: the 168 x 3 warpgroups the launch bounds allocate */
+        setmaxnreg_dec<DUAL ? 56 : 40>();
+        const int warp0 = threadIdx.x >> 5;
+        if (DUAL && warp0 > 0) {
+            pw_epilogue_warps<T, ACT, S::BN>(a, staging, sfull, sempty, tiles,
+                                             warp0 - 1, threadIdx.x & 31);
+            return;
+        }
         if (threadIdx.x != 0)
             return;
         int stage = 0;
@@ -246,12 +334,12 @@ __global__ void __launch_bounds__(kPwThreads, 1)
         return;
     }
 
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<DUAL ? 224 : 232>();
     const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
     const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
     const int g = lane >> 2, t = lane & 3;
     int stage = 0;
-    uint32_t phase = 0;
+    uint32_t phase = 0, sphase = 0;
     float acc[S::ACC];
 #pragma unroll
     for (int i = 0; i < S::ACC; ++i)
@@ -285,10 +373,13 @@ __global__ void __launch_bounds__(kPwThreads, 1)
         if (prev >= 0 && lane == 0)
             mbar_arrive(&empty[prev]);
         const int row = m0 + 64 * cw + 16 * warp + g;
-        if constexpr (DUAL)
-            pw_epilogue_dual<T, ACT>(a, acc, row, n0, t);
-        else
+        if constexpr (DUAL) {
+            pw_stage_out<T>(acc, staging + cw * 64 * kPwStageLd, &sfull[cw],
+                            &sempty[cw], sphase, 16 * warp + g, t);
+            sphase ^= 1;
+        } else {
             pw_epilogue_single<T, S::ACC>(a, acc, row, n0, t);
+        }
     }
 #endif /* FB_WGMMA_BODY */
 }
@@ -357,6 +448,7 @@ static fb_status pw_launch(const fb_fused_env *env, const CUtensorMap &ta,
     a.ntiles = (a.n + S::BN - 1) / S::BN;
     a.m_fastest = b_rows >= a.m;
     a.c_pairs = ((uintptr_t)a.c & 3u) == 0 && a.ldc % 2 == 0;
+    a.c_quads = ((uintptr_t)a.c & 7u) == 0 && a.ldc % 4 == 0;
     const int tiles = a.mtiles * a.ntiles;
     const int grid = tiles < env->sm_count ? tiles : env->sm_count;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
