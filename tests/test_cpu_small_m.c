@@ -3,8 +3,9 @@
  * through gemm_bias_act and mlp_geglu_forward, against the double oracle,
  * with the path asserted: every token count m = 1..32, every dtype (fp16
  * and bf16 weights are widened inside the kernel), k that is a multiple of
- * nothing and crosses the kernel's k chunks (512 fp32 or 1024 16-bit
- * values) and its 16-value steps, leading dimensions above the minimum,
+ * nothing and crosses the kernel's k chunks (512 fp32 values; the 16-bit
+ * forms' longer ones in fma16_long_k and dp_long_k) and its 16-value
+ * steps, leading dimensions above the minimum,
  * operands off their alignment, weight row counts that leave the 6-row
  * register block and the 48-row units ragged, alpha, beta, bias and every
  * activation.
@@ -106,6 +107,39 @@ static int path_has(fb_handle h, const char *part)
     return strstr(fb_handle_last_path(h), part) != NULL;
 }
 
+/* The FMA form with 16-bit weights cuts k into equal chunks of whole
+ * cache lines of at most 4096 values (CHUNK_BYTES_16), the last ragged:
+ * k = 4100 makes two (2080 + 2020), 9000 three (3008 + 3008 + 2984).
+ * fp16 (always the FMA form) and bf16 below FB_SMALL_M_DP_MIN_ROWS
+ * tokens; one token too, whose single group chunks only because it
+ * prefetches. Row-major Y = X W^T with bias, 103 features. */
+static void fma16_long_k(const target *cpu, fb_dtype dt, int64_t m,
+                         int64_t k)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dt;
+    c.layout = FB_ROW_MAJOR;
+    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+    c.m = m, c.n = 103, c.k = k;
+    c.alpha = 1.0f;
+    c.has_bias = 1;
+    c.act = FB_ACT_SILU;
+    c.note = "k across 16-bit FMA chunks";
+    gemm_case_set_lds(&c, 2, 1, 0);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    gemm_check(&d, cpu, 1, NULL);
+    char label[256];
+    gemm_case_label(&c, label, sizeof label);
+    const char *want = dt == FB_DTYPE_F16 ? "f16-weights/" : FMA_PATH;
+    tap_ok(path_is(cpu->handle, KERNEL_PATH) &&
+               path_has(cpu->handle, want),
+           "path %s for %s (want %s%s)", fb_handle_last_path(cpu->handle),
+           label, KERNEL_PATH, want);
+    gemm_data_free(&d);
+}
+
 /* A bf16 value of magnitude 2^e times [1, 2), random sign. */
 static double tiny_value(int e)
 {
@@ -159,6 +193,33 @@ static void dp_edges(const target *cpu, int which, int64_t m)
     const char *want = which == 1 ? DP_MIXED_PATH : FMA_PATH;
     tap_ok(path_has(cpu->handle, want), "path %s for %s (want %s)",
            fb_handle_last_path(cpu->handle), label, want);
+    gemm_data_free(&d);
+}
+
+/* The VDPBF16PS form cuts k into equal chunks of whole cache lines of at
+ * most 8192 values (CHUNK_BYTES_DP), the last one ragged: k = 8200 makes
+ * two chunks (4128 + 4072), 16500 three (5504 + 5504 + 5492), each with a
+ * masked tail. Row-major Y = X W^T with bias, m tokens, 103 features. */
+static void dp_long_k(const target *cpu, int64_t m, int64_t k)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = FB_DTYPE_BF16;
+    c.layout = FB_ROW_MAJOR;
+    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+    c.m = m, c.n = 103, c.k = k;
+    c.alpha = 1.0f;
+    c.has_bias = 1;
+    c.act = FB_ACT_GELU_TANH;
+    c.note = "k across VDPBF16PS chunks";
+    gemm_case_set_lds(&c, 1, 2, 0);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    gemm_check(&d, cpu, 1, NULL);
+    char label[256];
+    gemm_case_label(&c, label, sizeof label);
+    tap_ok(path_has(cpu->handle, DP_PATH), "path %s for %s (want %s)",
+           fb_handle_last_path(cpu->handle), label, DP_PATH);
     gemm_data_free(&d);
 }
 
@@ -221,11 +282,20 @@ int main(void)
             dp_edges(&cpu, 1, m);
             dp_edges(&cpu, 2, m);
             dp_mlp_tiny_h(&cpu, m);
+            dp_long_k(&cpu, m, 8200);
+            dp_long_k(&cpu, m, 16500);
         }
     } else {
         tap_skip("bf16 on VDPBF16PS: not on this CPU (path %s)",
                  fb_handle_last_path(cpu.handle));
     }
+    /* After the probe above, which reads the last path of mlp_cases. */
+    for (int64_t m = 1; m <= 7; m += 6)
+        for (int di = 0; di < 2; di++) {
+            const fb_dtype dt = di ? FB_DTYPE_BF16 : FB_DTYPE_F16;
+            fma16_long_k(&cpu, dt, m, 4100);
+            fma16_long_k(&cpu, dt, m, 9000);
+        }
     fb_destroy(cpu.handle);
     return tap_end();
 }

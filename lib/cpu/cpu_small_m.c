@@ -8,7 +8,8 @@
  *  - A register block is 6 rows of w by 4 rows of x: 24 AVX-512
  *    accumulators, 6 w vectors, 1 x vector (31 of 32 registers). One step
  *    loads 6 w vectors and 4 x vectors for 24 FMAs.
- *  - k is cut into chunks of 2 KiB of each w row. For one block of 6 w rows
+ *  - k is cut into chunks of 2 KiB of each w row (fp32; 16-bit weights
+ *    take longer ones, see CHUNK_BYTES). For one block of 6 w rows
  *    and one chunk, every group of 4 x rows passes over the chunk: the 12 KiB
  *    of w stay in L1 for all groups, and x (at most 32 rows, 512 KiB at
  *    k = 4096) comes from L2, one line per 6 FMAs. The accumulators of the
@@ -50,15 +51,40 @@
 #define WR 6                /* rows of w per register block */
 #define XR 4                /* rows of x per register block */
 #define GROUPS (FB_SMALL_M_MAX / XR)
-#ifndef PF_HINT
-#define PF_HINT _MM_HINT_T0
+/* Where the prefetch of the next chunk lands: L1 for fp32 weights, L2 for
+ * 16-bit ones. On a 32 KiB L1 (Zen 4) the next chunk prefetched into L1
+ * evicts the current chunk's w and the x rows the later groups still
+ * need; the rows are also a multiple of 4 KiB apart, so both chunks crowd
+ * the same L1 sets. Into L2 the lines are still there long before use,
+ * and L1 keeps the working set (Zen 4, both threads, 4096 -> 11008 -> 4096
+ * bf16 MLP, same run, then 4 KiB VDPBF16PS chunks: 1 token 9.4 -> 8.1 ms,
+ * 4: 9.8 -> 8.3, 16: 16.1 -> 14.1). fp32 weights lose with it (2 threads,
+ * 32 tokens: 60 -> 63 ms). */
+#ifndef PF_HINT_F32
+#define PF_HINT_F32 _MM_HINT_T0
 #endif
+#ifndef PF_HINT_16
+#define PF_HINT_16 _MM_HINT_T1
+#endif
+/* Bytes of each w row per k chunk. fp32 weights: 2 KiB (12 KiB of w in
+ * L1, the layout described above), the last chunk ragged. 16-bit weights:
+ * longer chunks, at most CHUNK_BYTES_16 (FMA form) or CHUNK_BYTES_DP
+ * (VDPBF16PS), k cut into equal ones of whole lines. Their prefetch lands
+ * in L2 (PF_HINT_16), which keeps up with the groups re-reading w from
+ * there, so each chunk boundary costs more than L1 residency saves; a
+ * short last chunk (4096 + 1408 values at k = 5504) cost the most. Zen 4,
+ * one core, same run, 5504 x 4096 and 4096 x 5504 against 2 KiB (FMA) and
+ * 4 KiB (VDPBF16PS) chunks cut from the front: bf16 FMA form, 1-7 tokens,
+ * 8 KiB: 0-23% faster; VDPBF16PS, 8-32 tokens, whole rows up to k = 8192:
+ * 7-14% faster. */
 #ifndef CHUNK_BYTES
-#define CHUNK_BYTES 2048    /* of each w row per k chunk */
+#define CHUNK_BYTES 2048
+#endif
+#ifndef CHUNK_BYTES_16
+#define CHUNK_BYTES_16 8192
 #endif
 #ifndef CHUNK_BYTES_DP
-#define CHUNK_BYTES_DP 4096 /* the same on VDPBF16PS (5 rows, half the
-                               FMA time per byte: longer chunks pay) */
+#define CHUNK_BYTES_DP 16384
 #endif
 
 int fb_cpu_small_m_available(void)
@@ -210,8 +236,12 @@ group_chunk(const int wt, const int wr, const int xr, const int check,
     int64_t p = 0, s = 0;
     for (; p + sv * line <= kc; p += sv * line, s++) {
         if (j->pf && s < j->pf_lines)
-            for (int r = 0; r < j->pf_rows; r++)
-                _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT);
+            for (int r = 0; r < j->pf_rows; r++) {
+                if (wt == W_F32)
+                    _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT_F32);
+                else
+                    _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT_16);
+            }
         step(wt, wr, xr, check, 0, w, ldwb, x, ldxb, p, 0, acc, &wmin);
         if (line == 2)
             step(wt, wr, xr, check, 0, w, ldwb, x, ldxb, p + sv, 0, acc,
@@ -311,9 +341,15 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
     /* Chunks keep w in L1 for the groups after the first, and pace the
      * prefetch; with one group and no prefetch they are only overhead
      * (one core, 1 token: 2.5 ms with, 2.2 ms without). */
-    const int64_t kcmax = groups == 1 && !prefetch
-                              ? k
-                              : (wt == W_DP ? CHUNK_BYTES_DP : CHUNK_BYTES) / es;
+    int64_t kcmax = groups == 1 && !prefetch ? k
+                    : wt == W_DP                ? CHUNK_BYTES_DP / es
+                    : wt == W_F32               ? CHUNK_BYTES / es
+                                                : CHUNK_BYTES_16 / es;
+    if (kcmax < k && wt != W_F32) {
+        /* Equal chunks of whole lines of w (the last takes the rest). */
+        const int64_t chunks = (k + kcmax - 1) / kcmax, lv = 64 / es;
+        kcmax = ((k + chunks - 1) / chunks + lv - 1) / lv * lv;
+    }
     for (int64_t j0 = 0; j0 < n;) {
         const int wr = n - j0 >= wrb ? wrb : 1;
         const char *wj = w + j0 * ldwb;
