@@ -38,7 +38,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 for s in $steps; do
   case $s in
     build)    step build 300 bash scripts/gpu-check.sh build ;;
-    check)    step check 240 bash scripts/gpu-check.sh check ;;
+    check)    step check 420 bash scripts/gpu-check.sh check ;;
     sanitize) step sanitize 420 bash scripts/gpu-check.sh sanitize memcheck racecheck ;;
     fused)    step fused 200 sh scripts/fused-selftest.sh --no-sanitize ;;
     fusedsan) step fusedsan 300 sh scripts/fused-selftest.sh --quick ;;

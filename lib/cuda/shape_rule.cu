@@ -67,15 +67,16 @@ const Crossover table[] = {
     {DECODE_GEMM, 9, B16, 1, ANY, ANY,
      "GPU run 3, H200, fused_selftest: linear 1x4096->11008 1.04x", 0},
     /* The TMA + wgmma prefill pair (fused_prefill_wgmma.cu) against
-     * cuda-lt, torch_compare.py, H100, 2026-11-25 00:28 UTC: seed 8192 x
-     * 768->3072->768 bf16 208.8 us against 233.9 (PyTorch eager 262.4,
-     * torch.compile 226.8), f16 223.7 against 240.0; 256->256->256 at
-     * 65536 rows 123.4 against 157.2, at 1M rows 1529 against 2280. At
-     * 4096->11008->4096 it lost to cuda-lt at every m (1024: 453 against
-     * 435 us; 4096: 1684 against 1585; 8192: 3462 against 3219), so k, n
-     * <= 1024 and h <= 4096; m >= 1024 (fewer rows are not measured). */
+     * cuda-lt, torch_compare.py, H100, 2026-11-25 01:00 UTC: seed 8192 x
+     * 768->3072->768 bf16 199.8 us against 232.1 (PyTorch eager 262.4,
+     * torch.compile 225.8), f16 206.0 against 243.8; 256->256->256 at
+     * 65536 rows 120.4 against 156.6, at 1M rows 1635 against 2268. At
+     * 4096->11008->4096 it is no better than cuda-lt (1024 rows: 423.8
+     * against 412.9 us; 4096: 1631.6 against 1650.2; 8192: 3384.8
+     * against 3202.1), so k, n <= 1024 and h <= 4096; m >= 1024 (fewer
+     * rows are not measured). */
     {PREFILL_MLP, 9, B16, ANY, 1024, 4096,
-     "torch_compare.py, H100: prefill seed 1.12x cuda-lt, 1.26x eager",
+     "torch_compare.py, H100: prefill seed 1.16x cuda-lt, 1.31x eager",
      1024},
 };
 
