@@ -107,6 +107,32 @@ static int path_has(fb_handle h, const char *part)
     return strstr(fb_handle_last_path(h), part) != NULL;
 }
 
+/* Row-major Y = X W^T (nn.Linear) of m tokens, k inputs and 103
+ * features, alpha 1, beta 0. */
+static void linear_case(gemm_case *c, fb_dtype dt, int64_t m, int64_t k,
+                        int has_bias, fb_activation act, const char *note)
+{
+    memset(c, 0, sizeof *c);
+    c->dtype = dt;
+    c->layout = FB_ROW_MAJOR;
+    c->transa = FB_NO_TRANS, c->transb = FB_TRANS;
+    c->m = m, c->n = 103, c->k = k;
+    c->alpha = 1.0f;
+    c->has_bias = has_bias;
+    c->act = act;
+    c->note = note;
+}
+
+/* One TAP point: the last call's path names want. */
+static void tap_path_has(const target *cpu, const gemm_case *c,
+                         const char *want)
+{
+    char label[256];
+    gemm_case_label(c, label, sizeof label);
+    tap_ok(path_has(cpu->handle, want), "path %s for %s (want %s)",
+           fb_handle_last_path(cpu->handle), label, want);
+}
+
 /* The FMA form with 16-bit weights cuts k into equal chunks of whole
  * cache lines of at most 4096 values (CHUNK_BYTES_16), the last ragged:
  * k = 4100 makes two (2080 + 2020), 9000 three (3008 + 3008 + 2984).
@@ -117,15 +143,7 @@ static void fma16_long_k(const target *cpu, fb_dtype dt, int64_t m,
                          int64_t k)
 {
     gemm_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = dt;
-    c.layout = FB_ROW_MAJOR;
-    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-    c.m = m, c.n = 103, c.k = k;
-    c.alpha = 1.0f;
-    c.has_bias = 1;
-    c.act = FB_ACT_SILU;
-    c.note = "k across 16-bit FMA chunks";
+    linear_case(&c, dt, m, k, 1, FB_ACT_SILU, "k across 16-bit FMA chunks");
     gemm_case_set_lds(&c, 2, 1, 0);
     gemm_data d;
     gemm_data_make(&d, &c);
@@ -159,16 +177,10 @@ static double tiny_value(int e)
 static void dp_edges(const target *cpu, int which, int64_t m)
 {
     gemm_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = FB_DTYPE_BF16;
-    c.layout = FB_ROW_MAJOR;
-    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-    c.m = m, c.n = 103, c.k = 45;
-    c.alpha = 1.0f;
-    c.has_bias = 0;
-    c.act = FB_ACT_NONE;
-    c.note = which == 0 ? "denormal in X" : which == 1
-                 ? "denormal products" : "FUSEDBLAS_CPU_NO_BF16=1";
+    linear_case(&c, FB_DTYPE_BF16, m, 45, 0, FB_ACT_NONE,
+                which == 0   ? "denormal in X"
+                : which == 1 ? "denormal products"
+                             : "FUSEDBLAS_CPU_NO_BF16=1");
     gemm_case_set_lds(&c, 1, 2, 0);
     gemm_data d;
     gemm_data_make(&d, &c);
@@ -188,11 +200,7 @@ static void dp_edges(const target *cpu, int which, int64_t m)
     gemm_check(&d, cpu, 1, NULL);
     if (which == 2)
         unsetenv("FUSEDBLAS_CPU_NO_BF16");
-    char label[256];
-    gemm_case_label(&c, label, sizeof label);
-    const char *want = which == 1 ? DP_MIXED_PATH : FMA_PATH;
-    tap_ok(path_has(cpu->handle, want), "path %s for %s (want %s)",
-           fb_handle_last_path(cpu->handle), label, want);
+    tap_path_has(cpu, &c, which == 1 ? DP_MIXED_PATH : FMA_PATH);
     gemm_data_free(&d);
 }
 
@@ -203,23 +211,13 @@ static void dp_edges(const target *cpu, int which, int64_t m)
 static void dp_long_k(const target *cpu, int64_t m, int64_t k)
 {
     gemm_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = FB_DTYPE_BF16;
-    c.layout = FB_ROW_MAJOR;
-    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-    c.m = m, c.n = 103, c.k = k;
-    c.alpha = 1.0f;
-    c.has_bias = 1;
-    c.act = FB_ACT_GELU_TANH;
-    c.note = "k across VDPBF16PS chunks";
+    linear_case(&c, FB_DTYPE_BF16, m, k, 1, FB_ACT_GELU_TANH,
+                "k across VDPBF16PS chunks");
     gemm_case_set_lds(&c, 1, 2, 0);
     gemm_data d;
     gemm_data_make(&d, &c);
     gemm_check(&d, cpu, 1, NULL);
-    char label[256];
-    gemm_case_label(&c, label, sizeof label);
-    tap_ok(path_has(cpu->handle, DP_PATH), "path %s for %s (want %s)",
-           fb_handle_last_path(cpu->handle), label, DP_PATH);
+    tap_path_has(cpu, &c, DP_PATH);
     gemm_data_free(&d);
 }
 
