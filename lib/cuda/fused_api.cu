@@ -54,18 +54,28 @@ fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                                  NULL, path, pathlen);
 }
 
-/* Only the prefill kernels need scratch, and only where the two kernel
- * families before them (fb_fused_mlp's order) do not take the call. */
-size_t fb_fused_mlp_scratch_bytes(const fb_fused_env *env,
-                                  const fb_mlp_problem *p)
+fbf_mlp_family fbf_mlp_family_of(const fb_fused_env *env,
+                                 const fb_mlp_problem *p)
 {
     fbf_tuning dry = {};
     dry.dry_run = 1;
-    if (p->m == 0 || p->n == 0 ||
-        fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS ||
-        fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS ||
-        fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) !=
-            FB_STATUS_SUCCESS)
-        return 0;
-    return (size_t)p->m * (size_t)p->h * 2;
+    if (p->m == 0 || p->n == 0)
+        return FBF_MLP_NONE;
+    if (fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
+        return FBF_MLP_TINY;
+    if (fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
+        return FBF_MLP_DECODE;
+    if (fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) ==
+        FB_STATUS_SUCCESS)
+        return FBF_MLP_PREFILL;
+    return FBF_MLP_NONE;
+}
+
+/* Only the prefill kernels need scratch (H between their two launches). */
+size_t fb_fused_mlp_scratch_bytes(const fb_fused_env *env,
+                                  const fb_mlp_problem *p)
+{
+    return fbf_mlp_family_of(env, p) == FBF_MLP_PREFILL
+               ? (size_t)p->m * (size_t)p->h * 2
+               : 0;
 }

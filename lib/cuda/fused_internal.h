@@ -69,6 +69,17 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 size_t hbuf_bytes, const fbf_tuning *tune,
                                 char *path, size_t pathlen);
 
+/* The kernel family fb_fused_mlp gives a call to, asked of the
+ * launchers in its order by dry run (nothing launched). */
+typedef enum fbf_mlp_family {
+    FBF_MLP_NONE,
+    FBF_MLP_TINY,
+    FBF_MLP_DECODE,
+    FBF_MLP_PREFILL
+} fbf_mlp_family;
+fbf_mlp_family fbf_mlp_family_of(const fb_fused_env *env,
+                                 const fb_mlp_problem *p);
+
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);
 

@@ -98,16 +98,17 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
 
 int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
 {
-    fbf_tuning dry = {};
-    dry.dry_run = 1;
     const int64_t kn = p->k > p->n ? p->k : p->n;
-    if (fbf_tiny_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
+    switch (fbf_mlp_family_of(env, p)) {
+    case FBF_MLP_TINY:
         return table_says(TINY_MLP, env, p->dtype, p->m, kn, p->h);
-    if (fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
+    case FBF_MLP_DECODE:
         return table_says(DECODE_MLP, env, p->dtype, p->m, kn, p->h);
-    if (fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) ==
-        FB_STATUS_SUCCESS)
+    case FBF_MLP_PREFILL:
         return table_says(PREFILL_MLP, env, p->dtype, p->m, kn, p->h);
+    case FBF_MLP_NONE:
+        break;
+    }
     return 0;
 }
 
