@@ -46,6 +46,8 @@
 #include <type_traits>
 #include "fused_internal.h"
 #include "fused_decode_stream.cuh"
+#include "fused_decode_tma.cuh"
+#include "fused_tma_map.h"
 
 namespace fbf {
 
@@ -59,6 +61,10 @@ namespace fbf {
 template <typename T, int NTOK> struct CtaShape {
     static const int THREADS =
         std::is_same<T, float>::value && NTOK <= 16 ? 512 : 384;
+    /* the block: THREADS computing, plus the TMA engine's producer warp */
+    template <bool TMA> struct Block {
+        static const int SIZE = THREADS + (TMA ? 32 : 0);
+    };
 };
 static const int kHeaderBytes = 128; /* spare, keeps offsets aligned */
 
@@ -89,6 +95,11 @@ static BarrierState barrier_state(const fb_fused_env *env)
 /* ---- the MLP kernel -------------------------------------------------- */
 
 template <typename T> struct MlpArgs {
+    /* TMA engine only: Wg, Wu in boxes of 64 columns x box1 rows, Wd in
+     * boxes of 64 x box2; the ring of `stages` stages, `stride` bytes
+     * apart, at ring_off (its mbarriers in the header) */
+    CUtensorMap tm_wg, tm_wu, tm_wd;
+    int box1, box2, box_cols, ring_off, stages, stride;
     const T *x;
     int64_t ldx;
     const T *wg, *bg, *wu, *bu, *wd, *bd;
@@ -107,23 +118,97 @@ template <typename T> struct MlpArgs {
     float *parts; /* hs x m x n */
 };
 
-/* Column where stripe s of HS starts: multiples of 8 elements, the last
- * one ending at h (h is a multiple of 8). */
-__host__ __device__ __forceinline__ int stripe_start(int s, int hs, int h)
+/* Column where stripe s of HS starts: multiples of `align` elements (8;
+ * 64 for the TMA engine, whose boxes are 64 columns), the last one ending
+ * at h (h is a multiple of 8). */
+__host__ __device__ __forceinline__ int stripe_start(int s, int hs, int h,
+                                                     int align)
 {
-    return (int)(((int64_t)s * h / hs) & ~(int64_t)7);
+    return (int)(((int64_t)s * h / hs) & ~(int64_t)(align - 1));
 }
 
-template <typename T, int NTOK>
-__global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
-    decode_mlp_kernel(const MlpArgs<T> a)
+/* The ring of the TMA engine: mbarriers in the header, stages at
+ * ring_off; thread 0 initialises them for `warps` computing warps. */
+__device__ __forceinline__ TmaRing ring_at(unsigned char *smem, int ring_off,
+                                           int stages, int stride, int warps)
 {
-    extern __shared__ __align__(16) unsigned char smem[];
+    TmaRing R;
+    R.full = reinterpret_cast<uint64_t *>(smem);
+    R.empty = R.full + kTmaMaxStages;
+    R.base = smem + ring_off;
+    R.stages = stages;
+    R.stride = stride;
+    R.issued = R.used = 0;
+    if (threadIdx.x == 0)
+        tma_ring_init(R, warps);
+    return R;
+}
+
+/* The register engine's job over rows [row0, row0 + nrows) of wa (and wb,
+ * paired) x columns [0, k). */
+template <typename T>
+__device__ __forceinline__ StreamJob<T>
+stream_job(const T *wa, const T *wb, int64_t ldw, int row0, int nrows, int k,
+           T *xs, int xstride, int m, float *sacc, float *slots)
+{
+    StreamJob<T> J;
+    J.wa = wa;
+    J.wb = wb;
+    J.ldw = ldw;
+    J.row0 = row0;
+    J.nrows = nrows;
+    J.kb = 0;
+    J.ke = k;
+    J.xs = xs;
+    J.xstride = xstride;
+    J.m = m;
+    J.sacc = sacc;
+    J.ms = m + 1;
+    J.slots = slots;
+    return J;
+}
+
+/* The register engine's pass over [J.kb, J.ke) (sacc zeroed), X staged
+ * kc columns at a time; the first `prefetch` steps a warp are asked of L2
+ * while the first chunk is staged. */
+template <typename T, int NTOK, bool PAIRED>
+__device__ __forceinline__ void reg_pass(StreamJob<T> &J, T *xs, int kc,
+                                         const T *src, int64_t ld_t,
+                                         int64_t ld_c, bool vec,
+                                         bool coherent, int prefetch)
+{
+    const int kb0 = J.kb, ke0 = J.ke;
+    J.ke = min(ke0, kb0 + kc);
+    stream_prefetch<T, NTOK, PAIRED>(J, prefetch);
+    for (int kb = kb0; kb < ke0; kb += kc) {
+        const int ke = min(ke0, kb + kc);
+        __syncthreads(); /* the previous chunk's readers are done */
+        stage_tokens<T>(xs, J.xstride, J.m, kb, ke, round_up_int(ke - kb, 128),
+                        src, ld_t, ld_c, vec, coherent);
+        __syncthreads();
+        J.kb = kb;
+        J.ke = ke;
+        stream_pass<T, NTOK, PAIRED>(J);
+        __syncthreads();
+        reduce_slots<T, NTOK, PAIRED>(J);
+    }
+}
+
+template <typename T, int NTOK, bool TMA>
+__global__ void __launch_bounds__(
+    (CtaShape<T, NTOK>::template Block<TMA>::SIZE), 1)
+    decode_mlp_kernel(const __grid_constant__ MlpArgs<T> a)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
+    /* kThreads compute; with TMA, thread kThreads (the first of the last
+     * warp) asks for the weights and the rest of its warp only takes part
+     * in the block-wide barriers */
     const int kThreads = CtaShape<T, NTOK>::THREADS;
     const int G = gridDim.x, c = blockIdx.x, tid = threadIdx.x;
     const int m = a.m, ms = m + 1;
+    const bool worker = tid < kThreads, producer = tid == kThreads;
 
     const unsigned long long target = ld_relaxed_gpu(a.epoch) + 1;
 
@@ -131,43 +216,54 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     const int j0 = (int)((int64_t)c * a.h / G);
     const int nr1 = (int)((int64_t)(c + 1) * a.h / G) - j0;
     const int P = G / a.hs;
-    if (c == 0)
+    if (c == 0 && worker)
         for (int i = tid; i < P; i += kThreads)
             a.counters[i] = 0u;
-    for (int i = tid; i < 2 * nr1 * ms; i += kThreads)
-        sacc[i] = 0.0f;
 
+    /* phase-2 geometry (the TMA producer asks for its first weights
+     * before the grid barrier) */
+    const int align = TMA ? kTmaMinCols : 8;
+    const int s = c % a.hs, r = c / a.hs;
+    const int i0 = (int)((int64_t)r * a.n / P);
+    const int nr2 = (int)((int64_t)(r + 1) * a.n / P) - i0;
+    const int kb2 = stripe_start(s, a.hs, a.h, align);
+    const int ke2 = s + 1 == a.hs ? a.h : stripe_start(s + 1, a.hs, a.h, align);
+    /* (the TMA engine stages H in chunks of its X buffer, a.kc) */
+    const TmaJob<T> J2 = {&a.tm_wd, NULL, i0, nr2, a.box2, a.box_cols,
+                          kb2, ke2, TMA ? a.kc : round_up_int(ke2 - kb2, 128),
+                          xs, a.xstride2, m, a.hbuf, a.h, 1, true, true,
+                          sacc, ms};
+
+    TmaRing R;
     StreamJob<T> J;
-    J.wa = a.wg;
-    J.wb = a.wu;
-    J.ldw = a.k;
-    J.row0 = j0;
-    J.nrows = nr1;
-    J.xs = xs;
-    J.xstride = a.xstride1;
-    J.m = m;
-    J.sacc = sacc;
-    J.ms = ms;
-    J.slots = reinterpret_cast<float *>(smem + a.slots_off);
-    /* HBM starts streaming while X fills shared memory. */
-    J.kb = 0;
-    J.ke = min(a.k, a.kc);
-    stream_prefetch<T, NTOK, true>(J, a.prefetch1);
-    for (int kb = 0; kb < a.k; kb += a.kc) {
-        const int ke = min(a.k, kb + a.kc);
-        __syncthreads(); /* the previous chunk's readers are done */
-        stage_tokens<T>(xs, a.xstride1, m, kb, ke,
-                        round_up_int(ke - kb, 128), a.x, a.ldx, 1,
-                        a.x_vec != 0, false);
+    uint32_t g2 = 0; /* ring count where phase 2 starts */
+    if constexpr (TMA) {
+        R = ring_at(smem, a.ring_off, a.stages, a.stride, kThreads / 32);
         __syncthreads();
-        J.kb = kb;
-        J.ke = ke;
-        stream_pass<T, NTOK, true>(J);
-        __syncthreads();
-        reduce_slots<T, NTOK, true>(J);
+        const TmaJob<T> J1 = {&a.tm_wg, &a.tm_wu, j0, nr1, a.box1,
+                              a.box_cols, 0, a.k, a.kc, xs, a.xstride1, m,
+                              a.x, a.ldx, 1, a.x_vec != 0, false,
+                              sacc, ms};
+        g2 = (uint32_t)tma_steps(J1);
+        if (producer) {
+            /* all of phase 1, then phase 2's first S stages as phase 1's
+             * last ones are read: HBM streams across the grid barrier */
+            tma_issue(R, J1, 0u, (int)g2);
+            tma_issue(R, J2, g2, R.stages);
+        } else if (worker) {
+            tma_consume<T, NTOK, true>(R, J1, kThreads);
+        }
+    } else {
+        for (int i = tid; i < 2 * nr1 * ms; i += kThreads)
+            sacc[i] = 0.0f;
+        J = stream_job<T>(a.wg, a.wu, a.k, j0, nr1, a.k, xs, a.xstride1, m,
+                          sacc, reinterpret_cast<float *>(smem + a.slots_off));
+        /* HBM starts streaming while X fills shared memory. */
+        reg_pass<T, NTOK, true>(J, xs, a.kc, a.x, a.ldx, 1, a.x_vec != 0,
+                                false, a.prefetch1);
     }
     __syncthreads();
-    for (int i = tid; i < m * nr1; i += kThreads) {
+    for (int i = tid; worker && i < m * nr1; i += kThreads) {
         const int t = i / nr1, jl = i - t * nr1, j = j0 + jl;
         float gate = sacc[jl * ms + t], up = sacc[(nr1 + jl) * ms + t];
         if (a.bg)
@@ -178,38 +274,41 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
             fb_store_as<T>(fb_act_dynamic(a.act, gate) * up);
     }
 
-    /* ---- phase 2 geometry; prefetch while others finish phase 1 ---- */
-    const int s = c % a.hs, r = c / a.hs;
-    const int i0 = (int)((int64_t)r * a.n / P);
-    const int nr2 = (int)((int64_t)(r + 1) * a.n / P) - i0;
-    J.wa = a.wd;
-    J.wb = a.wd;
-    J.ldw = a.h;
-    J.row0 = i0;
-    J.nrows = nr2;
-    J.kb = stripe_start(s, a.hs, a.h);
-    J.ke = s + 1 == a.hs ? a.h : stripe_start(s + 1, a.hs, a.h);
-    J.xstride = a.xstride2;
-    stream_prefetch<T, NTOK, false>(J, a.prefetch2);
+    /* register engine: phase 2's first weights into L2 while other CTAs
+     * finish phase 1 */
+    if constexpr (!TMA) {
+        J.wa = a.wd;
+        J.wb = a.wd;
+        J.ldw = a.h;
+        J.row0 = i0;
+        J.nrows = nr2;
+        J.kb = kb2;
+        J.ke = ke2;
+        J.xstride = a.xstride2;
+        stream_prefetch<T, NTOK, false>(J, a.prefetch2);
+    }
 
     grid_barrier(a.flags, target);
     if (c == 0 && tid == 0)
         *a.epoch = target; /* every CTA has read the old one */
 
     /* ---- phase 2: this CTA's block of Y = H Wd^T ---- */
-    for (int i = tid; i < nr2 * ms; i += kThreads)
-        sacc[i] = 0.0f;
-    stage_tokens<T>(xs, a.xstride2, m, J.kb, J.ke,
-                    round_up_int(J.ke - J.kb, 128), a.hbuf, a.h, 1, true,
-                    true);
-    __syncthreads();
-    stream_pass<T, NTOK, false>(J);
-    __syncthreads();
-    reduce_slots<T, NTOK, false>(J);
+    if constexpr (TMA) {
+        if (producer)
+            tma_issue(R, J2, g2, tma_steps(J2));
+        else if (worker)
+            tma_consume<T, NTOK, false>(R, J2, kThreads);
+    } else {
+        for (int i = tid; i < nr2 * ms; i += kThreads)
+            sacc[i] = 0.0f;
+        reg_pass<T, NTOK, false>(J, xs, J2.kc, a.hbuf, a.h, 1, true, true,
+                                 0);
+    }
     __syncthreads();
 
+    /* (below, the producer warp only takes part in the barriers) */
     if (a.hs == 1) {
-        for (int i = tid; i < m * nr2; i += kThreads) {
+        for (int i = tid; worker && i < m * nr2; i += kThreads) {
             const int t = i / nr2, il = i - t * nr2;
             float v = sacc[il * ms + t];
             if (a.bd)
@@ -223,7 +322,7 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
      * and short: phase 2 is balanced), each adds the HS partials, in
      * stripe order, for its 1/HS of the range's rows. */
     float *part = a.parts + (size_t)s * m * a.n;
-    for (int i = tid; i < m * nr2; i += kThreads) {
+    for (int i = tid; worker && i < m * nr2; i += kThreads) {
         const int t = i / nr2, il = i - t * nr2;
         __stcg(&part[(size_t)t * a.n + i0 + il], sacc[il * ms + t]);
     }
@@ -237,7 +336,7 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     __syncthreads();
     const int q0 = (int)((int64_t)s * nr2 / a.hs);
     const int nq = (int)((int64_t)(s + 1) * nr2 / a.hs) - q0;
-    for (int i = tid; i < m * nq; i += kThreads) {
+    for (int i = tid; worker && i < m * nq; i += kThreads) {
         const int t = i / nq, il = q0 + (i - t * nq);
         float v = 0.0f;
         for (int q = 0; q < a.hs; ++q)
@@ -251,6 +350,9 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
 /* ---- the gemm kernel ------------------------------------------------- */
 
 template <typename T> struct GemmArgs {
+    /* TMA engine only: W in boxes of 64 columns x box rows; the ring */
+    CUtensorMap tm_w;
+    int box, box_cols, ring_off, stages, stride;
     const T *w;          /* weight row r at w + r * ldw, contiguous in k */
     int64_t ldw;
     const T *x;          /* token t, column c at x[t * xs_t + c * xs_k] */
@@ -268,11 +370,12 @@ template <typename T> struct GemmArgs {
     int prefetch;
 };
 
-template <typename T, int NTOK>
-__global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
-    decode_gemm_kernel(const GemmArgs<T> a)
+template <typename T, int NTOK, bool TMA>
+__global__ void __launch_bounds__(
+    (CtaShape<T, NTOK>::template Block<TMA>::SIZE), 1)
+    decode_gemm_kernel(const __grid_constant__ GemmArgs<T> a)
 {
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem[];
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
     const int kThreads = CtaShape<T, NTOK>::THREADS;
@@ -281,41 +384,34 @@ __global__ void __launch_bounds__((CtaShape<T, NTOK>::THREADS), 1)
     const int r0 = (int)((int64_t)cta * a.rows / G);
     const int nr = (int)((int64_t)(cta + 1) * a.rows / G) - r0;
 
-    for (int i = tid; i < nr * ms; i += kThreads)
-        sacc[i] = 0.0f;
-    StreamJob<T> J;
-    J.wa = a.w;
-    J.wb = a.w;
-    J.ldw = a.ldw;
-    J.row0 = r0;
-    J.nrows = nr;
-    J.xs = xs;
-    J.xstride = a.xstride;
-    J.m = m;
-    J.sacc = sacc;
-    J.ms = ms;
-    J.slots = reinterpret_cast<float *>(smem + a.slots_off);
-    J.kb = 0;
-    J.ke = min(a.k, a.kc);
-    stream_prefetch<T, NTOK, false>(J, a.prefetch);
-    for (int kb = 0; kb < a.k; kb += a.kc) {
-        const int ke = min(a.k, kb + a.kc);
+    const bool worker = tid < kThreads; /* the rest: TMA's producer warp */
+    if constexpr (TMA) {
+        TmaRing R = ring_at(smem, a.ring_off, a.stages, a.stride,
+                            kThreads / 32);
         __syncthreads();
-        stage_tokens<T>(xs, a.xstride, m, kb, ke, round_up_int(ke - kb, 128),
-                        a.x, a.xs_t, a.xs_k, a.x_vec != 0, false);
-        __syncthreads();
-        J.kb = kb;
-        J.ke = ke;
-        stream_pass<T, NTOK, false>(J);
-        __syncthreads();
-        reduce_slots<T, NTOK, false>(J);
+        const TmaJob<T> J = {&a.tm_w, NULL, r0, nr, a.box, a.box_cols, 0,
+                             a.k, a.kc,
+                             xs, a.xstride, m, a.x, a.xs_t, a.xs_k,
+                             a.x_vec != 0, false, sacc, ms};
+        if (tid == kThreads)
+            tma_issue(R, J, 0u, tma_steps(J));
+        else if (worker)
+            tma_consume<T, NTOK, false>(R, J, kThreads);
+    } else {
+        for (int i = tid; i < nr * ms; i += kThreads)
+            sacc[i] = 0.0f;
+        StreamJob<T> J = stream_job<T>(
+            a.w, a.w, a.ldw, r0, nr, a.k, xs, a.xstride, m, sacc,
+            reinterpret_cast<float *>(smem + a.slots_off));
+        reg_pass<T, NTOK, false>(J, xs, a.kc, a.x, a.xs_t, a.xs_k,
+                                 a.x_vec != 0, false, a.prefetch);
     }
     __syncthreads();
 
     /* C <- act(alpha acc + beta C + bias); C is read only when beta != 0.
      * Walk the output along its contiguous direction. */
     const bool rows_inner = a.cs_r == 1;
-    for (int i = tid; i < m * nr; i += kThreads) {
+    for (int i = tid; worker && i < m * nr; i += kThreads) {
         int t, rl;
         if (rows_inner) {
             t = i / nr;
@@ -412,44 +508,136 @@ static const char *dtype_suffix(fb_dtype d)
     return d == FB_DTYPE_F32 ? "f32" : d == FB_DTYPE_F16 ? "f16" : "bf16";
 }
 
-template <typename T, int NTOK>
-static fb_status run_decode_mlp(const fb_fused_env *env,
-                                const fb_mlp_problem *p,
-                                const fbf_tuning *tune, char *path,
-                                size_t pathlen)
+/* Whether a call may take the TMA engine (fused_decode_tma.cuh): 16-bit
+ * weights, a compute 9.0 device, a module built for sm_90a and a driver
+ * that encodes tensor maps; tune->decode_engine 1 asks for the register
+ * engine. */
+template <typename T>
+static bool tma_engine_allowed(const fb_fused_env *env,
+                               const fbf_tuning *tune)
 {
-    static KernelState state;
-    const void *func = reinterpret_cast<const void *>(&decode_mlp_kernel<T, NTOK>);
-    const int m = (int)p->m, k = (int)p->k, h = (int)p->h, n = (int)p->n;
-    const size_t esz = sizeof(T);
-    const int G = env->sm_count;
-    if (G < 1 || G > kMaxGrid)
-        return FB_STATUS_NOT_SUPPORTED;
-    if (env->workspace == NULL ||
-        env->workspace_bytes < kBarrierRegion + 4096 + 256)
-        return FB_STATUS_NOT_SUPPORTED;
+#ifdef FB_HAVE_SM90A
+    return sizeof(T) == 2 && env->cc_major == 9 && env->cc_minor == 0 &&
+           !(tune && tune->decode_engine == 1) && fbf_tma_available();
+#else
+    (void)env; (void)tune;
+    return false;
+#endif
+}
 
-    /* Phase-2 stripes: the divisor of G that moves the fewest L2 bytes
-     * (each CTA reads its H stripe; HS > 1 writes and reads back HS fp32
-     * partials of Y and pays a counter round trip, counted as 4 MB) and
-     * whose H stripe fits in shared memory with the accumulators. Each
-     * stripe also costs about 1/60 of Wd's bytes: more stripes mean
-     * shorter contiguous runs of every Wd row, streamed less efficiently,
-     * and more CTAs in each range's reduction. Fitted to the H200 sweeps
-     * (selftest, GPU sessions 5-6 of 2026-11-22), bf16 4096 -> 11008 ->
-     * 4096: m = 16 now picks hs 4, 90.1 us against 97.9 for hs 11 (which
-     * the bytes alone chose); m = 4 hs 3, 82.8 against 84.8 for hs 11
-     * (hs 1, the best there, 81.2); m = 1 keeps hs 1 (78.2). 768 -> 3072 -> 768, m = 16 (Wd 4.7 MB)
-     * keeps hs 11: the sweep there is flat within noise (26.8-29.9 us),
-     * and a flat 1.5 MB a stripe (hs 3) measured 28.8 against 28.1. */
+/* The TMA engine's shared memory after its header and accumulators: an
+ * X buffer of xs_cols columns (the token rows' chunk: all `need` columns
+ * if they fit in tune->tma_xs_kb KiB, 72 by default, else as many as
+ * fit, a multiple of the box width), then as many stages of
+ * stage_bytes as fit (at most kTmaMaxStages or tune->tma_stages). Chunks
+ * are cheap here (the ring keeps streaming while X is restaged) and bytes
+ * in flight are what a stream needs: 72 KiB keeps X of 16 tokens x 2048
+ * columns and leaves six 21 KiB stages. */
+struct TmaLayout {
+    size_t ring_off, stride, xs_off, smem;
+    int stages, box_cols, xs_cols;
+};
+
+static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
+                           size_t stage_rows, int need, int m, size_t esz,
+                           size_t budget, const fbf_tuning *tune)
+{
+    L->box_cols = bc;
+    L->ring_off = (kHeaderBytes + sacc + 127) / 128 * 128;
+    L->stride = stage_rows * bc * esz;
+    const size_t cap =
+        (size_t)(tune && tune->tma_xs_kb > 0 ? tune->tma_xs_kb : 72) << 10;
+    int cols = (int)(cap / ((size_t)m * esz)) - 32;
+    cols = cols / bc * bc;
+    if (cols < bc)
+        cols = bc;
+    if (cols > round_up_int(need, bc))
+        cols = round_up_int(need, bc);
+    L->xs_cols = cols;
+    const size_t xs = (size_t)m * (cols + 32) * esz;
+    if (L->ring_off + xs + 2 * L->stride > budget)
+        return false;
+    int S = (int)((budget - L->ring_off - xs) / L->stride);
+    const int cap_s =
+        tune && tune->tma_stages > 0 ? tune->tma_stages : kTmaMaxStages;
+    if (S > cap_s)
+        S = cap_s;
+    if (S > kTmaMaxStages)
+        S = kTmaMaxStages;
+    if (tune && tune->tma_stages > 0 && S != tune->tma_stages)
+        return false;
+    L->stages = S;
+    L->xs_off = L->ring_off + (size_t)S * L->stride;
+    L->smem = L->xs_off + xs;
+    return true;
+}
+
+/* The widest box (256, 128, then 64 columns) with which at least three
+ * stages fit, or tune->tma_box_cols. Wider boxes mean fewer, longer
+ * requests per row: H100 probe (selftest, 2026-11-25), 64 / 128 / 256
+ * columns: decode gemm 16 x 4096 -> 11008 58.3 / 49.2 / 47.3 us, MLP
+ * 768 -> 3072 -> 768 at m = 16 21.9 / 18.9 / 17.8 us, MLP 4096 -> 11008
+ * -> 4096 at m = 1 103.9 / 104.0 / 103.4 us (no difference where the
+ * stages are big anyway). */
+static bool tma_layout(TmaLayout *L, size_t sacc, size_t stage_rows,
+                       int need, int m, size_t esz, size_t budget,
+                       const fbf_tuning *tune)
+{
+    const int c = tune ? tune->tma_box_cols : 0;
+    if (c == 64 || c == 128 || c == 256)
+        return tma_layout_for(L, c, sacc, stage_rows, need, m, esz, budget,
+                              tune);
+    for (int bc = 256; bc >= 64; bc /= 2)
+        if (tma_layout_for(L, bc, sacc, stage_rows, need, m, esz, budget,
+                           tune) &&
+            (L->stages >= 3 || bc == 64))
+            return true;
+    return false;
+}
+
+/* Phase-2 stripes for the TMA engine: the most stripes whose Wd block
+ * still streams in stages no bigger than phase 1's (box2 <= 2 box1: more
+ * stripes only add partial sums; fewer make each stage, and so the bytes
+ * in flight, smaller); the fewest that fit if none is that small. */
+static int tma_stripes(int G, int n, int box1, size_t need_ws_h,
+                       size_t part_bytes, size_t ws_avail,
+                       const fbf_tuning *tune)
+{
+    int best = 0;
+    for (int d = 1; d <= G; ++d) {
+        if (G % d || (tune && tune->hs > 0 && d != tune->hs))
+            continue;
+        const int P = G / d;
+        const int box2 = (n + P - 1) / P;
+        if (P > kMaxRanges || box2 > 256 ||
+            need_ws_h + (d > 1 ? (size_t)d * part_bytes : 0) > ws_avail)
+            continue;
+        if (best == 0 || box2 <= 2 * box1)
+            best = d;
+    }
+    return best;
+}
+
+/* Phase-2 stripes for the register engine: the divisor of G that moves
+ * the fewest L2 bytes (each CTA reads its H stripe; HS > 1 writes and
+ * reads back HS fp32 partials of Y and pays a counter round trip, counted
+ * as 4 MB) and whose H stripe fits in shared memory with the
+ * accumulators. Each stripe also costs about 1/60 of Wd's bytes: more
+ * stripes mean shorter contiguous runs of every Wd row, streamed less
+ * efficiently, and more CTAs in each range's reduction. Fitted to the
+ * H200 sweeps (selftest, GPU sessions 5-6 of 2026-11-22), bf16 4096 ->
+ * 11008 -> 4096: m = 16 now picks hs 4, 90.1 us against 97.9 for hs 11
+ * (which the bytes alone chose); m = 4 hs 3, 82.8 against 84.8 for hs 11
+ * (hs 1, the best there, 81.2); m = 1 keeps hs 1 (78.2). 768 -> 3072 ->
+ * 768, m = 16 (Wd 4.7 MB) keeps hs 11: the sweep there is flat within
+ * noise (26.8-29.9 us), and a flat 1.5 MB a stripe (hs 3) measured 28.8
+ * against 28.1. */
+static int reg_stripes(int G, int m, int h, int n, size_t esz, size_t sacc1,
+                       int warps, size_t budget, size_t hbytes,
+                       size_t ws_avail, const fbf_tuning *tune)
+{
     const int ms = m + 1;
-    const int threads = CtaShape<T, NTOK>::THREADS;
-    const size_t budget = env->smem_optin;
-    const size_t sacc1 = (size_t)2 * ((h + G - 1) / G) * ms * 4;
-    /* per warp, two tiles' partial sums (fused_decode_stream.cuh) */
-    const size_t slot_bytes = (size_t)(threads / 32) * 2 * 16 * ms * 4;
-    const size_t ws_avail = env->workspace_bytes - kBarrierRegion - 256;
-    const size_t hbytes = ((size_t)m * h * esz + 255) / 256 * 256;
+    const size_t slot_bytes = (size_t)warps * 2 * 16 * ms * 4;
     int hs = 0;
     double best = 0.0;
     for (int d = 1; d <= G; ++d) {
@@ -478,23 +666,77 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
             best = cost;
         }
     }
+    return hs;
+}
+
+template <typename T, int NTOK, bool TMA>
+static fb_status launch_decode_mlp(const fb_fused_env *env,
+                                   const fb_mlp_problem *p,
+                                   const fbf_tuning *tune, char *path,
+                                   size_t pathlen)
+{
+    static KernelState state;
+    const void *func =
+        reinterpret_cast<const void *>(&decode_mlp_kernel<T, NTOK, TMA>);
+    const int m = (int)p->m, k = (int)p->k, h = (int)p->h, n = (int)p->n;
+    const size_t esz = sizeof(T);
+    const int G = env->sm_count;
+    if (G < 1 || G > kMaxGrid)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (env->workspace == NULL ||
+        env->workspace_bytes < kBarrierRegion + 4096 + 256)
+        return FB_STATUS_NOT_SUPPORTED;
+
+    const int ms = m + 1;
+    const int threads = CtaShape<T, NTOK>::template Block<TMA>::SIZE;
+    const int warps = CtaShape<T, NTOK>::THREADS / 32; /* computing */
+    const size_t budget = env->smem_optin;
+    const int box1 = (h + G - 1) / G;
+    const size_t sacc1 = (size_t)2 * box1 * ms * 4;
+    const size_t ws_avail = env->workspace_bytes - kBarrierRegion - 256;
+    const size_t hbytes = ((size_t)m * h * esz + 255) / 256 * 256;
+    const int hs = TMA ? tma_stripes(G, n, box1, hbytes, (size_t)m * n * 4,
+                                     ws_avail, tune)
+                       : reg_stripes(G, m, h, n, esz, sacc1, warps, budget,
+                                     hbytes, ws_avail, tune);
     if (hs == 0)
         return FB_STATUS_NOT_SUPPORTED;
     const int P = G / hs;
-    const int wmax = h / hs + 16;
-    const int xstride2 = round_up_int(wmax, 128) + 32;
-    const size_t sacc2 = (size_t)((n + P - 1) / P) * ms * 4;
+    const int box2 = (n + P - 1) / P;
+    const size_t sacc2 = (size_t)box2 * ms * 4;
     const size_t sacc = sacc1 > sacc2 ? sacc1 : sacc2;
     const size_t sacc_off = kHeaderBytes;
-    const size_t slots_off = (sacc_off + sacc + 15) / 16 * 16;
-    const size_t xs_off = (slots_off + slot_bytes + 15) / 16 * 16;
-    const int kc = choose_chunk(k, m, esz, budget - xs_off);
-    if (kc == 0)
-        return FB_STATUS_NOT_SUPPORTED;
-    const int xstride1 = kc + 32;
-    const size_t xs1b = (size_t)m * xstride1 * esz;
-    const size_t xs2b = (size_t)m * xstride2 * esz;
-    const size_t smem = xs_off + (xs1b > xs2b ? xs1b : xs2b);
+    size_t slots_off = 0, xs_off = 0, smem = 0;
+    int kc = 0, xstride1 = 0, xstride2 = 0;
+    TmaLayout L = {};
+    if (TMA) {
+        /* boxes of at most 256 rows; tiles within kTmaTilesPerWarp a warp */
+        const int cap = warps * kTmaTilesPerWarp;
+        if (box1 > 256 || box2 > 256 || (box1 + 7) / 8 > cap ||
+            (box2 + 15) / 16 > cap)
+            return FB_STATUS_NOT_SUPPORTED;
+        const int widest = h / hs + 72; /* stripes start at 64-multiples */
+        if (!tma_layout(&L, sacc, (size_t)(2 * box1 > box2 ? 2 * box1 : box2),
+                        k > widest ? k : widest, m, esz, budget, tune))
+            return FB_STATUS_NOT_SUPPORTED;
+        xs_off = L.xs_off;
+        smem = L.smem;
+        kc = L.xs_cols;
+        xstride1 = xstride2 = L.xs_cols + 32;
+    } else {
+        const size_t slot_bytes = (size_t)warps * 2 * 16 * ms * 4;
+        const int wmax = h / hs + 16;
+        xstride2 = round_up_int(wmax, 128) + 32;
+        slots_off = (sacc_off + sacc + 15) / 16 * 16;
+        xs_off = (slots_off + slot_bytes + 15) / 16 * 16;
+        kc = choose_chunk(k, m, esz, budget - xs_off);
+        if (kc == 0)
+            return FB_STATUS_NOT_SUPPORTED;
+        xstride1 = kc + 32;
+        const size_t xs1b = (size_t)m * xstride1 * esz;
+        const size_t xs2b = (size_t)m * xstride2 * esz;
+        smem = xs_off + (xs1b > xs2b ? xs1b : xs2b);
+    }
     if (smem > budget)
         return FB_STATUS_NOT_SUPPORTED;
 
@@ -504,11 +746,24 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
         return fbf_launch_status(e);
     if (!fits)
         return FB_STATUS_NOT_SUPPORTED;
-    if (tune && tune->dry_run)
-        return FB_STATUS_SUCCESS;
 
     MlpArgs<T> a;
     memset(&a, 0, sizeof a);
+    if (TMA && (!fbf_tma_map_16(&a.tm_wg, p->dtype, p->wg, h, k, k,
+                                L.box_cols, box1, false) ||
+                !fbf_tma_map_16(&a.tm_wu, p->dtype, p->wu, h, k, k,
+                                L.box_cols, box1, false) ||
+                !fbf_tma_map_16(&a.tm_wd, p->dtype, p->wd, n, h, h,
+                                L.box_cols, box2, false)))
+        return FB_STATUS_NOT_SUPPORTED;
+    if (tune && tune->dry_run)
+        return FB_STATUS_SUCCESS;
+    a.box1 = box1;
+    a.box2 = box2;
+    a.box_cols = L.box_cols;
+    a.ring_off = (int)L.ring_off;
+    a.stages = L.stages;
+    a.stride = (int)L.stride;
     a.x = static_cast<const T *>(p->x);
     a.ldx = p->ldx;
     a.wg = static_cast<const T *>(p->wg);
@@ -528,12 +783,13 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     a.xstride1 = xstride1;
     a.hs = hs;
     a.xstride2 = xstride2;
-    /* L2 prefetch, as steps per warp: phase 1 asks for twice the knob
-     * (the CTA's first two rounds of loads, 128 KiB by default) while X is
-     * staged, phase 2 for the knob (64 KiB) before the barrier. */
+    /* Register engine's L2 prefetch, as steps per warp: phase 1 asks for
+     * twice the knob (the CTA's first two rounds of loads, 128 KiB by
+     * default) while X is staged, phase 2 for the knob (64 KiB) before the
+     * barrier. */
     const int kb_knob =
         tune && tune->prefetch_kb != 0 ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb) : 64;
-    const int step_bytes = (threads / 32) * 16 * Engine<T, NTOK>::COLS * (int)esz;
+    const int step_bytes = warps * 16 * Engine<T, NTOK>::COLS * (int)esz;
     a.prefetch1 = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.prefetch2 = kb_knob ? ((kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.sacc_off = (int)sacc_off;
@@ -554,10 +810,33 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
     fb_status st = fbf_launch_status(e);
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
-        snprintf(name, sizeof name, "mlp_decode_%s", dtype_suffix(p->dtype));
+        snprintf(name, sizeof name, "mlp_decode_%s%s",
+                 dtype_suffix(p->dtype), TMA ? "+tma" : "");
         fbf_set_path(path, pathlen, name);
     }
     return st;
+}
+
+/* The TMA engine where it is allowed and covers the call, else the
+ * register engine (tune->decode_engine: 1 the register engine only, 2
+ * the TMA engine only). */
+template <typename T, int NTOK>
+static fb_status run_decode_mlp(const fb_fused_env *env,
+                                const fb_mlp_problem *p,
+                                const fbf_tuning *tune, char *path,
+                                size_t pathlen)
+{
+    if constexpr (sizeof(T) == 2) {
+        if (tma_engine_allowed<T>(env, tune)) {
+            const fb_status st =
+                launch_decode_mlp<T, NTOK, true>(env, p, tune, path, pathlen);
+            if (st != FB_STATUS_NOT_SUPPORTED)
+                return st;
+        }
+    }
+    if (tune && tune->decode_engine == 2)
+        return FB_STATUS_NOT_SUPPORTED;
+    return launch_decode_mlp<T, NTOK, false>(env, p, tune, path, pathlen);
 }
 
 template <typename T>
@@ -573,15 +852,15 @@ static fb_status dispatch_decode_mlp(const fb_fused_env *env,
     return run_decode_mlp<T, 32>(env, p, tune, path, pathlen);
 }
 
-template <typename T, int NTOK>
-static fb_status run_decode_gemm(const fb_fused_env *env,
-                                 const GemmArgs<T> &in, fb_dtype dtype,
-                                 const fbf_tuning *tune, char *path,
-                                 size_t pathlen)
+template <typename T, int NTOK, bool TMA>
+static fb_status launch_decode_gemm(const fb_fused_env *env,
+                                    const GemmArgs<T> &in, fb_dtype dtype,
+                                    const fbf_tuning *tune, char *path,
+                                    size_t pathlen)
 {
     static KernelState state;
     const void *func =
-        reinterpret_cast<const void *>(&decode_gemm_kernel<T, NTOK>);
+        reinterpret_cast<const void *>(&decode_gemm_kernel<T, NTOK, TMA>);
     GemmArgs<T> a = in;
     const size_t esz = sizeof(T);
     int G = a.rows / 16;
@@ -590,24 +869,45 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
     if (G < 1)
         G = 1;
     const int ms = a.m + 1;
-    const int threads = CtaShape<T, NTOK>::THREADS;
-    const size_t sacc = (size_t)((a.rows + G - 1) / G) * ms * 4;
-    const size_t slot_bytes = (size_t)(threads / 32) * 2 * 16 * ms * 4;
-    const size_t slots_off = (kHeaderBytes + sacc + 15) / 16 * 16;
-    const size_t xs_off = (slots_off + slot_bytes + 15) / 16 * 16;
-    if (xs_off >= env->smem_optin)
-        return FB_STATUS_NOT_SUPPORTED;
-    const int kc = choose_chunk(a.k, a.m, esz, env->smem_optin - xs_off);
-    if (kc == 0)
-        return FB_STATUS_NOT_SUPPORTED;
+    const int threads = CtaShape<T, NTOK>::template Block<TMA>::SIZE;
+    const int warps = CtaShape<T, NTOK>::THREADS / 32; /* computing */
+    const int box = (a.rows + G - 1) / G;
+    const size_t sacc = (size_t)box * ms * 4;
+    size_t xs_off = 0;
+    int kc = 0;
+    if (TMA) {
+        if (box > 256 || (box + 15) / 16 > warps * kTmaTilesPerWarp)
+            return FB_STATUS_NOT_SUPPORTED;
+        TmaLayout L;
+        if (!tma_layout(&L, sacc, (size_t)box, a.k, a.m, esz,
+                        env->smem_optin, tune))
+            return FB_STATUS_NOT_SUPPORTED;
+        xs_off = L.xs_off;
+        kc = L.xs_cols;
+        a.box = box;
+        a.box_cols = L.box_cols;
+        a.ring_off = (int)L.ring_off;
+        a.stages = L.stages;
+        a.stride = (int)L.stride;
+        a.slots_off = 0;
+    } else {
+        const size_t slot_bytes = (size_t)warps * 2 * 16 * ms * 4;
+        const size_t slots_off = (kHeaderBytes + sacc + 15) / 16 * 16;
+        xs_off = (slots_off + slot_bytes + 15) / 16 * 16;
+        if (xs_off >= env->smem_optin)
+            return FB_STATUS_NOT_SUPPORTED;
+        kc = choose_chunk(a.k, a.m, esz, env->smem_optin - xs_off);
+        if (kc == 0)
+            return FB_STATUS_NOT_SUPPORTED;
+        a.slots_off = (int)slots_off;
+    }
     a.kc = kc;
     a.xstride = kc + 32;
     const int kb_knob =
         tune && tune->prefetch_kb != 0 ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb) : 64;
-    const int step_bytes = (threads / 32) * 16 * Engine<T, NTOK>::COLS * (int)esz;
+    const int step_bytes = warps * 16 * Engine<T, NTOK>::COLS * (int)esz;
     a.prefetch = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.sacc_off = kHeaderBytes;
-    a.slots_off = (int)slots_off;
     a.xs_off = (int)xs_off;
     const size_t smem = xs_off + (size_t)a.m * a.xstride * esz;
 
@@ -617,6 +917,9 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
         return fbf_launch_status(e);
     if (!fits)
         return FB_STATUS_NOT_SUPPORTED;
+    if (TMA && !fbf_tma_map_16(&a.tm_w, dtype, a.w, a.rows, a.k, a.ldw,
+                               a.box_cols, box, false))
+        return FB_STATUS_NOT_SUPPORTED;
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;
     void *args[] = {&a};
@@ -624,10 +927,32 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
         func, dim3(G), dim3(threads), args, smem, env->stream));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
-        snprintf(name, sizeof name, "gemm_decode_%s", dtype_suffix(dtype));
+        snprintf(name, sizeof name, "gemm_decode_%s%s", dtype_suffix(dtype),
+                 TMA ? "+tma" : "");
         fbf_set_path(path, pathlen, name);
     }
     return st;
+}
+
+/* As run_decode_mlp: the TMA engine first where allowed. */
+template <typename T, int NTOK>
+static fb_status run_decode_gemm(const fb_fused_env *env,
+                                 const GemmArgs<T> &a, fb_dtype dtype,
+                                 const fbf_tuning *tune, char *path,
+                                 size_t pathlen)
+{
+    if constexpr (sizeof(T) == 2) {
+        if (tma_engine_allowed<T>(env, tune)) {
+            const fb_status st = launch_decode_gemm<T, NTOK, true>(
+                env, a, dtype, tune, path, pathlen);
+            if (st != FB_STATUS_NOT_SUPPORTED)
+                return st;
+        }
+    }
+    if (tune && tune->decode_engine == 2)
+        return FB_STATUS_NOT_SUPPORTED;
+    return launch_decode_gemm<T, NTOK, false>(env, a, dtype, tune, path,
+                                              pathlen);
 }
 
 template <typename T>

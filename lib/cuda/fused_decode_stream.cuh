@@ -428,15 +428,35 @@ __device__ void stream_prefetch(const StreamJob<T> &J, int steps)
  * [kb, ke), zero from ke - kb up to kpad. src(t, c) = src[t*ld_t + c*ld_c].
  * vec: ld_c == 1, src and ld_t allow 16-byte loads, kb and ke multiples
  * of 16 bytes. coherent: src was written by this launch (read through L2
- * only, never the non-coherent path). */
+ * only, never the non-coherent path). Threads 0 .. nthreads-1 do it (0:
+ * the whole CTA). async (with vec): by cp.async, every piece in flight at
+ * once and none through registers (the TMA engine's X chunks: one L2
+ * round trip, not one per four pieces a thread); the copies read through
+ * L2 only, so they are coherent too. The caller synchronises after. */
 template <typename T>
 __device__ __forceinline__ void stage_tokens(T *xs, int xstride, int m,
                                              int kb, int ke, int kpad,
                                              const T *src, int64_t ld_t,
                                              int64_t ld_c, bool vec,
-                                             bool coherent)
+                                             bool coherent, int nthreads = 0,
+                                             bool async = false)
 {
-    const int nthreads = blockDim.x;
+    if (nthreads == 0)
+        nthreads = blockDim.x;
+    if (vec && async) {
+        const int per = 16 / (int)sizeof(T);
+        const int nv = kpad / per, total = m * nv;
+        for (int i = threadIdx.x; i < total; i += nthreads) {
+            const int t = i / nv, cv = i - t * nv;
+            const int col = kb + cv * per;
+            const bool in = col < ke;
+            cp_async16(xs + t * xstride + cv * per,
+                       in ? src + t * ld_t + col : src, in ? 16 : 0);
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+        return;
+    }
     if (vec) {
         /* Four loads in flight per thread before the first store: X is
          * read from L2 by every CTA at once, and one round trip per

@@ -28,6 +28,12 @@ typedef struct fbf_tuning {
     int h_only;       /* prefill: the dual GEMM alone, no down GEMM */
     int prefill_down_bn; /* prefill down GEMM: output columns a tile (128
                             or 256; 0: pw_down_bn's choice) */
+    int decode_engine; /* decode kernels: 1 the register engine, 2 the TMA
+                          engine (fused_decode_tma.cuh); 0: TMA where it
+                          is allowed and covers the call */
+    int tma_stages;    /* TMA engine: stages in its ring (2..8) */
+    int tma_box_cols;  /* TMA engine: columns a box (64, 128, 256) */
+    int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */

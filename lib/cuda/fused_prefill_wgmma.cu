@@ -50,8 +50,8 @@
 #include <string.h>
 #include <atomic>
 #include <cuda.h>         /* CUtensorMap and its enums (types only) */
-#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled_v12000 */
 #include "fused_internal.h"
+#include "fused_tma_map.h"
 #include "fused_tiny.cuh"
 #include "fused_wgmma.cuh"
 
@@ -386,48 +386,13 @@ __global__ void __launch_bounds__(kPwThreads, 1)
 
 /* ---- host side ------------------------------------------------------- */
 
-typedef PFN_cuTensorMapEncodeTiled_v12000 PwEncodeFn;
-
-/* The driver's cuTensorMapEncodeTiled, found once through the runtime
- * (the module links cudart, not libcuda). NULL where the driver lacks it. */
-static PwEncodeFn pw_encoder()
-{
-    static std::atomic<PwEncodeFn> cached{nullptr};
-    PwEncodeFn f = cached.load(std::memory_order_acquire);
-    if (f)
-        return f;
-    void *p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
-                                         cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !p)
-        return nullptr;
-    f = reinterpret_cast<PwEncodeFn>(p);
-    cached.store(f, std::memory_order_release);
-    return f;
-}
-
 /* A rows x cols row-major 16-bit matrix (row stride ld elements) read in
  * boxes of 64 columns x 128 rows, 128-byte swizzled, zeros past its
  * edges. */
 static bool pw_tensor_map(CUtensorMap *tm, fb_dtype dt, const void *base,
                           int64_t rows, int64_t cols, int64_t ld)
 {
-    const PwEncodeFn enc = pw_encoder();
-    if (!enc)
-        return false;
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
-    const cuuint32_t box[2] = {kPwBK, 128};
-    const cuuint32_t estr[2] = {1, 1};
-    return enc(tm,
-               dt == FB_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-               2, const_cast<void *>(base), dims, strides, box, estr,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return fbf_tma_map_16(tm, dt, base, rows, cols, ld, kPwBK, 128, true);
 }
 
 template <typename T, bool DUAL, int BROWS, int ACT>
@@ -562,7 +527,7 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
         return FB_STATUS_NOT_SUPPORTED;
     if (PwShape<true, 256>::SMEM > env->smem_optin ||
         PwShape<false, 256>::SMEM > env->smem_optin ||
-        PwShape<false, 128>::SMEM > env->smem_optin || !pw_encoder())
+        PwShape<false, 128>::SMEM > env->smem_optin || !fbf_tma_available())
         return FB_STATUS_NOT_SUPPORTED;
     if (tune && tune->dry_run)
         return FB_STATUS_SUCCESS;

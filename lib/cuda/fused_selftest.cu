@@ -496,6 +496,19 @@ static std::string mlp_label(const MlpCase &c)
  * library's choice, 1 the dual GEMM alone (H only; timing), 2 and 3 the
  * down GEMM's tiles forced to 128 and 256 columns. */
 static int g_prefill_variant = 0;
+/* decode kernels' engine for check_mlp / check_gemm (fbf_tuning's
+ * decode_engine; 0: fb_fused_mlp / fb_fused_gemm, the library's choice) */
+static int g_decode_engine = 0;
+
+static fb_status run_mlp(Device &dev, const fb_mlp_problem *p, char *path,
+                         size_t pathlen)
+{
+    if (!g_decode_engine)
+        return fb_fused_mlp(&dev.env, p, path, pathlen);
+    fbf_tuning tune = {};
+    tune.decode_engine = g_decode_engine;
+    return fbf_decode_mlp(&dev.env, p, &tune, path, pathlen);
+}
 
 static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
                              char *path, size_t pathlen)
@@ -530,7 +543,7 @@ static void check_mlp(Device &dev, const MlpCase &c, uint64_t seed,
         char path[96] = "";
         const fb_status st =
             prefill ? run_prefill(dev, &p, hbuf, path, sizeof path)
-                    : fb_fused_mlp(&dev.env, &p, path, sizeof path);
+                    : run_mlp(dev, &p, path, sizeof path);
         CK(cudaStreamSynchronize(dev.stream));
         CK(cudaGetLastError());
         if (st != FB_STATUS_SUCCESS || (want_path && !strstr(path, want_path))) {
@@ -676,7 +689,11 @@ static void check_gemm(Device &dev, const GemmCase &c, uint64_t seed,
     else
         CK(cudaMemset2DAsync(cc, p.ldc * es, 0xff, c.m * es, c.n, dev.stream));
     char path[96] = "";
-    const fb_status st = fb_fused_gemm(&dev.env, &p, path, sizeof path);
+    fbf_tuning tune = {};
+    tune.decode_engine = g_decode_engine;
+    const fb_status st = g_decode_engine
+                             ? fbf_decode_gemm(&dev.env, &p, &tune, path, sizeof path)
+                             : fb_fused_gemm(&dev.env, &p, path, sizeof path);
     CK(cudaStreamSynchronize(dev.stream));
     CK(cudaGetLastError());
     if (st != FB_STATUS_SUCCESS || (want_path && !strstr(path, want_path))) {
@@ -802,10 +819,63 @@ static int weight_sets(const Device &dev, size_t call_bytes)
     return std::min(sets, 32);
 }
 
+/* Variants of one workload timed round-robin: one timed call of each in
+ * turn, `rounds` rounds, so that clock drift during the run falls on all
+ * of them alike. run(v, i) launches variant v for round i and returns
+ * false if the variant does not cover the call (then it is left out).
+ * One line a variant into g_tune_lines: median, min, p90, and what
+ * `per_us(median)` says (a rate). */
+static void round_robin(Device &dev, const std::string &label,
+                        const std::vector<std::string> &names,
+                        const std::function<bool(int, int)> &run,
+                        const std::function<std::string(double)> &per_us)
+{
+    const int nv = (int)names.size(), rounds = 25;
+    std::vector<bool> ok(nv);
+    for (int v = 0; v < nv; ++v) {
+        ok[v] = run(v, 0) && run(v, 1);
+        CK(cudaStreamSynchronize(dev.stream));
+        CK(cudaGetLastError());
+    }
+    std::vector<std::vector<float>> t(nv);
+    std::vector<cudaEvent_t> ev(2 * nv * rounds);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    for (int r = 0; r < rounds; ++r)
+        for (int v = 0; v < nv; ++v) {
+            if (!ok[v])
+                continue;
+            CK(cudaEventRecord(ev[2 * (r * nv + v)], dev.stream));
+            (void)run(v, r);
+            CK(cudaEventRecord(ev[2 * (r * nv + v) + 1], dev.stream));
+        }
+    CK(cudaStreamSynchronize(dev.stream));
+    CK(cudaGetLastError());
+    for (int v = 0; v < nv; ++v) {
+        char line[256];
+        if (!ok[v]) {
+            snprintf(line, sizeof line, "probe %s: %-40s not covered", label.c_str(),
+                     names[v].c_str());
+        } else {
+            for (int r = 0; r < rounds; ++r) {
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, ev[2 * (r * nv + v)], ev[2 * (r * nv + v) + 1]));
+                t[v].push_back(ms * 1e3f);
+            }
+            std::sort(t[v].begin(), t[v].end());
+            snprintf(line, sizeof line, "probe %s: %-40s median %7.1f us  min %7.1f  p90 %7.1f  (%s)",
+                     label.c_str(), names[v].c_str(), t[v][rounds / 2], t[v][0],
+                     t[v][rounds * 9 / 10], per_us(t[v][rounds / 2]).c_str());
+        }
+        g_tune_lines.push_back(line);
+        printf("%s\n", line);
+    }
+    for (auto &e : ev)
+        cudaEventDestroy(e);
+}
+
 /* The prefill kernels' variants against each other and against cuBLAS's
- * gate and up GEMMs, round-robin (one timed call of each in turn, 25
- * rounds) so that clock drift during the run falls on all of them alike;
- * with the grid each launched. */
+ * gate and up GEMMs. */
 static void prefill_probe(Device &dev, const MlpCase &c)
 {
     g_current = "probe " + mlp_label(c);
@@ -824,21 +894,19 @@ static void prefill_probe(Device &dev, const MlpCase &c)
                     {"dual + down (256-column tiles)", 1, 256, 0},
                     {"cuBLAS gate + up GEMMs", 0, 0, 0},
                     {"cuBLAS + elementwise chain", -1, 0, 0}};
-    const int nv = sizeof vs / sizeof vs[0], rounds = 25;
-    std::vector<std::vector<float>> t(nv);
-    std::vector<cudaEvent_t> ev(2 * nv * rounds);
-    for (auto &e : ev)
-        CK(cudaEventCreate(&e));
+    std::vector<std::string> names;
+    for (const V &v : vs)
+        names.push_back(v.name);
     auto run = [&](int v, int i) {
         const MlpBuffers &b = bufs[i % sets];
         if (vs[v].kind == 0) {
             blas_linear(dev, c.dtype, b.x, b.ldx, b.wg, g, c.h, c.m, c.k, c.h);
             blas_linear(dev, c.dtype, b.x, b.ldx, b.wu, u, c.h, c.m, c.k, c.h);
-            return;
+            return true;
         }
         if (vs[v].kind < 0) {
             base_mlp(dev, c, b, g, u);
-            return;
+            return true;
         }
         const fb_mlp_problem p = mlp_problem(c, b);
         fbf_tuning tune = {};
@@ -850,39 +918,72 @@ static void prefill_probe(Device &dev, const MlpCase &c)
                                                    &tune, path, sizeof path);
         if (st != FB_STATUS_SUCCESS)
             report(false, "probe %s: status %d", vs[v].name, (int)st);
+        return st == FB_STATUS_SUCCESS;
     };
-    for (int v = 0; v < nv; ++v)
-        for (int w = 0; w < 2; ++w)
-            run(v, w);
-    CK(cudaStreamSynchronize(dev.stream));
-    for (int r = 0; r < rounds; ++r)
-        for (int v = 0; v < nv; ++v) {
-            CK(cudaEventRecord(ev[2 * (r * nv + v)], dev.stream));
-            run(v, r);
-            CK(cudaEventRecord(ev[2 * (r * nv + v) + 1], dev.stream));
-        }
-    CK(cudaStreamSynchronize(dev.stream));
-    CK(cudaGetLastError());
-    for (int r = 0; r < rounds; ++r)
-        for (int v = 0; v < nv; ++v) {
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, ev[2 * (r * nv + v)], ev[2 * (r * nv + v) + 1]));
-            t[v].push_back(ms * 1e3f);
-        }
     const double flop = 2.0 * c.m * c.k * 2.0 * c.h;
-    for (int v = 0; v < nv; ++v) {
-        std::sort(t[v].begin(), t[v].end());
-        char line[256];
-        snprintf(line, sizeof line,
-                 "probe %s: %-40s median %7.1f us  min %7.1f  p90 %7.1f  "
-                 "(gate+up %5.0f TFLOP/s at the median)",
-                 mlp_label(c).c_str(), vs[v].name, t[v][rounds / 2], t[v][0],
-                 t[v][rounds * 9 / 10], flop / (t[v][rounds / 2] * 1e6));
-        g_tune_lines.push_back(line);
-        printf("%s\n", line);
-    }
-    for (auto &e : ev)
-        cudaEventDestroy(e);
+    round_robin(dev, mlp_label(c), names, run, [&](double us) {
+        char b[64];
+        snprintf(b, sizeof b, "gate+up %5.0f TFLOP/s at the median", flop / (us * 1e6));
+        return std::string(b);
+    });
+    for (auto &b : bufs)
+        mlp_free(b);
+    cudaFree(g);
+    cudaFree(u);
+}
+
+/* The decode MLP's engines and ring depths against each other and the
+ * cuBLAS chain: weight bandwidth at the median, as % of the copy. */
+static void decode_probe(Device &dev, const MlpCase &c)
+{
+    g_current = "probe " + mlp_label(c);
+    const size_t es = esize(c.dtype);
+    const double wbytes = (double)(2 * c.h * c.k + c.n * c.h) * es;
+    const int sets = weight_sets(dev, (size_t)wbytes + (size_t)c.m * (c.k + c.n) * es);
+    std::vector<MlpBuffers> bufs(sets);
+    for (int i = 0; i < sets; ++i)
+        mlp_alloc(c, bufs[i], 3000 + i, dev.stream);
+    void *g, *u;
+    CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
+    CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    struct V { const char *name; int engine, stages, hs, box, xs_kb; };
+    const V vs[] = {{"register engine", 1, 0, 0, 0, 0},
+                    {"TMA engine", 2, 0, 0, 0, 0},
+                    {"TMA, boxes of 128 columns", 2, 0, 0, 128, 0},
+                    {"TMA, boxes of 256 columns", 2, 0, 0, 256, 0},
+                    {"TMA, 4 stages", 2, 4, 0, 0, 0},
+                    {"TMA, X chunk 32 KiB", 2, 0, 0, 0, 32},
+                    {"TMA, X chunk 140 KiB", 2, 0, 0, 0, 140},
+                    {"TMA, hs 2", 2, 0, 2, 0, 0},
+                    {"TMA, hs 6", 2, 0, 6, 0, 0},
+                    {"TMA, hs 12", 2, 0, 12, 0, 0},
+                    {"cuBLAS + elementwise chain", -1, 0, 0, 0, 0}};
+    std::vector<std::string> names;
+    for (const V &v : vs)
+        names.push_back(v.name);
+    auto run = [&](int v, int i) {
+        const MlpBuffers &b = bufs[i % sets];
+        if (vs[v].engine < 0) {
+            base_mlp(dev, c, b, g, u);
+            return true;
+        }
+        const fb_mlp_problem p = mlp_problem(c, b);
+        fbf_tuning tune = {};
+        tune.decode_engine = vs[v].engine;
+        tune.tma_stages = vs[v].stages;
+        tune.hs = vs[v].hs;
+        tune.tma_box_cols = vs[v].box;
+        tune.tma_xs_kb = vs[v].xs_kb;
+        char path[96];
+        return fbf_decode_mlp(&dev.env, &p, &tune, path, sizeof path) ==
+               FB_STATUS_SUCCESS;
+    };
+    round_robin(dev, mlp_label(c), names, run, [&](double us) {
+        char b[64];
+        snprintf(b, sizeof b, "weights %5.0f GB/s, %3.0f%% of copy", wbytes / (us * 1e3),
+                 100.0 * wbytes / (us * 1e3) / dev.copy_gbs);
+        return std::string(b);
+    });
     for (auto &b : bufs)
         mlp_free(b);
     cudaFree(g);
@@ -1099,6 +1200,35 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
     const double ours = time_us(dev.stream, 5, 60, [&](int i) {
         (void)fb_fused_gemm(&dev.env, &probs[i % sets], path, sizeof path);
     });
+    /* the decode gemm's engines and TMA layouts, round-robin */
+    if (strstr(path, "gemm_decode")) {
+        struct V { const char *name; int engine, box, xs_kb; };
+        const V vs[] = {{"register engine", 1, 0, 0},
+                        {"TMA engine", 2, 0, 0},
+                        {"TMA, boxes of 128 columns", 2, 128, 0},
+                        {"TMA, boxes of 256 columns", 2, 256, 0},
+                        {"TMA, X chunk 140 KiB", 2, 0, 140}};
+        std::vector<std::string> names;
+        for (const V &v : vs)
+            names.push_back(v.name);
+        const double wb = (double)wbytes;
+        char label[96];
+        snprintf(label, sizeof label, "linear %s %d x %d->%d", dname(d), tokens, k, out);
+        round_robin(dev, label, names, [&](int v, int i) {
+            fbf_tuning t = {};
+            t.decode_engine = vs[v].engine;
+            t.tma_box_cols = vs[v].box;
+            t.tma_xs_kb = vs[v].xs_kb;
+            char p2[96];
+            return fbf_decode_gemm(&dev.env, &probs[i % sets], &t, p2, sizeof p2) ==
+                   FB_STATUS_SUCCESS;
+        }, [&](double us) {
+            char b[64];
+            snprintf(b, sizeof b, "weights %5.0f GB/s, %3.0f%% of copy", wb / (us * 1e3),
+                     100.0 * wb / (us * 1e3) / dev.copy_gbs);
+            return std::string(b);
+        });
+    }
     const double base = time_us(dev.stream, 5, 60, [&](int i) {
         blas_linear(dev, d, xs[i % sets], k, ws[i % sets], ys[i % sets], out, tokens, k, out);
         switch (d) {
@@ -1203,6 +1333,28 @@ int main(int argc, char **argv)
             continue;
         check_mlp(dev, c, seed + 100 * ci, c.want);
     }
+    /* The decode cases of 16-bit types again on each engine by name: the
+     * register engine everywhere, the TMA engine where it runs (compute
+     * 9.0), so that neither goes untested whichever the library picks. */
+    const bool tma_device = dev.prop.major == 9 && dev.prop.minor == 0;
+    for (int eng : {1, 2}) {
+        if (eng == 2 && !tma_device)
+            continue;
+        g_decode_engine = eng;
+        ci = 0;
+        for (const MlpCase &c : mlp_cases) {
+            ci++;
+            if (c.dtype == FB_DTYPE_F32 || c.m > 32)
+                continue;
+            if (quick && ci > 1 && (3.0 * c.k * c.h) * esize(c.dtype) > 100e6)
+                continue;
+            if (small && (double)c.k * c.h > 4e6)
+                continue;
+            check_mlp(dev, c, seed + 100 * ci + 50 * eng,
+                      eng == 2 ? "+tma" : "mlp_decode");
+        }
+    }
+    g_decode_engine = 0;
     /* The barrier after foreign writes of the usual shapes: zeros (a
      * memset), all ones, then a counting pattern. */
     for (int pat = 0; pat < 3; ++pat) {
@@ -1276,6 +1428,16 @@ int main(int argc, char **argv)
         if (small && (double)c.k * std::max(c.m, c.n) > 4e6)
             continue;
         check_gemm(dev, c, seed + 500 + 10 * ci, c.want, false);
+        /* decode gemm cases of 16-bit types on each engine by name */
+        if (c.dtype != FB_DTYPE_F32 && c.want && strstr(c.want, "gemm_decode"))
+            for (int eng : {1, 2}) {
+                if (eng == 2 && !tma_device)
+                    continue;
+                g_decode_engine = eng;
+                check_gemm(dev, c, seed + 500 + 10 * ci + eng,
+                           eng == 2 ? "+tma" : "gemm_decode", false);
+            }
+        g_decode_engine = 0;
     }
     /* beta == 0 must not read C: C full of NaN, output finite. */
     if (!small)
@@ -1322,6 +1484,9 @@ int main(int argc, char **argv)
             }
         }
         g_prefill_variant = 0;
+        for (int mm : {16, 1, 4, 32})
+            decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, mm, 4096, 11008, 4096, 0, 0, false, NULL});
+        decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true, NULL});
         prefill_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 8192, 768, 3072, 768, 0, 0, false, NULL});
         prefill_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 4096, 4096, 11008, 4096, 0, 0, false, NULL});
         bench_linear(dev, FB_DTYPE_BF16, 16, 4096, 11008, FB_ACT_GELU_TANH);
