@@ -32,18 +32,21 @@ struct Crossover {
 };
 
 const Crossover table[] = {
-    /* GPU run 3, H200, fused_selftest: mlp bf16 4096->11008->4096 m=1
-     * 79.6 us vs 83.7 (1.05x); m=4 88.4 vs 84.5 (0.96x), so m <= 2. */
-    {DECODE_MLP, 9, B16, 2, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: decode mlp m=1 1.05x, m=4 0.96x", 0},
-    /* GPU run 3, H200, fused_selftest: mlp bf16 m=16 768->3072->768 bias
-     * 30.7 us vs 42.9 (1.40x). At these widths the weights (<= 25 MB
-     * 16-bit) stream in ~6 us and the chain's five launches dominate; a
-     * CTA owns <= 32 hidden units and <= 8 output rows, so the per-token
-     * bookkeeping that costs m=16 at 4096 wide stays small. m <= 16:
-     * larger m is not measured. */
-    {DECODE_MLP, 9, B16, 16, 1024, 4096,
-     "GPU run 3, H200, fused_selftest: mlp 768->3072->768 m=16 1.40x", 0},
+    /* The TMA engine (fused_decode_tma.cuh) against cuda-lt,
+     * fusedblas-bench (bench/gpu-bench.sh), H100, 2026-11-25 02:40 UTC,
+     * 4096->11008->4096: bf16 m=1 103.1 us against 115.1, m=4 103.3 /
+     * 116.3, m=16 108.8 / 111.6, m=32 117.4 / 120.4; f16 m=16 108.5 /
+     * 112.1 but m=32 118.0 / 114.3 (torch_compare.py, same run, bf16
+     * m=32: 118.8 / 115.3), so m <= 16. 768->3072->768 (weights 14 MB;
+     * the chain's launches dominate): bf16 m=1 18.7 / 30.7, m=16 20.7 /
+     * 30.6, m=32 23.5 / 29.6 (f16 alike), so m <= 32 where k, n <= 1024
+     * and h <= 4096. (The register engine, GPU run 3, H200: m <= 2 at
+     * 4096 wide, 1.40x at 768->3072->768 m=16.) */
+    {DECODE_MLP, 9, B16, 16, ANY, ANY,
+     "fusedblas-bench, H100: decode mlp (TMA) m=1..16 1.03-1.13x", 0},
+    {DECODE_MLP, 9, B16, 32, 1024, 4096,
+     "fusedblas-bench, H100: decode mlp 768->3072->768 m<=32 1.26-1.64x",
+     0},
     /* fusedblas-bench, H200, 2026-11-22 06:44 and 09:33 UTC: mlp fp32 m=16
      * 4096->11008->4096 cuda-fused 297.1 / 297.7 us against cuda-lt 312.4
      * / 313.7 (1.05x; fused_selftest 298.2 vs 313.1). Both stream the
@@ -60,12 +63,15 @@ const Crossover table[] = {
      * 21.3 against 69.2; 128->128->128 (mma.sync) 49.1 against 80.9. */
     {TINY_MLP, 9, B16, ANY, ANY, ANY,
      "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x", 0},
-    /* GPU run 3, H200, fused_selftest: linear bf16 1x4096->11008
-     * gelu_tanh bias 29.6 vs 30.9 us (1.04x); not 16 tokens (39.6 vs
-     * 30.2, 0.76x). Tiny Linear has no row: 1024x32->64 0.62x,
-     * 65536x128->128 0.47x. */
-    {DECODE_GEMM, 9, B16, 1, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: linear 1x4096->11008 1.04x", 0},
+    /* The TMA engine, fusedblas-bench, H100, 2026-11-25 02:40 UTC,
+     * linear 4096->11008 gelu_tanh bias against cuda-lt: bf16 1 token
+     * 37.6 us / 43.4, 4 tokens 38.1 / 41.8, 16 tokens 42.4 / 41.9 (f16
+     * 42.3 / 44.6; torch_compare.py 42.3 / 44.4: even), 32 tokens 49.2 /
+     * 46.1, so up to 4 tokens. Tiny Linear has no row (GPU run 3:
+     * 1024x32->64 0.62x, 65536x128->128 0.47x of cuBLAS + elementwise). */
+    {DECODE_GEMM, 9, B16, 4, ANY, ANY,
+     "fusedblas-bench, H100: linear 4096->11008 (TMA) 1-4 tokens 1.10-1.15x",
+     0},
     /* The TMA + wgmma prefill pair (fused_prefill_wgmma.cu) against
      * cuda-lt, torch_compare.py, H100, 2026-11-25 01:00 UTC: seed 8192 x
      * 768->3072->768 bf16 199.8 us against 232.1 (PyTorch eager 262.4,
