@@ -29,6 +29,9 @@ struct Crossover {
     int64_t h_max;      /* mlp: h at most */
     const char *source; /* the measurement */
     int64_t rows_min;   /* token rows at least (0: no bound) */
+    int mem_bus_max;    /* memory bus at most this many bits (0: any):
+                           the H100 (5120) and the H200 (6144) are both
+                           compute 9.0 but stream weights differently */
 };
 
 const Crossover table[] = {
@@ -40,13 +43,18 @@ const Crossover table[] = {
      * m=32: 118.8 / 115.3), so m <= 16. 768->3072->768 (weights 14 MB;
      * the chain's launches dominate): bf16 m=1 18.7 / 30.7, m=16 20.7 /
      * 30.6, m=32 23.5 / 29.6 (f16 alike), so m <= 32 where k, n <= 1024
-     * and h <= 4096. (The register engine, GPU run 3, H200: m <= 2 at
-     * 4096 wide, 1.40x at 768->3072->768 m=16.) */
+     * and h <= 4096. On an H200 (torch_compare.py, 03:00 UTC) cuda-lt
+     * is as fast or faster at 4096 wide: bf16 m=1 79.4 against 77.9, m=4
+     * 79.4 / 80.8, m=16 86.1 / 82.0, m=32 95.0 / 79.1; so the wide row
+     * holds for the H100's 5120-bit memory only. 768->3072->768 m=16 on
+     * the H200: 19.6 / 47.2. (The register engine, GPU run 3, H200: m <= 2
+     * at 4096 wide, 1.05x; since overtaken there by cuda-lt.) */
     {DECODE_MLP, 9, B16, 16, ANY, ANY,
-     "fusedblas-bench, H100: decode mlp (TMA) m=1..16 1.03-1.13x", 0},
+     "fusedblas-bench, H100: decode mlp (TMA) m=1..16 1.03-1.13x", 0,
+     5120},
     {DECODE_MLP, 9, B16, 32, 1024, 4096,
      "fusedblas-bench, H100: decode mlp 768->3072->768 m<=32 1.26-1.64x",
-     0},
+     0, 0},
     /* fusedblas-bench, H200, 2026-11-22 06:44 and 09:33 UTC: mlp fp32 m=16
      * 4096->11008->4096 cuda-fused 297.1 / 297.7 us against cuda-lt 312.4
      * / 313.7 (1.05x; fused_selftest 298.2 vs 313.1). Both stream the
@@ -54,7 +62,7 @@ const Crossover table[] = {
      * m <= 16 (narrower widths are not measured in fp32). Measured with
      * TF32 off (the default); the fused kernel is true fp32 either way. */
     {DECODE_MLP, 9, 1u << FB_DTYPE_F32, 16, ANY, ANY,
-     "fusedblas-bench, H200: decode mlp fp32 m=16 1.05x", 0},
+     "fusedblas-bench, H200: decode mlp fp32 m=16 1.05x", 0, 0},
     /* GPU run 3, H200, fused_selftest: mlp bf16 64->256->64 m=65536 2.64x,
      * m=1048576 2.99x; f16 128->128->128 m=65536 2.07x. Not fp32
      * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). Since the wgmma
@@ -62,16 +70,18 @@ const Crossover table[] = {
      * 64->256->64 30.2 us against cuda-lt 91.7 at m=65536, 64->64->64
      * 21.3 against 69.2; 128->128->128 (mma.sync) 49.1 against 80.9. */
     {TINY_MLP, 9, B16, ANY, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x", 0},
+     "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x", 0, 0},
     /* The TMA engine, fusedblas-bench, H100, 2026-11-25 02:40 UTC,
      * linear 4096->11008 gelu_tanh bias against cuda-lt: bf16 1 token
      * 37.6 us / 43.4, 4 tokens 38.1 / 41.8, 16 tokens 42.4 / 41.9 (f16
      * 42.3 / 44.6; torch_compare.py 42.3 / 44.4: even), 32 tokens 49.2 /
-     * 46.1, so up to 4 tokens. Tiny Linear has no row (GPU run 3:
+     * 46.1, so up to 4 tokens; the H100 only (H200, torch_compare.py,
+     * 03:00 UTC: 1 token 30.2 / 29.6, 4 tokens 30.6 / 31.7: even). Tiny
+     * Linear has no row (GPU run 3:
      * 1024x32->64 0.62x, 65536x128->128 0.47x of cuBLAS + elementwise). */
     {DECODE_GEMM, 9, B16, 4, ANY, ANY,
      "fusedblas-bench, H100: linear 4096->11008 (TMA) 1-4 tokens 1.10-1.15x",
-     0},
+     0, 5120},
     /* The TMA + wgmma prefill pair (fused_prefill_wgmma.cu) against
      * cuda-lt, torch_compare.py, H100, 2026-11-25 01:00 UTC: seed 8192 x
      * 768->3072->768 bf16 199.8 us against 232.1 (PyTorch eager 262.4,
@@ -83,7 +93,7 @@ const Crossover table[] = {
      * rows are not measured). */
     {PREFILL_MLP, 9, B16, ANY, 1024, 4096,
      "torch_compare.py, H100: prefill seed 1.16x cuda-lt, 1.31x eager",
-     1024},
+     1024, 0},
 };
 
 bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
@@ -94,6 +104,7 @@ bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
         if (c.family == f && env->cc_major == c.cc_major &&
             (c.dtypes >> dtype & 1u) && rows <= c.rows_max &&
             rows >= c.rows_min &&
+            (c.mem_bus_max == 0 || env->mem_bus_bits <= c.mem_bus_max) &&
             kn <= c.kn_max && h <= c.h_max)
             return true;
     }
