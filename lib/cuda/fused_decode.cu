@@ -5,6 +5,12 @@
  * mlp_decode: the whole gated MLP in ONE cooperative launch, one CTA per
  * SM (12 warps; 16 for fp32 with <= 16 tokens), no floating-point atomics
  * anywhere: the same call gives the same bits.
+ *   Two engines stream the weights (the kernels' TMA template flag): the
+ *   register engine (fused_decode_stream.cuh: warps load 16-byte pieces
+ *   into registers), and on Hopper for 16-bit weights the TMA engine
+ *   (fused_decode_tma.cuh: a 13th warp has the copy engine fill a ring of
+ *   shared-memory stages; its "prefetch" before the barrier is phase 2's
+ *   first stages themselves). The launcher tries TMA first where allowed.
  *   phase 1  CTA c owns hidden units [j0, j1) (h / G each, to one row):
  *            streams those rows of Wg and Wu once, with X in shared
  *            memory, and writes H[:, j0:j1] = act(X Wg^T + bg) .* (X Wu^T
