@@ -10,10 +10,10 @@
  * 16-byte loads, eight rows x 64 bytes an instruction; at m = 16 it reached
  * 59 % of DRAM peak while L2 was 70 % busy, and every change that put more
  * requests on L2 (a rolling prefetch, whole-line loads) was slower. Here
- * one thread asks the copy engine for a box of 64 columns x all the CTA's
- * rows (128 bytes of each row: whole lines) per matrix and stage, so a
- * stage of 21 KB is one or two requests, and the bytes in flight cost no
- * registers.
+ * one thread asks the copy engine for a box of 64, 128 or 256 columns x
+ * all the CTA's rows (128-512 bytes of each row: whole lines) per matrix
+ * and stage, so a stage of 21-43 KB is one or two requests, and the bytes
+ * in flight cost no registers.
  *
  * Ring: S stages (up to kTmaMaxStages), each with a "full" mbarrier (the
  * copy engine completes its bytes) and an "empty" one (each computing warp
@@ -35,9 +35,10 @@
  * every run. Lane (g, t) reads 16 bytes of rows g and g + 8 of its tile,
  * columns 8t..8t+7 of each 32-column half of the stage, and the tokens'
  * 16 bytes at the same columns (the register engine's k order, so the same
- * mma16816 calls). A 128-byte row pitch puts rows g and g + 1 on the same
- * banks: a 2-way conflict, 2 x 42 shared loads a warp a stage against the
- * ~1 us the stage takes to arrive; not worth a swizzle.
+ * mma16816 calls). The row pitch (the box's 128-512 bytes, a multiple of
+ * 128) puts rows g and g + 1 on the same banks: a 2-way conflict on a few
+ * dozen shared loads a warp a stage, against the ~1 us the stage takes to
+ * arrive; not worth a swizzle.
  *
  * Token rows: X is staged into shared memory chunk by chunk (stage_tokens,
  * by the computing warps, synchronised among themselves by a named
@@ -56,7 +57,6 @@ namespace fbf {
 
 enum {
     kTmaMinCols = 64,    /* the narrowest box: 128 bytes of each row */
-    kTmaMaxCols = 256,   /* the widest a box may be */
     kTmaMaxStages = 8,   /* 2 x 8 mbarriers: the kernels' 128-byte header */
     kTmaTilesPerWarp = 2 /* tiles a warp holds: 24 with 12 warps */
 };
@@ -66,7 +66,7 @@ struct TmaRing {
     unsigned char *base; /* stage s at base + s * stride (128-byte aligned) */
     uint64_t *full, *empty;
     int stages, stride;
-    uint32_t issued; /* stages asked of the copy engine (thread 0's count) */
+    uint32_t issued; /* stages asked of the copy engine (the producer's count) */
     uint32_t used;   /* stages the CTA has consumed (every thread's) */
 };
 
