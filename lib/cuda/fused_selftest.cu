@@ -819,6 +819,33 @@ static int weight_sets(const Device &dev, size_t call_bytes)
     return std::min(sets, 32);
 }
 
+/* The input sets of a timed MLP (weight_sets copies, seeds seed0, seed0
+ * + 1, ...) and the unfused chain's G and U, freed with it. */
+struct MlpSets {
+    std::vector<MlpBuffers> bufs;
+    void *g = nullptr, *u = nullptr;
+    MlpSets(Device &dev, const MlpCase &c, uint64_t seed0)
+    {
+        const size_t es = esize(c.dtype);
+        const int sets = weight_sets(dev, (size_t)(2 * c.h * c.k + c.n * c.h +
+                                                    c.m * (c.k + c.n)) * es);
+        bufs.resize(sets);
+        for (int i = 0; i < sets; ++i)
+            mlp_alloc(c, bufs[i], seed0 + i, dev.stream);
+        CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
+        CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    }
+    ~MlpSets()
+    {
+        for (auto &b : bufs)
+            mlp_free(b);
+        cudaFree(g);
+        cudaFree(u);
+    }
+    MlpSets(const MlpSets &) = delete;
+    MlpSets &operator=(const MlpSets &) = delete;
+};
+
 /* Variants of one workload timed round-robin: one timed call of each in
  * turn, `rounds` rounds, so that clock drift during the run falls on all
  * of them alike. run(v, i) launches variant v for round i and returns
@@ -880,14 +907,10 @@ static void prefill_probe(Device &dev, const MlpCase &c)
 {
     g_current = "probe " + mlp_label(c);
     const size_t es = esize(c.dtype);
-    const int sets = weight_sets(dev, (size_t)(2 * c.h * c.k + c.n * c.h +
-                                                c.m * (c.k + c.n)) * es);
-    std::vector<MlpBuffers> bufs(sets);
-    for (int i = 0; i < sets; ++i)
-        mlp_alloc(c, bufs[i], 2000 + i, dev.stream);
-    void *g, *u;
-    CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
-    CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    MlpSets S(dev, c, 2000);
+    const std::vector<MlpBuffers> &bufs = S.bufs;
+    const int sets = (int)bufs.size();
+    void *g = S.g, *u = S.u;
     struct V { const char *name; int kind, down_bn, h_only; };
     const V vs[] = {{"dual", 1, 0, 1},
                     {"dual + down (128-column tiles)", 1, 128, 0},
@@ -926,10 +949,6 @@ static void prefill_probe(Device &dev, const MlpCase &c)
         snprintf(b, sizeof b, "gate+up %5.0f TFLOP/s at the median", flop / (us * 1e6));
         return std::string(b);
     });
-    for (auto &b : bufs)
-        mlp_free(b);
-    cudaFree(g);
-    cudaFree(u);
 }
 
 /* The decode MLP's engines and ring depths against each other and the
@@ -939,13 +958,10 @@ static void decode_probe(Device &dev, const MlpCase &c)
     g_current = "probe " + mlp_label(c);
     const size_t es = esize(c.dtype);
     const double wbytes = (double)(2 * c.h * c.k + c.n * c.h) * es;
-    const int sets = weight_sets(dev, (size_t)wbytes + (size_t)c.m * (c.k + c.n) * es);
-    std::vector<MlpBuffers> bufs(sets);
-    for (int i = 0; i < sets; ++i)
-        mlp_alloc(c, bufs[i], 3000 + i, dev.stream);
-    void *g, *u;
-    CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
-    CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    MlpSets S(dev, c, 3000);
+    const std::vector<MlpBuffers> &bufs = S.bufs;
+    const int sets = (int)bufs.size();
+    void *g = S.g, *u = S.u;
     struct V { const char *name; int engine, stages, hs, box, xs_kb; };
     const V vs[] = {{"register engine", 1, 0, 0, 0, 0},
                     {"TMA engine", 2, 0, 0, 0, 0},
@@ -984,10 +1000,6 @@ static void decode_probe(Device &dev, const MlpCase &c)
                  100.0 * wbytes / (us * 1e3) / dev.copy_gbs);
         return std::string(b);
     });
-    for (auto &b : bufs)
-        mlp_free(b);
-    cudaFree(g);
-    cudaFree(u);
 }
 
 static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
@@ -996,14 +1008,10 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     g_current = "bench " + mlp_label(c);
     const size_t es = esize(c.dtype);
     const size_t wbytes = (size_t)(2 * c.h * c.k + c.n * c.h) * es;
-    const int sets =
-        weight_sets(dev, wbytes + (size_t)c.m * (c.k + c.n) * es);
-    std::vector<MlpBuffers> bufs(sets);
-    for (int i = 0; i < sets; ++i)
-        mlp_alloc(c, bufs[i], 1000 + i, dev.stream);
-    void *g, *u;
-    CK(cudaMalloc(&g, (size_t)c.m * c.h * es));
-    CK(cudaMalloc(&u, (size_t)c.m * c.h * es));
+    MlpSets S(dev, c, 1000);
+    const std::vector<MlpBuffers> &bufs = S.bufs;
+    const int sets = (int)bufs.size();
+    void *g = S.g, *u = S.u;
     std::vector<fb_mlp_problem> probs;
     for (auto &b : bufs)
         probs.push_back(mlp_problem(c, b));
@@ -1021,10 +1029,6 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
     if (first != FB_STATUS_SUCCESS) {
         printf("bench %s: fused path refused it (status %d), skipped\n",
                mlp_label(c).c_str(), (int)first);
-        for (auto &b : bufs)
-            mlp_free(b);
-        cudaFree(g);
-        cudaFree(u);
         cudaFree(hbuf);
         return;
     }
@@ -1143,10 +1147,6 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
                 g_tune_lines.push_back(line);
             }
     }
-    for (auto &b : bufs)
-        mlp_free(b);
-    cudaFree(g);
-    cudaFree(u);
     cudaFree(hbuf);
 }
 
