@@ -9,8 +9,9 @@
  * threads together, before anything is computed: where the gate or up
  * projection could meet VDPBF16PS's flushing (fb_bf16_products_exact on
  * X and Wg, X and Wu), or Wd holds a denormal, the call declines with
- * nothing written, and cpu_mlp.c's fp32 panels run it. Threads then own ranges of
- * row blocks (96 rows, fewer when there are not 96 per thread). For one row block and one chunk of the hidden
+ * nothing written, and cpu_mlp.c's fp32 panels run it. Threads then own
+ * equal shares of the rows, each cut into blocks of at most 96 rows
+ * (cpu_packed_blocking.h). For one row block and one chunk of the hidden
  * width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, 96 KiB each, in L2
  *   H = act_g(G + bg) .* (U + bu)            in place, while in cache
@@ -143,9 +144,8 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
-    int64_t rp, blocks;
-    fb_packed_row_blocks(xpanels, ROW_PANELS, &t, &rp, &blocks);
-    const int64_t mb = rp * FB_BF16_NR;
+    const int64_t mb =
+        fb_packed_row_plan(xpanels, ROW_PANELS, &t) * FB_BF16_NR;
 
     mlp_packed pk;
     pk.xstride = fb_bf16_panel_elems(kp, FB_BF16_NR);
@@ -227,10 +227,15 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
         s.y = (float *)(mine + 2 * acc_bytes);
         s.h = (uint16_t *)(mine + 2 * acc_bytes + y_bytes);
         s.hpack = s.h + MB * HC;
-        const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
-        for (int64_t b = b0; b < b1; b++) {
-            const int64_t r0 = b * mb;
-            slow += row_block(p, &pk, &s, r0, m - r0 < mb ? m - r0 : mb);
+        for (int q = tid; q < t; q += nt) {
+            const fb_row_share rs =
+                fb_packed_row_share(xpanels, ROW_PANELS, q, t);
+            for (int64_t b = 0; b < rs.blocks; b++) {
+                int64_t r0;
+                const int64_t rows =
+                    fb_row_share_rows(&rs, b, FB_BF16_NR, m, &r0);
+                slow += row_block(p, &pk, &s, r0, rows);
+            }
         }
     }
     char slow_note[48] = "";

@@ -8,9 +8,9 @@
  *
  * The plan of cpu_bf16_mlp.c, without its declining (fp32 FMA keeps
  * denormals): all three weights and X are packed once by all threads
- * together; threads then own ranges of row blocks (96 rows, fewer when
- * there are not 96 per thread). For one row block and one chunk of the
- * hidden width (256):
+ * together; threads then own equal shares of the rows, each cut into
+ * blocks of at most 96 rows (cpu_packed_blocking.h). For one row block
+ * and one chunk of the hidden width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       96 KiB each, in L2
  *   H = act_g(G + bg) .* (U + bu)            in place of G, in cache
  *   H packed (12-row panels, k = the chunk)
@@ -119,9 +119,7 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_own_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
-    int64_t rp, blocks;
-    fb_packed_row_blocks(xpanels, ROW_PANELS, &t, &rp, &blocks);
-    const int64_t mb = rp * FB_F32_NR;
+    const int64_t mb = fb_packed_row_plan(xpanels, ROW_PANELS, &t) * FB_F32_NR;
 
     mlp_packed pk;
     pk.xstride = fb_f32_panel_elems(k, FB_F32_NR);
@@ -175,10 +173,15 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
         s.u = (float *)(mine + acc_bytes);
         s.hpack = (float *)(mine + 2 * acc_bytes);
         s.y = (float *)(mine + 3 * acc_bytes);
-        const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
-        for (int64_t b = b0; b < b1; b++) {
-            const int64_t r0 = b * mb;
-            row_block(p, &pk, &s, r0, m - r0 < mb ? m - r0 : mb);
+        for (int q = tid; q < t; q += nt) {
+            const fb_row_share rs =
+                fb_packed_row_share(xpanels, ROW_PANELS, q, t);
+            for (int64_t b = 0; b < rs.blocks; b++) {
+                int64_t r0;
+                const int64_t rows =
+                    fb_row_share_rows(&rs, b, FB_F32_NR, m, &r0);
+                row_block(p, &pk, &s, r0, rows);
+            }
         }
     }
     snprintf(path, len, "cpu/f32-avx512/mlp-rows/mb=%lld/hc=%d/threads=%d",

@@ -16,8 +16,9 @@
  *    in registers and stored once, into a per-thread block of H (L2);
  *  - X is read in place (no packing), and so is that block of H by the
  *    down projection, whose tiles add bd and store Y directly.
- * Threads own ranges of row blocks; the packed weights (2hk + nh floats)
- * are shared, packed once per call by all threads together.
+ * Threads own equal shares of the rows, in blocks; the packed weights
+ * (2hk + nh floats) are shared, packed once per call by all threads
+ * together.
  */
 #include "config.h"
 #include <omp.h>
@@ -84,10 +85,8 @@ int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
     const double flops = 2.0 * (double)m *
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_own_threads(h, flops);
-    int64_t rp, blocks;
-    fb_packed_row_blocks((m + FB_F32_NR - 1) / FB_F32_NR, ROW_PANELS, &t, &rp,
-                         &blocks);
-    const int64_t mb = rp * FB_F32_NR;
+    const int64_t xpanels = (m + FB_F32_NR - 1) / FB_F32_NR;
+    const int64_t mb = fb_packed_row_plan(xpanels, ROW_PANELS, &t) * FB_F32_NR;
     const int64_t gstride = fb_f32_panel_elems(k, FB_F32_MR);
     const int64_t dstride = fb_f32_panel_elems(hid, FB_F32_MR);
     const size_t g_bytes = fb_packed_round64((size_t)(gpanels * gstride) * 4);
@@ -121,10 +120,15 @@ int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
                     wd + d0 * dstride);
 #pragma omp barrier
         float *hbuf = (float *)(hbufs + h_bytes * (size_t)tid);
-        for (int64_t b = blocks * tid / nt; b < blocks * (tid + 1) / nt;
-             b++) {
-            const int64_t r0 = b * mb;
-            row_block(p, wgu, wd, hbuf, ldh, r0, m - r0 < mb ? m - r0 : mb);
+        for (int q = tid; q < t; q += nt) {
+            const fb_row_share rs =
+                fb_packed_row_share(xpanels, ROW_PANELS, q, t);
+            for (int64_t b = 0; b < rs.blocks; b++) {
+                int64_t r0;
+                const int64_t rows =
+                    fb_row_share_rows(&rs, b, FB_F32_NR, m, &r0);
+                row_block(p, wgu, wd, hbuf, ldh, r0, rows);
+            }
         }
     }
     snprintf(path, len, "cpu/f32-small-k/mlp/mb=%lld/threads=%d",
