@@ -144,8 +144,8 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
-    const int64_t mb =
-        fb_packed_row_plan(xpanels, ROW_PANELS, &t) * FB_BF16_NR;
+    fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
+    const int64_t mb = queue.most * FB_BF16_NR;
 
     mlp_packed pk;
     pk.xstride = fb_bf16_panel_elems(kp, FB_BF16_NR);
@@ -219,7 +219,7 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
 
 #pragma omp parallel num_threads(t) if (t > 1) reduction(+ : slow)
     {
-        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int tid = omp_get_thread_num();
         char *mine = thread_ws + per_thread * (size_t)tid;
         mlp_scratch s;
         s.g = (float *)mine;
@@ -227,16 +227,9 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
         s.y = (float *)(mine + 2 * acc_bytes);
         s.h = (uint16_t *)(mine + 2 * acc_bytes + y_bytes);
         s.hpack = s.h + MB * HC;
-        for (int q = tid; q < t; q += nt) {
-            const fb_row_share rs =
-                fb_packed_row_share(xpanels, ROW_PANELS, q, t);
-            for (int64_t b = 0; b < rs.blocks; b++) {
-                int64_t r0;
-                const int64_t rows =
-                    fb_row_share_rows(&rs, b, FB_BF16_NR, m, &r0);
-                slow += row_block(p, &pk, &s, r0, rows);
-            }
-        }
+        int64_t r0, rows;
+        while ((rows = fb_row_queue_take(&queue, FB_BF16_NR, m, &r0)) > 0)
+            slow += row_block(p, &pk, &s, r0, rows);
     }
     char slow_note[48] = "";
     if (slow > 0)

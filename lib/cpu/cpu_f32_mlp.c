@@ -119,7 +119,8 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_own_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
-    const int64_t mb = fb_packed_row_plan(xpanels, ROW_PANELS, &t) * FB_F32_NR;
+    fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
+    const int64_t mb = queue.most * FB_F32_NR;
 
     mlp_packed pk;
     pk.xstride = fb_f32_panel_elems(k, FB_F32_NR);
@@ -173,16 +174,9 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
         s.u = (float *)(mine + acc_bytes);
         s.hpack = (float *)(mine + 2 * acc_bytes);
         s.y = (float *)(mine + 3 * acc_bytes);
-        for (int q = tid; q < t; q += nt) {
-            const fb_row_share rs =
-                fb_packed_row_share(xpanels, ROW_PANELS, q, t);
-            for (int64_t b = 0; b < rs.blocks; b++) {
-                int64_t r0;
-                const int64_t rows =
-                    fb_row_share_rows(&rs, b, FB_F32_NR, m, &r0);
-                row_block(p, &pk, &s, r0, rows);
-            }
-        }
+        int64_t r0, rows;
+        while ((rows = fb_row_queue_take(&queue, FB_F32_NR, m, &r0)) > 0)
+            row_block(p, &pk, &s, r0, rows);
     }
     snprintf(path, len, "cpu/f32-avx512/mlp-rows/mb=%lld/hc=%d/threads=%d",
              (long long)mb, HC, t);

@@ -86,7 +86,8 @@ int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
     int t = fb_cpu_own_threads(h, flops);
     const int64_t xpanels = (m + FB_F32_NR - 1) / FB_F32_NR;
-    const int64_t mb = fb_packed_row_plan(xpanels, ROW_PANELS, &t) * FB_F32_NR;
+    fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
+    const int64_t mb = queue.most * FB_F32_NR;
     const int64_t gstride = fb_f32_panel_elems(k, FB_F32_MR);
     const int64_t dstride = fb_f32_panel_elems(hid, FB_F32_MR);
     const size_t g_bytes = fb_packed_round64((size_t)(gpanels * gstride) * 4);
@@ -120,16 +121,9 @@ int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
                     wd + d0 * dstride);
 #pragma omp barrier
         float *hbuf = (float *)(hbufs + h_bytes * (size_t)tid);
-        for (int q = tid; q < t; q += nt) {
-            const fb_row_share rs =
-                fb_packed_row_share(xpanels, ROW_PANELS, q, t);
-            for (int64_t b = 0; b < rs.blocks; b++) {
-                int64_t r0;
-                const int64_t rows =
-                    fb_row_share_rows(&rs, b, FB_F32_NR, m, &r0);
-                row_block(p, wgu, wd, hbuf, ldh, r0, rows);
-            }
-        }
+        int64_t r0, rows;
+        while ((rows = fb_row_queue_take(&queue, FB_F32_NR, m, &r0)) > 0)
+            row_block(p, wgu, wd, hbuf, ldh, r0, rows);
     }
     snprintf(path, len, "cpu/f32-small-k/mlp/mb=%lld/threads=%d",
              (long long)mb, t);

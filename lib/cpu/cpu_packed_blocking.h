@@ -68,67 +68,75 @@ static inline fb_packed_block fb_packed_block_at(const fb_packed_blocking *b,
     return k;
 }
 
-/* The MLPs' row blocks. The xpanels panels of X's rows are shared out
- * between t threads as evenly as whole panels allow, and each thread cuts
- * its share into blocks of at most max_rp panels, of sizes as equal as
- * they can be. (Whole blocks dealt out in turn left one thread with a
- * block more: 1024 rows in 96-row blocks are 11 blocks, 480 rows against
- * 544, and the fp32 prefill MLP waited 13 % longer on the second thread.)
+/* The MLPs' row blocks, handed out in turn from a queue of X's panels:
+ * a thread takes its next block when it has finished the last, so a
+ * thread that runs slower (a vCPU the hypervisor shares: on the 2-core
+ * VM one thread ran its equal share of the seed MLP 10 % slower than the
+ * other) takes fewer. Blocks are at most fb_row_queue.most panels, and
+ * shrink towards the end (what is left over twice the threads, down to a
+ * quarter of the most) so that the threads finish together: with half
+ * the most, the fp32 prefill MLP's threads still finished 60 ms apart
+ * (1252 against 1314 ms), with a quarter within 10 ms. Fixed blocks dealt
+ * out ahead left one thread a block more (1024 rows: 11 blocks of 96,
+ * 480 rows against 544).
  *
- * Share tid of t: panels [q0, q1) in `blocks` blocks; block b starts at
- * fb_row_share_at(&share, b) and ends where block b + 1 starts. */
-typedef struct fb_row_share {
-    int64_t q0, q1;
-    int64_t blocks;
-} fb_row_share;
+ * The blocks themselves are the same on every run: the n-th take has
+ * the same first panel and size whichever thread makes it, so a result
+ * that depends on the block (the bf16 MLP's fp32 fallback, chosen per
+ * block) is still the same from run to run. */
+typedef struct fb_row_queue {
+    int64_t next;         /* the first panel not taken (atomic) */
+    int64_t xpanels;      /* all of them */
+    int64_t most, least;  /* panels a block has at most, at least */
+    int threads;
+} fb_row_queue;
 
-static inline fb_row_share fb_packed_row_share(int64_t xpanels,
-                                               int64_t max_rp, int tid, int t)
-{
-    fb_row_share s;
-    s.q0 = xpanels * tid / t;
-    s.q1 = xpanels * (tid + 1) / t;
-    s.blocks = (s.q1 - s.q0 + max_rp - 1) / max_rp;
-    return s;
-}
-
-static inline int64_t fb_row_share_at(const fb_row_share *s, int64_t b)
-{
-    return s->q0 + (s->q1 - s->q0) * b / s->blocks;
-}
-
-/* Block b of the share in rows of X (panels of nr rows, m rows in all):
- * its first row in *r0, and how many rows it has. */
-static inline int64_t fb_row_share_rows(const fb_row_share *s, int64_t b,
-                                        int nr, int64_t m, int64_t *r0)
-{
-    const int64_t r1 = fb_row_share_at(s, b + 1) * nr;
-    *r0 = fb_row_share_at(s, b) * nr;
-    return (r1 < m ? r1 : m) - *r0;
-}
-
-/* *t lowered to xpanels (every share at least one panel); returns the
- * most panels any block of any share has, for the per-thread buffers. A
- * share is xpanels / t panels or one more; the larger share need not have
- * the larger blocks (8 panels: one block of 8; 9: two of 4 and 5), so
- * both are counted. Threads must then walk the t shares (share tid, tid +
- * nt, ... when OpenMP gives nt < t threads), never reshare among nt. */
-static inline int64_t fb_packed_row_plan(int64_t xpanels, int64_t max_rp,
-                                         int *t)
+/* A queue over xpanels panels for *t threads, *t lowered to xpanels;
+ * blocks of at most max_rp panels, fewer when there are too few panels
+ * for every thread to have max_rp. queue.most sizes per-thread buffers. */
+static inline fb_row_queue fb_row_queue_make(int64_t xpanels, int64_t max_rp,
+                                             int *t)
 {
     if (*t > xpanels)
         *t = (int)xpanels;
     if (*t < 1)
         *t = 1;
-    int64_t most = 0;
-    for (int64_t n = xpanels / *t; n <= (xpanels + *t - 1) / *t; n++) {
-        if (n == 0)
-            continue;
-        const int64_t blocks = (n + max_rp - 1) / max_rp;
-        const int64_t big = (n + blocks - 1) / blocks;
-        most = big > most ? big : most;
-    }
-    return most;
+    fb_row_queue q;
+    q.next = 0, q.xpanels = xpanels, q.threads = *t;
+    q.most = (xpanels + *t - 1) / *t;
+    q.most = q.most < max_rp ? q.most : max_rp;
+    /* One thread has no one to finish with. */
+    q.least = *t > 1 ? (q.most + 3) / 4 : q.most;
+    return q;
+}
+
+/* How many panels the take at panel `next` gets. */
+static inline int64_t fb_row_queue_size(const fb_row_queue *q, int64_t next)
+{
+    const int64_t left = q->xpanels - next;
+    int64_t take = (left + 2 * q->threads - 1) / (2 * q->threads);
+    take = take > q->most ? q->most : take < q->least ? q->least : take;
+    return take < left ? take : left;
+}
+
+/* The next block, in rows of X (panels of nr rows, m rows in all): its
+ * first row in *r0 and how many rows it has; 0 when none are left. The
+ * threads share q; a compare-and-swap takes the block (an OpenMP named
+ * critical section would export a symbol of its own from the library). */
+static inline int64_t fb_row_queue_take(fb_row_queue *q, int nr, int64_t m,
+                                        int64_t *r0)
+{
+    int64_t q0 = __atomic_load_n(&q->next, __ATOMIC_RELAXED), take;
+    do
+        take = fb_row_queue_size(q, q0);
+    while (take > 0 &&
+           !__atomic_compare_exchange_n(&q->next, &q0, q0 + take, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    if (take == 0)
+        return 0;
+    *r0 = q0 * nr;
+    const int64_t r1 = (q0 + take) * nr;
+    return (r1 < m ? r1 : m) - *r0;
 }
 
 #endif /* FB_CPU_PACKED_BLOCKING_H */
