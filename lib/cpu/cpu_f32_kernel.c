@@ -21,7 +21,9 @@
  * nothing needs to decline.
  */
 #include "config.h"
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 #include "cpu_f32_kernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -52,11 +54,15 @@ int fb_cpu_f32_kernel_available(void)
 
 /* One panel, rows running along k: rows [0, nrows) (nrows <= R may be
  * short: the rest are zeros), all of k; the r lanes of step l at
- * dst + l * stride (stride r, or more for a panel shared by operands). */
+ * dst + l * stride (stride r, or more for a panel shared by operands).
+ * stream: non-temporal stores, where each store is a whole aligned line
+ * (32-row panels of their own, on a 64-byte boundary). */
 FB_F32_TARGET static void pack_along_k(const float *src, int64_t ld,
                                        int64_t nrows, int64_t k, int r,
-                                       int stride, float *dst)
+                                       int stride, float *dst, int stream)
 {
+    stream = stream && r == 32 && stride == 32 &&
+             ((uintptr_t)dst & 63) == 0;
     for (int g = 0; g < r; g += 16) {
         const int width = r - g < 16 ? r - g : 16;
         const __mmask16 keep = (__mmask16)((1u << width) - 1u);
@@ -75,8 +81,12 @@ FB_F32_TARGET static void pack_along_k(const float *src, int64_t ld,
             fb_transpose16x16_epi32(v);
             const int64_t cols = e < 16 ? e : 16;
             float *out = dst + l0 * stride + g;
-            for (int64_t c = 0; c < cols; c++)
-                _mm512_mask_storeu_epi32(out + c * stride, keep, v[c]);
+            if (stream)
+                for (int64_t c = 0; c < cols; c++)
+                    _mm512_stream_si512((void *)(out + c * stride), v[c]);
+            else
+                for (int64_t c = 0; c < cols; c++)
+                    _mm512_mask_storeu_epi32(out + c * stride, keep, v[c]);
         }
     }
 }
@@ -104,18 +114,36 @@ FB_F32_TARGET static void pack_across_k(const float *src, int64_t ld,
     }
 }
 
-void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
-                 int64_t q0, int64_t q1, float *dst)
+FB_F32_TARGET static void pack_panels(const fb_f32_operand *x, int64_t rows,
+                                      int64_t k, int r, int64_t q0,
+                                      int64_t q1, float *dst, int stream)
 {
     for (int64_t q = q0; q < q1; q++) {
         const int64_t i0 = q * r;
         const int64_t nrows = rows - i0 < r ? rows - i0 : r;
         float *out = dst + (q - q0) * fb_f32_panel_elems(k, r);
         if (x->k_contiguous)
-            pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, r, r, out);
+            pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, r, r, out,
+                         stream);
         else
             pack_across_k(x->base + i0, x->ld, nrows, k, r, r, out);
     }
+    /* Non-temporal stores are weakly ordered: drain them before another
+     * thread reads the panels. */
+    if (stream)
+        _mm_sfence();
+}
+
+void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
+                 int64_t q0, int64_t q1, float *dst)
+{
+    pack_panels(x, rows, k, r, q0, q1, dst, 0);
+}
+
+void fb_f32_pack_streamed(const fb_f32_operand *x, int64_t rows, int64_t k,
+                          int r, int64_t q0, int64_t q1, float *dst)
+{
+    pack_panels(x, rows, k, r, q0, q1, dst, 1);
 }
 
 void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
@@ -124,7 +152,7 @@ void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
     const int64_t nrows = rows - i0 < lanes ? rows - i0 : lanes;
     if (x->k_contiguous)
         pack_along_k(x->base + i0 * x->ld, x->ld, nrows, k, lanes, stride,
-                     dst);
+                     dst, 0);
     else
         pack_across_k(x->base + i0, x->ld, nrows, k, lanes, stride, dst);
 }
@@ -308,6 +336,12 @@ void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
     (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
 }
 
+void fb_f32_pack_streamed(const fb_f32_operand *x, int64_t rows, int64_t k,
+                          int r, int64_t q0, int64_t q1, float *dst)
+{
+    (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
+}
+
 void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
                        int64_t i0, int lanes, int stride, float *dst)
 {
@@ -332,6 +366,20 @@ void fb_f32_axpy(int64_t n, float a, const float *x, float *y)
 }
 
 #endif
+
+int fb_f32_pack_streams(size_t bytes)
+{
+    /* Below 16 MiB no last-level cache this code meets is smaller. */
+    if (bytes < ((size_t)16 << 20))
+        return 0;
+    long llc = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (llc <= 0)
+        llc = 32L << 20; /* unknown: a server CCD's 32 MiB */
+    return bytes > (size_t)llc;
+}
 
 void fb_f32_block(const float *a, int64_t astride, int64_t na,
                   const float *b, int64_t bstride, int64_t nb, int64_t k,

@@ -151,21 +151,27 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     pk.x = xq, pk.wg = wgq, pk.wu = wuq, pk.wd = wdq;
     const fb_f32_operand xop = {p->x, p->ldx, 1}, gop = {p->wg, k, 1};
     const fb_f32_operand uop = {p->wu, k, 1}, dop = {p->wd, hid, 1};
+    /* Weights packed larger than the last-level cache come back from
+     * memory in every row block: write them past the cache. */
+    void (*const pack_w)(const fb_f32_operand *, int64_t, int64_t, int,
+                         int64_t, int64_t, float *) =
+        fb_f32_pack_streams(2 * w_bytes + d_bytes) ? fb_f32_pack_streamed
+                                                   : fb_f32_pack;
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         /* Each thread packs its share of every operand's panels. */
-#define SHARE(total, dst, stride, op, rows, depth, r)                          \
+#define SHARE(pack, total, dst, stride, op, rows, depth, r)                    \
         do {                                                                   \
             const int64_t a0 = (total) * tid / nt;                             \
-            fb_f32_pack(&(op), rows, depth, r, a0, (total) * (tid + 1) / nt,  \
-                        (dst) + a0 * (stride));                                \
+            pack(&(op), rows, depth, r, a0, (total) * (tid + 1) / nt,          \
+                 (dst) + a0 * (stride));                                       \
         } while (0)
-        SHARE(xpanels, xq, pk.xstride, xop, m, k, FB_F32_NR);
-        SHARE(wpanels, wgq, pk.wstride, gop, hid, k, FB_F32_MR);
-        SHARE(wpanels, wuq, pk.wstride, uop, hid, k, FB_F32_MR);
-        SHARE(dpanels, wdq, pk.dstride, dop, n, hid, FB_F32_MR);
+        SHARE(fb_f32_pack, xpanels, xq, pk.xstride, xop, m, k, FB_F32_NR);
+        SHARE(pack_w, wpanels, wgq, pk.wstride, gop, hid, k, FB_F32_MR);
+        SHARE(pack_w, wpanels, wuq, pk.wstride, uop, hid, k, FB_F32_MR);
+        SHARE(pack_w, dpanels, wdq, pk.dstride, dop, n, hid, FB_F32_MR);
 #undef SHARE
 #pragma omp barrier
         char *mine = thread_ws + per_thread * (size_t)tid;
