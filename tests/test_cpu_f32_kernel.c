@@ -16,7 +16,10 @@
  *    back;
  *  - mlp_geglu_forward's fp32 prefill path on the kernel (when it is
  *    there: cpu_mlp.c) over row blocks and hidden chunks with ragged
- *    edges, every gate and bias pattern.
+ *    edges, every gate and bias pattern; the same shapes under
+ *    FUSEDBLAS_CPU_SGEMM=openblas on OpenBLAS's path (which auto no
+ *    longer takes where AVX-512F runs); and auto, with k and h past the
+ *    small-k kernel's, on the kernel.
  * On a CPU without AVX-512F (valgrind's too) the program skips.
  */
 #define _GNU_SOURCE /* setenv */
@@ -56,15 +59,28 @@ static void env_switch(const target *cpu)
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
  * 32-row panels and 256-wide chunks of the hidden width, the 384-deep k
  * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
+static const int64_t mlp_shapes[][4] = {
+    {33, 13, 45, 23},   {36, 2, 32, 32},   {97, 37, 257, 61},
+    {200, 64, 300, 33}, {40, 385, 70, 40}, {193, 100, 513, 97},
+    {45, 7, 1, 3}};
+#define N_MLP_SHAPES ((int)(sizeof mlp_shapes / sizeof mlp_shapes[0]))
+
+/* The kernel as forced by the program, OpenBLAS's path when asked for,
+ * and the kernel again by auto's own choice (k 600 and h 700 are past
+ * the small-k MLP's; 130 rows are 11 panels, taken 3, 2, 2, 2, 2). */
 static void mlp_sweep(const target *cpu)
 {
-    static const int64_t mlp_shapes[][4] = {
-        {33, 13, 45, 23},   {36, 2, 32, 32},   {97, 37, 257, 61},
-        {200, 64, 300, 33}, {40, 385, 70, 40}, {193, 100, 513, 97},
-        {45, 7, 1, 3}};
-    packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes,
-                     (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]),
+    static const int64_t auto_shape[][4] = {{130, 600, 700, 50}};
+    packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes, N_MLP_SHAPES,
                      KERNEL_PATH "mlp-", 1);
+    if (setenv("FUSEDBLAS_CPU_SGEMM", "openblas", 1) != 0)
+        tap_bail("setenv failed");
+    packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes, N_MLP_SHAPES,
+                     KERNEL_PATH "mlp-", 0);
+    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
+        tap_bail("unsetenv failed");
+    packed_mlp_sweep(cpu, FB_DTYPE_F32, auto_shape, 1, KERNEL_PATH "mlp-",
+                     1);
 }
 
 int main(void)

@@ -89,7 +89,7 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
             return st;
         /* No workspace for op(A)'s panels: the paths below. */
     }
-    /* fp32 on our AVX-512F kernel where OpenBLAS's own lacks AVX-512
+    /* fp32 on our AVX-512F kernel wherever the CPU runs it
      * (fb_cpu_f32_kernel_chosen says when, and logs it). */
     if (fb_cpu_f32_gemm_applies(h, p)) {
         fb_status st;

@@ -114,7 +114,7 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
             return st;
         /* No workspace: the paths below. */
     }
-    /* fp32 on the AVX-512F kernel where OpenBLAS's own lacks AVX-512
+    /* fp32 on the AVX-512F kernel wherever the CPU runs it
      * (fb_cpu_f32_kernel_chosen). */
     if (fb_cpu_f32_mlp_applies(h, p, SMALL_M_ROWS)) {
         fb_status st;
