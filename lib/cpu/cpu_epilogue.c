@@ -219,8 +219,10 @@ FB_CLONES static void gate_clones(float *g, const float *u, const float *bg, con
 #include "cpu_act_avx512.h"
 #define FB_EPILOGUE_AVX512 1
 
-/* x[i] = act(x[i] + (bias ? bias[i] : b)); the tail masked. */
-FB_AVX512_INLINE void zmm_bias_act_loop(float *x, const float *bias, float b,
+/* dst[i] = act(x[i] + (bias ? bias[i] : b)) (dst may be x); the tail
+ * masked. */
+FB_AVX512_INLINE void zmm_bias_act_loop(const float *x, float *dst,
+                                        const float *bias, float b,
                                         int64_t n, fb_activation act)
 {
     const __m512 bv = _mm512_set1_ps(b);
@@ -230,7 +232,7 @@ FB_AVX512_INLINE void zmm_bias_act_loop(float *x, const float *bias, float b,
         const __m512 add = bias != NULL ? _mm512_maskz_loadu_ps(live, bias + i)
                                         : bv;
         const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add);
-        _mm512_mask_storeu_ps(x + i, live, fb_zmm_act(v, act));
+        _mm512_mask_storeu_ps(dst + i, live, fb_zmm_act(v, act));
     }
 }
 
@@ -253,11 +255,11 @@ FB_AVX512_INLINE void zmm_gate_loop(float *g, const float *u, const float *bg,
     }
 }
 
-FB_AVX512_TARGET static void zmm_bias_act(float *x, const float *bias,
-                                          float b, int64_t n,
-                                          fb_activation act)
+FB_AVX512_TARGET static void zmm_bias_act(const float *x, float *dst,
+                                          const float *bias, float b,
+                                          int64_t n, fb_activation act)
 {
-#define CALL(A) zmm_bias_act_loop(x, bias, b, n, A)
+#define CALL(A) zmm_bias_act_loop(x, dst, bias, b, n, A)
     FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
 }
@@ -286,7 +288,7 @@ void fb_cpu_bias_act(float *x, const float *bias, int64_t n, fb_activation act)
 #if defined(FB_EPILOGUE_AVX512)
     if (has_avx512()) {
         if (bias != NULL || act != FB_ACT_NONE)
-            zmm_bias_act(x, bias, 0.0f, n, act);
+            zmm_bias_act(x, x, bias, 0.0f, n, act);
         return;
     }
 #endif
@@ -297,11 +299,37 @@ void fb_cpu_scalar_bias_act(float *x, float b, int64_t n, fb_activation act)
 {
 #if defined(FB_EPILOGUE_AVX512)
     if (has_avx512()) {
-        zmm_bias_act(x, NULL, b, n, act);
+        zmm_bias_act(x, x, NULL, b, n, act);
         return;
     }
 #endif
     scalar_bias_act_clones(x, b, n, act);
+}
+
+void fb_cpu_bias_act_store(float *dst, const float *x, const float *bias,
+                           int64_t n, fb_activation act)
+{
+#if defined(FB_EPILOGUE_AVX512)
+    if (has_avx512() && (bias != NULL || act != FB_ACT_NONE)) {
+        zmm_bias_act(x, dst, bias, 0.0f, n, act);
+        return;
+    }
+#endif
+    memcpy(dst, x, (size_t)n * sizeof(float));
+    fb_cpu_bias_act(dst, bias, n, act);
+}
+
+void fb_cpu_scalar_bias_act_store(float *dst, const float *x, float b,
+                                  int64_t n, fb_activation act)
+{
+#if defined(FB_EPILOGUE_AVX512)
+    if (has_avx512()) {
+        zmm_bias_act(x, dst, NULL, b, n, act);
+        return;
+    }
+#endif
+    memcpy(dst, x, (size_t)n * sizeof(float));
+    fb_cpu_scalar_bias_act(dst, b, n, act);
 }
 
 void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,

@@ -87,12 +87,12 @@ static void finish_block(const fb_gemm_problem *p, float *acc,
         if (p->beta != 0.0f)
             fb_f32_axpy(mb, p->beta, cj, col);
         if (bias == NULL)
-            fb_cpu_bias_act(col, NULL, mb, p->ep.act);
+            fb_cpu_bias_act_store(cj, col, NULL, mb, p->ep.act);
         else if (p->ep.bias_per_row)
-            fb_cpu_bias_act(col, bias + i0, mb, p->ep.act);
+            fb_cpu_bias_act_store(cj, col, bias + i0, mb, p->ep.act);
         else
-            fb_cpu_scalar_bias_act(col, bias[j0 + j], mb, p->ep.act);
-        memcpy(cj, col, (size_t)mb * sizeof(float));
+            fb_cpu_scalar_bias_act_store(cj, col, bias[j0 + j], mb,
+                                         p->ep.act);
     }
 }
 

@@ -22,7 +22,6 @@
 #include "config.h"
 #include <omp.h>
 #include <stdio.h>
-#include <string.h>
 #include "cpu.h"
 #include "cpu_epilogue.h"
 #include "cpu_packed_blocking.h"
@@ -99,13 +98,10 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                              fb_f32_panel_elems(hc, FB_F32_NR), xpanels, hc,
                              1.0f, h0 > 0, s->y, ldy, 1);
     }
-    for (int64_t t = 0; t < rows; t++) {
-        float *y = s->y + t * ldy;
-        if (p->bd != NULL)
-            fb_cpu_bias_act(y, (const float *)p->bd, p->n, FB_ACT_NONE);
-        memcpy((float *)p->y + (r0 + t) * p->ldy, y,
-               (size_t)p->n * sizeof(float));
-    }
+    for (int64_t t = 0; t < rows; t++)
+        fb_cpu_bias_act_store((float *)p->y + (r0 + t) * p->ldy,
+                              s->y + t * ldy, (const float *)p->bd, p->n,
+                              FB_ACT_NONE);
 }
 
 int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
