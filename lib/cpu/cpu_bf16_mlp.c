@@ -142,7 +142,7 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
     const int64_t dpanels = (n + FB_BF16_MR - 1) / FB_BF16_MR;
     const double flops = 2.0 * (double)m *
                          (2.0 * (double)hid * (double)k + (double)hid * (double)n);
-    int t = fb_cpu_threads(h, flops);
+    int t = fb_cpu_own_threads(h, flops);
     /* Fewer rows per block when there are too few for every thread. */
     fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
     const int64_t mb = queue.most * FB_BF16_NR;

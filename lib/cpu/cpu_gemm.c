@@ -68,13 +68,17 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
                             "%zu-byte integer", sizeof(blasint));
         return FB_STATUS_NOT_SUPPORTED;
     }
-    int t = fb_cpu_threads(h, 2.0 * (double)p->m * (double)p->n *
-                                  (double)(p->k > 0 ? p->k : 1));
+    const double flops = 2.0 * (double)p->m * (double)p->n *
+                         (double)(p->k > 0 ? p->k : 1);
+    /* Our own kernels thread themselves whatever OpenBLAS's build; only
+     * the OpenBLAS panels below depend on it (cpu_threads.c). */
+    const int own = fb_cpu_own_threads(h, flops);
+    int t = fb_cpu_threads(h, flops);
     if (small_m_applies(p))
-        return gemm_small_m(h, p, t, path, len);
+        return gemm_small_m(h, p, own, path, len);
     if (fb_cpu_bf16_gemm_applies(p)) {
         fb_status st;
-        if (fb_cpu_bf16_gemm(h, p, t, &st, path, len))
+        if (fb_cpu_bf16_gemm(h, p, own, &st, path, len))
             return st;
         /* Declined (a denormal input, which VDPBF16PS would read as 0):
          * the fp32 panels below, nothing written yet. */
@@ -83,8 +87,6 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
      * registers (cpu_f32_small_k.c), whatever OpenBLAS's core. */
     if (fb_cpu_f32_small_k_applies(p)) {
         fb_status st;
-        const int own = fb_cpu_own_threads(
-            h, 2.0 * (double)p->m * (double)p->n * (double)p->k);
         if (fb_cpu_f32_small_k(h, p, own, &st, path, len))
             return st;
         /* No workspace for op(A)'s panels: the paths below. */
@@ -93,8 +95,6 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
      * (fb_cpu_f32_kernel_chosen says when, and logs it). */
     if (fb_cpu_f32_gemm_applies(h, p)) {
         fb_status st;
-        const int own = fb_cpu_own_threads(
-            h, 2.0 * (double)p->m * (double)p->n * (double)p->k);
         if (fb_cpu_f32_gemm(h, p, own, &st, path, len))
             return st;
         /* No workspace for the packed operands: OpenBLAS below. */

@@ -192,7 +192,7 @@ static plan make_plan(fb_handle h, const fb_mlp_problem *p)
 
     const double flops = 2.0 * (double)p->m *
                          (2.0 * (double)p->h * (double)k + (double)p->h * (double)p->n);
-    int t = fb_cpu_threads(h, flops);
+    int t = fb_cpu_own_threads(h, flops); /* our kernel alone */
     /* Split rows when every thread gets at least a full row block; else
      * split the hidden width, if there are chunks enough. */
     pl.split_rows = p->m >= (int64_t)t * ROWS_PER_BLOCK || pl.nchunks < t;
