@@ -192,7 +192,7 @@ static plan make_plan(fb_handle h, const fb_mlp_problem *p)
 
     const double flops = 2.0 * (double)p->m *
                          (2.0 * (double)p->h * (double)k + (double)p->h * (double)p->n);
-    int t = fb_cpu_own_threads(h, flops); /* our kernel alone */
+    int t = fb_cpu_threads(h, flops);
     /* Split rows when every thread gets at least a full row block; else
      * split the hidden width, if there are chunks enough. */
     pl.split_rows = p->m >= (int64_t)t * ROWS_PER_BLOCK || pl.nchunks < t;
@@ -353,7 +353,7 @@ static fb_status mlp_small_m(fb_handle h, const fb_mlp_problem *p,
     const int wide = p->dtype != FB_DTYPE_F32;
     const double flops = 2.0 * (double)m *
                          (2.0 * (double)hw * (double)k + (double)hw * (double)n);
-    int t = fb_cpu_threads(h, flops);
+    int t = fb_cpu_own_threads(h, flops); /* our kernel alone */
     /* Slices are whole 30-row blocks (6-row FMA and 5-row VDPBF16PS blocks
      * of the kernel), when there are enough. */
     const int64_t blocks = (hw + 29) / 30;
