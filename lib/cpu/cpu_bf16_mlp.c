@@ -9,10 +9,9 @@
  * threads together, before anything is computed: where the gate or up
  * projection could meet VDPBF16PS's flushing (fb_bf16_products_exact on
  * X and Wg, X and Wu), or Wd holds a denormal, the call declines with
- * nothing written, and cpu_mlp.c's fp32 panels run it. Threads then own
- * equal shares of the rows, each cut into blocks of at most 96 rows
- * (cpu_packed_blocking.h). For one row block and one chunk of the hidden
- * width (256):
+ * nothing written, and cpu_mlp.c's fp32 panels run it. Threads then take
+ * blocks of at most 96 rows from a queue (cpu_packed_blocking.h). For
+ * one row block and one chunk of the hidden width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, 96 KiB each, in L2
  *   H = act_g(G + bg) .* (U + bu)            in place, while in cache
  *   H rounded to bf16 (as a framework that stores H does) and packed

@@ -8,9 +8,9 @@
  *
  * The plan of cpu_bf16_mlp.c, without its declining (fp32 FMA keeps
  * denormals): all three weights and X are packed once by all threads
- * together; threads then own equal shares of the rows, each cut into
- * blocks of at most 96 rows (cpu_packed_blocking.h). For one row block
- * and one chunk of the hidden width (256):
+ * together; threads then take blocks of at most 96 rows from a queue
+ * (cpu_packed_blocking.h). For one row block and one chunk of the hidden
+ * width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       96 KiB each, in L2
  *   H = act_g(G + bg) .* (U + bu)            in place of G, in cache
  *   H packed (12-row panels, k = the chunk)

@@ -16,7 +16,7 @@
  *    in registers and stored once, into a per-thread block of H (L2);
  *  - X is read in place (no packing), and so is that block of H by the
  *    down projection, whose tiles add bd and store Y directly.
- * Threads own equal shares of the rows, in blocks; the packed weights
+ * Threads take row blocks from a queue; the packed weights
  * (2hk + nh floats) are shared, packed once per call by all threads
  * together.
  */
