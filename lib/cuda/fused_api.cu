@@ -1,8 +1,8 @@
 /*
  * fused_api.cu -- fused.h's entry points: each call goes to the first
  * kernel family that covers it (tiny widths, then decode sizes, then, for
- * the MLP, prefill sizes), or returns FB_STATUS_NOT_SUPPORTED having
- * launched nothing.
+ * the MLP, the prefill pair at its widths, then the Hopper GEMM engine),
+ * or returns FB_STATUS_NOT_SUPPORTED having launched nothing.
  */
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +34,18 @@ fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     fb_status st = fbf_tiny_gemm(env, p, NULL, path, pathlen);
     if (st != FB_STATUS_NOT_SUPPORTED)
         return st;
-    return fbf_decode_gemm(env, p, NULL, path, pathlen);
+    st = fbf_decode_gemm(env, p, NULL, path, pathlen);
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    return fbf_gemm_sm90(env, p, NULL, path, pathlen);
+}
+
+/* The prefill pair (fused_prefill_wgmma.cu) keeps the widths where it
+ * measured faster than the engine (its epilogue warps pay most where k is
+ * small); wider MLPs go to the engine. */
+static bool prefill_pair_widths(const fb_mlp_problem *p)
+{
+    return p->k <= 1024 && p->n <= 1024 && p->h <= 4096;
 }
 
 fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
@@ -50,8 +61,14 @@ fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     st = fbf_decode_mlp(env, p, NULL, path, pathlen);
     if (st != FB_STATUS_NOT_SUPPORTED)
         return st;
-    return fbf_prefill_mlp_wgmma(env, p, env->scratch, env->scratch_bytes,
-                                 NULL, path, pathlen);
+    if (prefill_pair_widths(p)) {
+        st = fbf_prefill_mlp_wgmma(env, p, env->scratch, env->scratch_bytes,
+                                   NULL, path, pathlen);
+        if (st != FB_STATUS_NOT_SUPPORTED)
+            return st;
+    }
+    return fbf_mlp_sm90(env, p, env->scratch, env->scratch_bytes, NULL, path,
+                        pathlen);
 }
 
 fbf_mlp_family fbf_mlp_family_of(const fb_fused_env *env,
@@ -65,17 +82,21 @@ fbf_mlp_family fbf_mlp_family_of(const fb_fused_env *env,
         return FBF_MLP_TINY;
     if (fbf_decode_mlp(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return FBF_MLP_DECODE;
-    if (fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) ==
-        FB_STATUS_SUCCESS)
+    if (prefill_pair_widths(p) &&
+        fbf_prefill_mlp_wgmma(env, p, NULL, 0, &dry, NULL, 0) ==
+            FB_STATUS_SUCCESS)
         return FBF_MLP_PREFILL;
+    if (fbf_mlp_sm90(env, p, NULL, 0, &dry, NULL, 0) == FB_STATUS_SUCCESS)
+        return FBF_MLP_ENGINE;
     return FBF_MLP_NONE;
 }
 
-/* Only the prefill kernels need scratch (H between their two launches). */
+/* Only the two-launch families need scratch (H between their launches). */
 size_t fb_fused_mlp_scratch_bytes(const fb_fused_env *env,
                                   const fb_mlp_problem *p)
 {
-    return fbf_mlp_family_of(env, p) == FBF_MLP_PREFILL
+    const fbf_mlp_family f = fbf_mlp_family_of(env, p);
+    return f == FBF_MLP_PREFILL || f == FBF_MLP_ENGINE
                ? (size_t)p->m * (size_t)p->h * 2
                : 0;
 }

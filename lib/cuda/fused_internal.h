@@ -34,6 +34,8 @@ typedef struct fbf_tuning {
     int tma_stages;    /* TMA engine: stages in its ring (2..8) */
     int tma_box_cols;  /* TMA engine: columns a box (64, 128, 256) */
     int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
+    int engine_mode;   /* GEMM engine: 1 ping-pong, 2 cooperative (0: its
+                          own choice) */
 } fbf_tuning;
 
 /* The one-launch gated MLP for few rows (decode: m <= 32). */
@@ -75,13 +77,26 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 size_t hbuf_bytes, const fbf_tuning *tune,
                                 char *path, size_t pathlen);
 
+/* The Hopper GEMM engine (fused_gemm_sm90.cu; compute 9.0, sm_90a
+ * builds): gemm_bias_act with both operands K-major (a row-major
+ * nn.Linear call), and the gated MLP as a dual GEMM writing H into hbuf
+ * (at least m x h elements of the input type, row stride h; NULL is
+ * enough for a dry run) and the down GEMM. NOT_SUPPORTED where it does
+ * not cover the call. */
+fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
+                        const fbf_tuning *tune, char *path, size_t pathlen);
+fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
+                       void *hbuf, size_t hbuf_bytes, const fbf_tuning *tune,
+                       char *path, size_t pathlen);
+
 /* The kernel family fb_fused_mlp gives a call to, asked of the
  * launchers in its order by dry run (nothing launched). */
 typedef enum fbf_mlp_family {
     FBF_MLP_NONE,
     FBF_MLP_TINY,
     FBF_MLP_DECODE,
-    FBF_MLP_PREFILL
+    FBF_MLP_PREFILL,
+    FBF_MLP_ENGINE
 } fbf_mlp_family;
 fbf_mlp_family fbf_mlp_family_of(const fb_fused_env *env,
                                  const fb_mlp_problem *p);

@@ -322,6 +322,51 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap,
         : "memory");
 }
 
+/* The same box into the shared memory of every CTA of the cluster in
+ * mask, at the same offset, completing tx bytes on each one's barrier at
+ * the same offset as bar. */
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst,
+                                                      const void *tmap,
+                                                      uint64_t *bar, int c0,
+                                                      int c1, uint16_t mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx"
+        "::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(
+            smem_addr(dst)),
+        "l"(tmap), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "h"(mask)
+        : "memory");
+}
+
+/* This CTA's rank in its cluster. */
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Every thread of every CTA of the cluster reaches this point. */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::
+                     : "memory");
+}
+
+/* One arrival on the barrier at bar's offset in the shared memory of
+ * cluster CTA rank. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar,
+                                                    uint32_t rank)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+                 : "=r"(remote)
+                 : "r"(smem_addr(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+                 : "memory");
+}
+
 /* Hand registers back (producer warpgroups) or take them (consumers);
  * every thread of the warpgroup executes it. */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec()

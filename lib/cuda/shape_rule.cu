@@ -15,7 +15,8 @@
 
 namespace {
 
-enum Family { DECODE_MLP, DECODE_GEMM, TINY_MLP, PREFILL_MLP };
+enum Family { DECODE_MLP, DECODE_GEMM, TINY_MLP, PREFILL_MLP, ENGINE_MLP,
+              ENGINE_GEMM };
 
 const int64_t ANY = (int64_t)1 << 62;
 const unsigned B16 = 1u << FB_DTYPE_F16 | 1u << FB_DTYPE_BF16;
@@ -94,6 +95,19 @@ const Crossover table[] = {
     {PREFILL_MLP, 9, B16, ANY, 1024, 4096,
      "torch_compare.py, H100: prefill seed 1.16x cuda-lt, 1.31x eager",
      1024, 0},
+    /* The Hopper GEMM engine (fused_gemm_sm90.cu) against cuBLAS, H100,
+     * bench/probes/gemm_sm90_probe.cu (docs/gemm-engine.md): the gated MLP
+     * 2048..8192 x 4096 -> 11008 / 14336 -> 4096 1.09-1.20x the cuBLAS
+     * chain; gemm + bias + gelu_tanh 2048..8192 rows x 4096 -> 11008 /
+     * 14336 1.03-1.46x cuBLAS + an elementwise pass (what cuda-lt runs for
+     * a 16-bit epilogue), but plain products at 0.84-0.97x cuBLAS alone:
+     * so gemms with an epilogue only (fb_fused_prefers_gemm). */
+    {ENGINE_MLP, 9, B16, ANY, ANY, ANY,
+     "gemm_sm90_probe, H100: engine mlp 1.09-1.20x the cuBLAS chain", 1024,
+     0},
+    {ENGINE_GEMM, 9, B16, ANY, ANY, ANY,
+     "gemm_sm90_probe, H100: engine gemm+bias+gelu 1.03-1.46x cuBLAS+ew",
+     512, 0},
 };
 
 bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
@@ -123,6 +137,8 @@ int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p)
         return table_says(DECODE_MLP, env, p->dtype, p->m, kn, p->h);
     case FBF_MLP_PREFILL:
         return table_says(PREFILL_MLP, env, p->dtype, p->m, kn, p->h);
+    case FBF_MLP_ENGINE:
+        return table_says(ENGINE_MLP, env, p->dtype, p->m, kn, p->h);
     case FBF_MLP_NONE:
         break;
     }
@@ -142,5 +158,11 @@ int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
         return 0;
     if (fbf_decode_gemm(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return table_says(DECODE_GEMM, env, p->dtype, tokens, 0, 0);
+    /* the engine: only where cuda-lt would need a second pass (a 16-bit
+     * epilogue beyond the plain product) */
+    const int plain = p->ep.bias == NULL && p->ep.act == FB_ACT_NONE &&
+                      p->beta == 0.0f;
+    if (!plain && fbf_gemm_sm90(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
+        return table_says(ENGINE_GEMM, env, p->dtype, tokens, 0, 0);
     return 0;
 }

@@ -1,0 +1,753 @@
+/*
+ * fused_gemm_sm90.cu -- the Hopper GEMM engine (sm_90a): gemm_bias_act on
+ * 16-bit data and the gated MLP's two GEMMs, each one persistent launch.
+ *
+ * The engine computes, for row-major D (rows x cols, ld):
+ *   single:  D = act(alpha X W^T + beta D + bias)
+ *   dual:    D = act(X Wg^T + bg) .* (X Wu^T + bu)
+ * X (rows x k) and W (cols x k) row-major, i.e. both K-major: nn.Linear's
+ * layout, the column-major gemm problem with op(A) = A^T and op(B) = B.
+ *
+ * Pieces, each knowing nothing of the others' insides:
+ *   - the tile scheduler: a cluster of CM x CN CTAs takes CM x CN output
+ *     tiles at a time, the units grouped 16 unit-rows deep so that the
+ *     units in flight share their operands in L2; cluster c takes units
+ *     c, c + clusters, ...;
+ *   - the mainloop: one producer thread a CTA issues TMA copies of a
+ *     k-block (64) into a ring of shared-memory stages (full/empty
+ *     mbarriers), multicasting its share of the tile its cluster row (A)
+ *     or column (B) has in common, so each operand byte leaves L2 once a
+ *     cluster; consumer warpgroups issue wgmma from the stages;
+ *   - the epilogue: the fusion is data (alpha, beta, bias on rows or
+ *     columns, the activation; dual: the gate and up biases), applied to
+ *     the fp32 accumulators in registers and rounded once at the store.
+ *     The dual GEMM's B stage is 64 (or 128) gate rows then as many up
+ *     rows, so every thread holds the gate and up values of its outputs
+ *     and H = act(G + bg) .* (U + bu) is formed in fp32.
+ * Two arrangements of the two consumer warpgroups (GeMode, chosen per
+ * launch by ge_mode_single / ge_mode_dual):
+ *   - ping-pong: each warpgroup owns alternate 128 x 128 tiles; a pair of
+ *     named barriers lets one issue its mainloop while the other runs its
+ *     epilogue, so the tensor cores do not wait for epilogues (clusters of
+ *     2 x 2);
+ *   - cooperative: both work on one 128 x 256 tile, 64 rows each (m64n256),
+ *     twice the reuse a stage, the epilogue exposed (clusters of 2 x 1).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <atomic>
+#include <cuda.h> /* CUtensorMap and its enums (types only) */
+#include "device_math.cuh"
+#include "fused_internal.h"
+#include "fused_tma_map.h"
+#include "fused_tiny.cuh"
+#include "fused_wgmma.cuh"
+
+namespace fbf {
+
+enum {
+    kGeBM = 128,      /* tile rows: two m64 wgmma halves */
+    kGeBK = 64,       /* k-block: one 128-byte swizzled row */
+    kGeThreads = 384, /* warpgroup 0 loads, 1 and 2 compute */
+    kGeGroup = 16     /* tile-rows per raster group */
+};
+
+/* The two ways the consumers share the work:
+ *   GE_PINGPONG     each warpgroup owns whole 128 x 128 tiles (two
+ *                   m64n128 halves), alternating with the other, so one
+ *                   runs its epilogue while the other's mainloop runs;
+ *   GE_COOPERATIVE  both warpgroups work on one 128 x 256 tile, 64 rows
+ *                   each (m64n256): twice the operand reuse a stage. */
+enum GeMode { GE_PINGPONG = 0, GE_COOPERATIVE = 1 };
+
+template <int MODE> struct GeShape {
+    static const int BN = MODE == GE_PINGPONG ? 128 : 256; /* B rows a stage */
+    static const int NACC = MODE == GE_PINGPONG ? 64 : 128; /* a wgmma's */
+    static const int HALVES = MODE == GE_PINGPONG ? 2 : 1;  /* m64 a WG */
+    static const int STAGE_BYTES = (kGeBM + BN) * 128;
+    static const int STAGES = MODE == GE_PINGPONG ? 6 : 4;
+    static const int CONSUMER_WARPS = MODE == GE_PINGPONG ? 4 : 8;
+    /* the cluster: CM row tiles share each B tile, CN column tiles each A
+     * tile (TMA multicast) */
+    static const int CM = 2;
+    static const int CN = MODE == GE_PINGPONG ? 2 : 1;
+    static const int SMEM = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+};
+
+/* The fusion, as data. */
+template <typename T> struct GeEpilogue {
+    T *d;            /* output (and C when beta != 0), row stride ldd */
+    int64_t ldd;
+    float alpha, beta;
+    const T *bias;   /* single: bias; dual: gate bias. NULL: none */
+    const T *bias2;  /* dual: up bias, or NULL */
+    int bias_on_cols; /* single: bias[col] (nn.Linear) or bias[row] */
+    int read_c;      /* beta != 0: C is read */
+    int d_pairs;     /* d and ldd allow 4-byte stores of column pairs */
+};
+
+template <typename T> struct GeArgs {
+    int rows, cols, k;      /* cols: output columns */
+    int tiles_r, tiles_c;
+    GeEpilogue<T> ep;
+};
+
+/* Output tile u of the raster: grouped kGeGroup tile-rows at a time. */
+__host__ __device__ __forceinline__ void ge_tile(int u, int tiles_r,
+                                                 int tiles_c, int &tr,
+                                                 int &tc)
+{
+    const int per = kGeGroup * tiles_c;
+    const int first = (u / per) * kGeGroup;
+    const int size = min(kGeGroup, tiles_r - first);
+    const int v = u % per;
+    tr = first + v % size;
+    tc = v / size;
+}
+
+#if FB_WGMMA_BODY
+
+__device__ __forceinline__ void named_sync(int id)
+{
+    asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
+}
+
+__device__ __forceinline__ void named_arrive(int id)
+{
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
+}
+
+/* One 16-bit value to fp32, and a pair to memory. */
+template <typename T>
+__device__ __forceinline__ float ge_load(const T *p)
+{
+    return fb_load_f32(*p);
+}
+
+/* The activation a tile's epilogue applies: the fast forms where there
+ * are many (fused_device.cuh states their bound). */
+template <int ACT> __device__ __forceinline__ float ge_act(float x)
+{
+    return act_fast((fb_activation)ACT, x);
+}
+
+/* Single epilogue of one m64 half (NACC accumulators, NACC / 4 blocks of
+ * 8 columns): rows row + {0, 8}, columns col0 + 8 j + {0, 1}. */
+template <typename T, int ACT, int NACC>
+__device__ __forceinline__ void ge_epilogue_single(const GeArgs<T> &a,
+                                                   const float (&acc)[NACC],
+                                                   int row, int col0)
+{
+    const GeEpilogue<T> &e = a.ep;
+#pragma unroll
+    for (int j = 0; j < NACC / 4; ++j) {
+        const int col = col0 + 8 * j;
+        float bc0 = 0.0f, bc1 = 0.0f;
+        if (e.bias && e.bias_on_cols) {
+            if (col < a.cols)
+                bc0 = ge_load(e.bias + col);
+            if (col + 1 < a.cols)
+                bc1 = ge_load(e.bias + col + 1);
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int r = row + 8 * half;
+            if (r >= a.rows)
+                continue;
+            float v0 = e.alpha * acc[4 * j + 2 * half];
+            float v1 = e.alpha * acc[4 * j + 2 * half + 1];
+            T *p = e.d + (int64_t)r * e.ldd + col;
+            const bool both = col + 1 < a.cols;
+            if (e.read_c) {
+                if (col < a.cols)
+                    v0 = fmaf(e.beta, ge_load(p), v0);
+                if (both)
+                    v1 = fmaf(e.beta, ge_load(p + 1), v1);
+            }
+            if (e.bias) {
+                if (e.bias_on_cols) {
+                    v0 += bc0;
+                    v1 += bc1;
+                } else {
+                    const float br = ge_load(e.bias + r);
+                    v0 += br;
+                    v1 += br;
+                }
+            }
+            v0 = ge_act<ACT>(v0);
+            v1 = ge_act<ACT>(v1);
+            if (both && e.d_pairs) {
+                *reinterpret_cast<uint32_t *>(p) = pack2<T>(v0, v1);
+            } else {
+                if (col < a.cols)
+                    p[0] = fb_store_as<T>(v0);
+                if (both)
+                    p[1] = fb_store_as<T>(v1);
+            }
+        }
+    }
+}
+
+/* Dual epilogue of one m64 half: accumulator columns [0, NACC / 2) are
+ * the gate, [NACC / 2, NACC) the up projection of the same output
+ * columns, so each thread holds both halves of its products. */
+template <typename T, int ACT, int NACC>
+__device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
+                                                 const float (&acc)[NACC],
+                                                 int row, int col0)
+{
+    const GeEpilogue<T> &e = a.ep;
+    const int UP = NACC / 8; /* blocks of 8 columns to the up half */
+#pragma unroll
+    for (int j = 0; j < UP; ++j) {
+        const int col = col0 + 8 * j;
+        float bg[2] = {0.0f, 0.0f}, bu[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            if (col + q < a.cols) {
+                if (e.bias)
+                    bg[q] = ge_load(e.bias + col + q);
+                if (e.bias2)
+                    bu[q] = ge_load(e.bias2 + col + q);
+            }
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int r = row + 8 * half;
+            if (r >= a.rows)
+                continue;
+            float h[2];
+#pragma unroll
+            for (int q = 0; q < 2; ++q)
+                h[q] = ge_act<ACT>(acc[4 * j + 2 * half + q] + bg[q]) *
+                       (acc[4 * (j + UP) + 2 * half + q] + bu[q]);
+            T *p = e.d + (int64_t)r * e.ldd + col;
+            if (col + 1 < a.cols && e.d_pairs) {
+                *reinterpret_cast<uint32_t *>(p) = pack2<T>(h[0], h[1]);
+            } else {
+                if (col < a.cols)
+                    p[0] = fb_store_as<T>(h[0]);
+                if (col + 1 < a.cols)
+                    p[1] = fb_store_as<T>(h[1]);
+            }
+        }
+    }
+}
+
+/* A consumer warp is done with a stage: one arrival on each CTA that
+ * sent part of it (its own, the peers of its cluster column for B and of
+ * its cluster row for A), one lane a CTA. */
+template <int CM, int CN>
+__device__ __forceinline__ void ge_release(uint64_t *empty, int lane, int rm,
+                                           int rn)
+{
+    if (CM * CN == 1) {
+        if (lane == 0)
+            mbar_arrive(empty);
+        return;
+    }
+    int rank = -1;
+    if (lane < CM) {
+        rank = lane + CM * rn; /* the column, this CTA included */
+    } else if (lane < CM + CN - 1) {
+        int j = lane - CM;     /* the row, this CTA excluded */
+        j += j >= rn;
+        rank = rm + CM * j;
+    }
+    if (rank >= 0)
+        mbar_arrive_cluster(empty, (uint32_t)rank);
+}
+
+#endif /* FB_WGMMA_BODY */
+
+/* DUAL: W is Wg (tm_b) and Wu (tm_b2), BN / 2 rows of each a stage. ACT:
+ * the activation, fixed at compile time so that the epilogue is straight
+ * code. MODE: GeMode. */
+template <typename T, bool DUAL, int ACT, int MODE, int CM, int CN>
+__global__ void __launch_bounds__(kGeThreads, 1)
+    gemm_sm90_kernel(const __grid_constant__ CUtensorMap tm_a,
+                     const __grid_constant__ CUtensorMap tm_b,
+                     const __grid_constant__ CUtensorMap tm_b2,
+                     const GeArgs<T> a)
+{
+#if FB_WGMMA_BODY
+    typedef GeShape<MODE> S;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char *smem =
+        smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    uint64_t *full =
+        reinterpret_cast<uint64_t *>(smem + S::STAGES * S::STAGE_BYTES);
+    uint64_t *empty = full + S::STAGES;
+    const int wg = threadIdx.x >> 7;
+    const int CLUSTER = CM * CN;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S::STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            /* every consumer warp of every CTA that sends this one part of
+             * the stage (the peers in its cluster row and column) */
+            mbar_init(&empty[s], S::CONSUMER_WARPS * (CM + CN - 1));
+        }
+        mbar_fence_init();
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peers' barriers exist before any multicast */
+    else
+        __syncthreads();
+    const int crank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+    const int rm = crank % CM, rn = crank / CM;
+    const int kblocks = (a.k + kGeBK - 1) / kGeBK;
+    /* a cluster takes CM x CN tiles at a time (a unit): CTA (rm, rn) the
+     * tile (CM ur + rm, CN uc + rn); the CTAs of a cluster column share
+     * the B tile, those of a cluster row the A tile */
+    const int units_r = (a.tiles_r + CM - 1) / CM;
+    const int units_c = (a.tiles_c + CN - 1) / CN;
+    const int units = units_r * units_c;
+    const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+    const int bn_out = DUAL ? S::BN / 2 : S::BN;
+    const int ashare = kGeBM / CN, bshare = S::BN / CM; /* rows loaded */
+
+    if (wg == 0) {
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            int stage = 0;
+            uint32_t phase = 0;
+            /* multicast masks: this CTA's cluster row (A) and column (B) */
+            uint16_t amask = 0, bmask = 0;
+            for (int j = 0; j < CN; ++j)
+                amask |= (uint16_t)(1u << (rm + CM * j));
+            for (int i = 0; i < CM; ++i)
+                bmask |= (uint16_t)(1u << (i + CM * rn));
+            for (int u = first; u < units; u += step) {
+                int ur, uc;
+                ge_tile(u, units_r, units_c, ur, uc);
+                const int m0 = (ur * CM + rm) * kGeBM;
+                const int n0 = (uc * CN + rn) * bn_out;
+                for (int kb = 0; kb < kblocks; ++kb) {
+                    mbar_wait(&empty[stage], phase ^ 1);
+                    unsigned char *st = smem + stage * S::STAGE_BYTES;
+                    unsigned char *sb = st + kGeBM * 128;
+                    mbar_arrive_expect_tx(&full[stage], S::STAGE_BYTES);
+                    if (CN > 1)
+                        tma_load_2d_multicast(st + rn * ashare * 128, &tm_a,
+                                              &full[stage], kb * kGeBK,
+                                              m0 + rn * ashare, amask);
+                    else
+                        tma_load_2d(st, &tm_a, &full[stage], kb * kGeBK, m0);
+                    if (CM > 1) {
+                        /* this CTA's share of B (dual: rank 0 the gate
+                         * rows, rank 1 the up rows), into its column */
+                        const CUtensorMap *tb =
+                            DUAL && rm == 1 ? &tm_b2 : &tm_b;
+                        const int brow = DUAL ? n0 : n0 + rm * bshare;
+                        tma_load_2d_multicast(sb + rm * bshare * 128, tb,
+                                              &full[stage], kb * kGeBK, brow,
+                                              bmask);
+                    } else if (DUAL) {
+                        tma_load_2d(sb, &tm_b, &full[stage], kb * kGeBK, n0);
+                        tma_load_2d(sb + (S::BN / 2) * 128, &tm_b2,
+                                    &full[stage], kb * kGeBK, n0);
+                    } else {
+                        tma_load_2d(sb, &tm_b, &full[stage], kb * kGeBK, n0);
+                    }
+                    if (++stage == S::STAGES) {
+                        stage = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+    } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1;
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    float acc[S::HALVES][S::NACC];
+    int it = 0; /* k-blocks of the CTA's sequence before this tile */
+    for (int L = 0, u = first; u < units; ++L, u += step) {
+        if (MODE == GE_PINGPONG && (L & 1) != cw) {
+            it += kblocks;
+            continue;
+        }
+        int ur, uc;
+        ge_tile(u, units_r, units_c, ur, uc);
+        const int m0 = (ur * CM + rm) * kGeBM;
+        const int n0 = (uc * CN + rn) * bn_out;
+        /* ping-pong: the other warpgroup has issued its mainloop */
+        if (MODE == GE_PINGPONG && L > 0)
+            named_sync(1 + cw);
+        int stage = it % S::STAGES;
+        uint32_t phase = (uint32_t)(it / S::STAGES) & 1u;
+        int prev = -1;
+        /* rows of A this warpgroup multiplies: all 128 (ping-pong, two
+         * halves) or its own 64 (cooperative) */
+        const int arow = MODE == GE_PINGPONG ? 0 : 64 * cw;
+        for (int kb = 0; kb < kblocks; ++kb) {
+            mbar_wait(&full[stage], phase);
+            const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
+            const uint64_t db = wg_desc(st + kGeBM * 128);
+            wg_fence();
+#pragma unroll
+            for (int s = 0; s < 4; ++s)
+#pragma unroll
+                for (int h = 0; h < S::HALVES; ++h)
+                    wgmma_ss<T>(acc[h],
+                                wg_desc(st + (arow + 64 * h) * 128) + 2 * s,
+                                db + 2 * s, kb > 0 || s > 0);
+            wg_commit();
+            wg_wait<1>();
+            if (prev >= 0)
+                ge_release<CM, CN>(&empty[prev], lane, rm, rn);
+            prev = stage;
+            if (++stage == S::STAGES) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+        /* ping-pong: the tensor cores are the other warpgroup's while
+         * this one finishes */
+        if (MODE == GE_PINGPONG && u + step < units)
+            named_arrive(1 + (cw ^ 1));
+        wg_wait<0>();
+#pragma unroll
+        for (int h = 0; h < S::HALVES; ++h)
+            pin(acc[h]);
+        if (prev >= 0)
+            ge_release<CM, CN>(&empty[prev], lane, rm, rn);
+        it += kblocks;
+        const int col0 = n0 + 2 * t;
+#pragma unroll
+        for (int h = 0; h < S::HALVES; ++h) {
+            const int row = m0 + arow + 64 * h + 16 * warp + g;
+            if (DUAL)
+                ge_epilogue_dual<T, ACT, S::NACC>(a, acc[h], row, col0);
+            else
+                ge_epilogue_single<T, ACT, S::NACC>(a, acc[h], row, col0);
+        }
+    }
+    }
+    /* no CTA leaves while a peer may still arrive on its barriers */
+    if (CLUSTER > 1) {
+        __syncwarp();
+        cluster_sync();
+    }
+#endif /* FB_WGMMA_BODY */
+}
+
+/* ---- host side ------------------------------------------------------- */
+
+/* Once per (kernel, device): the opt-in shared memory, and how many
+ * clusters of CLUSTER CTAs the device runs at once (a persistent grid
+ * larger than that would leave its last clusters waiting for a whole
+ * round). */
+struct GeKernelState {
+    TinyKernelState smem;
+    std::atomic<int> clusters[64];
+};
+
+template <int CLUSTER>
+static cudaError_t ge_prepare(GeKernelState &st, const void *func,
+                              const fb_fused_env *env, int smem, int *grid)
+{
+    cudaError_t e = tiny_prepare(st.smem, func, env);
+    if (e != cudaSuccess)
+        return e;
+    if (CLUSTER == 1) {
+        *grid = env->sm_count;
+        return cudaSuccess;
+    }
+    const int dev = env->device >= 0 && env->device < 64 ? env->device : 0;
+    int n = st.clusters[dev].load(std::memory_order_acquire);
+    if (n <= 0) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(CLUSTER * env->sm_count);
+        cfg.blockDim = dim3(kGeThreads);
+        cfg.dynamicSmemBytes = (size_t)smem;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        e = cudaOccupancyMaxActiveClusters(&n, func, &cfg);
+        if (e != cudaSuccess)
+            return e;
+        if (n <= 0)
+            return cudaErrorInvalidConfiguration;
+        st.clusters[dev].store(n, std::memory_order_release);
+    }
+    *grid = n * CLUSTER;
+    return cudaSuccess;
+}
+
+template <typename T, bool DUAL, int ACT, int MODE>
+static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
+                           const CUtensorMap &tb, const CUtensorMap &tb2,
+                           GeArgs<T> a)
+{
+    typedef GeShape<MODE> S;
+    const int CLUSTER = S::CM * S::CN;
+    static GeKernelState state;
+    const void *func = reinterpret_cast<const void *>(
+        &gemm_sm90_kernel<T, DUAL, ACT, MODE, S::CM, S::CN>);
+    const int smem = S::SMEM;
+    int most = 0;
+    cudaError_t e = ge_prepare<CLUSTER>(state, func, env, smem, &most);
+    if (e != cudaSuccess)
+        return fbf_launch_status(e);
+    const int units = (a.tiles_r + S::CM - 1) / S::CM *
+                      ((a.tiles_c + S::CN - 1) / S::CN);
+    const int grid = (units < most / CLUSTER ? units : most / CLUSTER) *
+                     CLUSTER;
+    void *args[] = {const_cast<CUtensorMap *>(&ta),
+                    const_cast<CUtensorMap *>(&tb),
+                    const_cast<CUtensorMap *>(&tb2), &a};
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kGeThreads);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = env->stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
+}
+
+template <typename T, bool DUAL, int MODE>
+static fb_status ge_launch_act(const fb_fused_env *env, const CUtensorMap &ta,
+                               const CUtensorMap &tb, const CUtensorMap &tb2,
+                               const GeArgs<T> &a, fb_activation act)
+{
+    switch (act) {
+    case FB_ACT_NONE:
+        return ge_launch<T, DUAL, FB_ACT_NONE, MODE>(env, ta, tb, tb2, a);
+    case FB_ACT_RELU:
+        return ge_launch<T, DUAL, FB_ACT_RELU, MODE>(env, ta, tb, tb2, a);
+    case FB_ACT_GELU_TANH:
+        return ge_launch<T, DUAL, FB_ACT_GELU_TANH, MODE>(env, ta, tb, tb2, a);
+    case FB_ACT_GELU_ERF:
+        return ge_launch<T, DUAL, FB_ACT_GELU_ERF, MODE>(env, ta, tb, tb2, a);
+    case FB_ACT_SILU:
+        return ge_launch<T, DUAL, FB_ACT_SILU, MODE>(env, ta, tb, tb2, a);
+    }
+    return FB_STATUS_NOT_SUPPORTED;
+}
+
+/* A rows x cols row-major 16-bit operand read in boxes of 64 columns x
+ * box_rows rows, 128-byte swizzled, zeros past its edges. */
+static bool ge_map(CUtensorMap *tm, fb_dtype dt, const void *base,
+                   int64_t rows, int64_t cols, int64_t ld, int box_rows)
+{
+    return fbf_tma_map_16(tm, dt, base, rows, cols, ld, kGeBK, box_rows,
+                          true);
+}
+
+/* Whether this build and device run the engine at all. */
+static bool ge_device_ok(const fb_fused_env *env)
+{
+#ifdef FB_HAVE_SM90A
+    return env->cc_major == 9 && env->cc_minor == 0 &&
+           (size_t)GeShape<GE_PINGPONG>::SMEM <= env->smem_optin &&
+           (size_t)GeShape<GE_COOPERATIVE>::SMEM <= env->smem_optin &&
+           fbf_tma_available();
+#else
+    (void)env;
+    return false;
+#endif
+}
+
+/* A K-major operand the tensor maps take: 16-byte aligned base, rows a
+ * multiple of 16 bytes apart. */
+static bool ge_operand_ok(const void *p, int64_t ld)
+{
+    return tiny_aligned16(p) && ld % 8 == 0;
+}
+
+static bool ge_dims_ok(int64_t a, int64_t b, int64_t c)
+{
+    const int64_t lim = (int64_t)1 << 30;
+    return a > 0 && b > 0 && c > 0 && a < lim && b < lim && c < lim;
+}
+
+template <typename T>
+static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
+                         void *d, int64_t ldd)
+{
+    GeArgs<T> a;
+    memset(&a, 0, sizeof a);
+    a.rows = (int)rows;
+    a.cols = (int)cols;
+    a.k = (int)k;
+    a.tiles_r = (int)((rows + kGeBM - 1) / kGeBM);
+    a.tiles_c = (int)((cols + bn_out - 1) / bn_out);
+    a.ep.d = static_cast<T *>(d);
+    a.ep.ldd = ldd;
+    a.ep.alpha = 1.0f;
+    a.ep.d_pairs = ((uintptr_t)d & 3u) == 0 && ldd % 2 == 0;
+    return a;
+}
+
+/* The consumers' arrangement for one launch (tune's, for the probe, else
+ * the rule). Ping-pong hides the epilogue behind the other warpgroup's
+ * mainloop, so it wins where the epilogue has an activation and where a
+ * tile's mainloop is short; cooperative tiles move fewer bytes through L2
+ * a flop and its clusters of 2 fill every SM (ping-pong's clusters of 4
+ * leave some idle), so it wins on long plain products. The measurements
+ * behind the bounds are in docs/gemm-engine.md. */
+static int ge_mode_single(const fbf_tuning *tune, fb_activation act,
+                          int64_t k)
+{
+    if (tune && tune->engine_mode)
+        return tune->engine_mode - 1;
+    return act != FB_ACT_NONE || k <= 4096 ? GE_PINGPONG : GE_COOPERATIVE;
+}
+
+static int ge_mode_dual(const fbf_tuning *tune, int64_t k)
+{
+    if (tune && tune->engine_mode)
+        return tune->engine_mode - 1;
+    return k <= 1024 ? GE_PINGPONG : GE_COOPERATIVE;
+}
+
+template <typename T, int MODE>
+static fb_status ge_gemm_mode(const fb_fused_env *env,
+                              const fb_gemm_problem *p)
+{
+    typedef GeShape<MODE> S;
+    /* D = C^T (row-major n x m), X = op(B)^T (B itself, k x n column-major
+     * = n x k row-major), W = op(A) (A^T stored k x m = m x k row-major). */
+    CUtensorMap tx, tw;
+    if (!ge_map(&tx, p->dtype, p->b, p->n, p->k, p->ldb, kGeBM / S::CN) ||
+        !ge_map(&tw, p->dtype, p->a, p->m, p->k, p->lda, S::BN / S::CM))
+        return FB_STATUS_NOT_SUPPORTED;
+    GeArgs<T> a = ge_args<T>(p->n, p->m, p->k, S::BN, p->c, p->ldc);
+    a.ep.alpha = p->alpha;
+    a.ep.beta = p->beta;
+    a.ep.read_c = p->beta != 0.0f;
+    a.ep.bias = static_cast<const T *>(p->ep.bias);
+    a.ep.bias_on_cols = p->ep.bias_per_row;
+    return ge_launch_act<T, false, MODE>(env, tx, tw, tw, a, p->ep.act);
+}
+
+/* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (row stride h). */
+template <typename T, int MODE>
+static fb_status ge_dual(const fb_fused_env *env, const fb_mlp_problem *p,
+                         void *hbuf)
+{
+    typedef GeShape<MODE> S;
+    CUtensorMap tx, twg, twu;
+    if (!ge_map(&tx, p->dtype, p->x, p->m, p->k, p->ldx, kGeBM / S::CN) ||
+        !ge_map(&twg, p->dtype, p->wg, p->h, p->k, p->k, S::BN / 2) ||
+        !ge_map(&twu, p->dtype, p->wu, p->h, p->k, p->k, S::BN / 2))
+        return FB_STATUS_NOT_SUPPORTED;
+    GeArgs<T> g = ge_args<T>(p->m, p->h, p->k, S::BN / 2, hbuf, p->h);
+    g.ep.bias = static_cast<const T *>(p->bg);
+    g.ep.bias2 = static_cast<const T *>(p->bu);
+    return ge_launch_act<T, true, MODE>(env, tx, twg, twu, g, p->gate_act);
+}
+
+/* Y = H Wd^T + bd. */
+template <typename T, int MODE>
+static fb_status ge_down(const fb_fused_env *env, const fb_mlp_problem *p,
+                         void *hbuf)
+{
+    typedef GeShape<MODE> S;
+    CUtensorMap th, twd;
+    if (!ge_map(&th, p->dtype, hbuf, p->m, p->h, p->h, kGeBM / S::CN) ||
+        !ge_map(&twd, p->dtype, p->wd, p->n, p->h, p->h, S::BN / S::CM))
+        return FB_STATUS_NOT_SUPPORTED;
+    GeArgs<T> d = ge_args<T>(p->m, p->n, p->h, S::BN, p->y, p->ldy);
+    d.ep.bias = static_cast<const T *>(p->bd);
+    d.ep.bias_on_cols = 1;
+    return ge_launch<T, false, FB_ACT_NONE, MODE>(env, th, twd, twd, d);
+}
+
+template <typename T>
+static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
+                         const fbf_tuning *tune)
+{
+    return ge_mode_single(tune, p->ep.act, p->k) == GE_PINGPONG
+               ? ge_gemm_mode<T, GE_PINGPONG>(env, p)
+               : ge_gemm_mode<T, GE_COOPERATIVE>(env, p);
+}
+
+template <typename T>
+static fb_status ge_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
+                        void *hbuf, const fbf_tuning *tune)
+{
+    fb_status st = ge_mode_dual(tune, p->k) == GE_PINGPONG
+                       ? ge_dual<T, GE_PINGPONG>(env, p, hbuf)
+                       : ge_dual<T, GE_COOPERATIVE>(env, p, hbuf);
+    if (st != FB_STATUS_SUCCESS || (tune && tune->h_only))
+        return st;
+    return ge_mode_single(tune, FB_ACT_NONE, p->h) == GE_PINGPONG
+               ? ge_down<T, GE_PINGPONG>(env, p, hbuf)
+               : ge_down<T, GE_COOPERATIVE>(env, p, hbuf);
+}
+
+} /* namespace fbf */
+
+using namespace fbf;
+
+/* Covered: 16-bit data; op(A) = A^T and op(B) = B (both operands K-major:
+ * a row-major nn.Linear call); lda, ldb multiples of 8 and A, B 16-byte
+ * aligned (the tensor maps' rules); dimensions below 2^30; a compute 9.0
+ * device and a module built for sm_90a. alpha == 0 and k == 0 are not
+ * taken (A and B are not referenced then). */
+fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
+                        const fbf_tuning *tune, char *path, size_t pathlen)
+{
+    if (!ge_device_ok(env))
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (!p->transa || p->transb || p->alpha == 0.0f ||
+        !ge_dims_ok(p->m, p->n, p->k) || !ge_operand_ok(p->a, p->lda) ||
+        !ge_operand_ok(p->b, p->ldb) || p->ldc >= ((int64_t)1 << 40))
+        return FB_STATUS_NOT_SUPPORTED;
+    if (tune && tune->dry_run)
+        return FB_STATUS_SUCCESS;
+    const fb_status st = p->dtype == FB_DTYPE_BF16
+                             ? ge_gemm<__nv_bfloat16>(env, p, tune)
+                             : ge_gemm<__half>(env, p, tune);
+    if (st == FB_STATUS_SUCCESS)
+        fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
+                                        ? "gemm_sm90_bf16"
+                                        : "gemm_sm90_f16");
+    return st;
+}
+
+/* Covered: 16-bit data, m > 32 (fewer rows are the decode kernels'); k,
+ * h, ldx multiples of 8 and X and the weights 16-byte aligned; H in hbuf
+ * (m x h of the input type, 16-byte aligned). */
+fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
+                       void *hbuf, size_t hbuf_bytes, const fbf_tuning *tune,
+                       char *path, size_t pathlen)
+{
+    if (!ge_device_ok(env))
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->m <= 32 || !ge_dims_ok(p->m, p->h, p->k) ||
+        !ge_dims_ok(p->n, 1, 1) || !ge_operand_ok(p->x, p->ldx) ||
+        !ge_operand_ok(p->wg, p->k) || !ge_operand_ok(p->wu, p->k) ||
+        !ge_operand_ok(p->wd, p->h) || p->ldy >= ((int64_t)1 << 40))
+        return FB_STATUS_NOT_SUPPORTED;
+    if (tune && tune->dry_run)
+        return FB_STATUS_SUCCESS;
+    if (!hbuf || !tiny_aligned16(hbuf) ||
+        hbuf_bytes < (size_t)p->m * (size_t)p->h * 2)
+        return FB_STATUS_NOT_SUPPORTED;
+    const fb_status st = p->dtype == FB_DTYPE_BF16
+                             ? ge_mlp<__nv_bfloat16>(env, p, hbuf, tune)
+                             : ge_mlp<__half>(env, p, hbuf, tune);
+    if (st == FB_STATUS_SUCCESS)
+        fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
+                                        ? "mlp_sm90_bf16"
+                                        : "mlp_sm90_f16");
+    return st;
+}
