@@ -196,13 +196,14 @@ void tol_mlp(const tol *t, fb_activation act, int64_t m, int64_t k,
 
 /* ---- comparing one element ----------------------------------------------
  * The verdict on got against the oracle's ref: 0 if acceptable.
- *  - ref NaN: got must be NaN, except act(-Inf) for gelu and silu (z is
- *    the pre-activation), where the formula's NaN and the limit 0 are
- *    both accepted;
+ *  - ref NaN: got must be NaN;
  *  - ref +-Inf: got must be the same Inf;
- *  - ref finite with an infinite gauge (relu(-Inf) = 0): got == ref;
+ *  - ref finite with an infinite gauge (act(-Inf) = 0, the limit, for
+ *    every activation but none): got == ref (either zero);
  *  - otherwise |got - ref| <= bound.
- * *ratio receives |got - ref| / bound for the finite case (0 otherwise). */
+ * *ratio receives |got - ref| / bound for the finite case (0 otherwise).
+ * z (the pre-activation) and act no longer change the verdict: the oracle
+ * gives each activation's limit at -Inf itself. */
 int judge(double got, double ref, double z, fb_activation act, double bound,
           double *ratio);
 

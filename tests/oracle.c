@@ -19,11 +19,17 @@ double oracle_act(fb_activation act, double x)
     case FB_ACT_RELU:
         return x > 0.0 || isnan(x) ? x : 0.0;
     case FB_ACT_GELU_TANH:
+        if (x == -INFINITY)
+            return 0.0; /* the limit; the formula gives -Inf * 0 */
         return 0.5 * x *
                (1.0 + tanh(sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
     case FB_ACT_GELU_ERF:
+        if (x == -INFINITY)
+            return 0.0;
         return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     case FB_ACT_SILU:
+        if (x == -INFINITY)
+            return 0.0;
         return x * (1.0 / (1.0 + exp(-x)));
     }
     return NAN; /* not an activation: make any comparison fail */

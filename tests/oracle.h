@@ -27,8 +27,9 @@ static inline int64_t oracle_at(fb_layout layout, int64_t i, int64_t j,
  *   none x; relu max(x, 0) with NaN kept; gelu_tanh
  *   0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); gelu_erf 0.5x(1+erf(x/sqrt 2));
  *   silu x/(1+exp(-x)).
- * Evaluated as written, so IEEE special values go where the formula sends
- * them (gelu and silu of -Inf are NaN: -Inf times 0). */
+ * Evaluated as written, so NaN gives NaN and +Inf gives +Inf; at -Inf,
+ * where the gelus and silu would make -Inf times 0, each activation but
+ * none gives its limit, 0 (+0: the library's -0 compares equal). */
 double oracle_act(fb_activation act, double x);
 
 /* x rounded to the nearest value of dtype (ties to even, overflow to Inf,

@@ -3,6 +3,9 @@
  * See special_values.h.
  */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "mlp_check.h"
 #include "oracle.h"
 #include "special_values.h"
 
@@ -80,6 +83,165 @@ static void inject(gemm_data *d, int s)
     }
 }
 
+/* ---- activations at the infinities ------------------------------------
+ * The pre-activation made exactly -Inf or +Inf (finite products, an
+ * infinite bias; or an infinite element of A meeting B's signs): each
+ * activation must give its limit, 0 at -Inf (-Inf for none) and +Inf at
+ * +Inf, never the NaN of the formula's -Inf * 0. The oracle gives the
+ * limits; the shapes include the ones the fused kernels take (row-major
+ * NT, k a multiple of 8, aligned: the tiny kernels for k <= 256, the
+ * decode kernels above), so that their fast activations are checked too.
+ */
+enum { N_LIMIT_SCENARIOS = 3 };
+static const char *limit_name[N_LIMIT_SCENARIOS] = {
+    "bias -Inf: act(-Inf) is 0 (none: -Inf)",
+    "bias +Inf: act(+Inf) is +Inf",
+    "+Inf in a row of A: act(+-Inf) by B's signs"};
+
+static void inject_limit(gemm_data *d, int s)
+{
+    switch (s) {
+    case 0: set_bias(d, 2, NINF); break;
+    case 1: set_bias(d, 4, PINF); break;
+    case 2: set_opa(d, 3, 0, PINF); break;
+    }
+}
+
+/* The paths the targets took for the case just checked. */
+static void diag_paths(const target *t, int nt, fb_dtype dtype)
+{
+    char line[1024] = "";
+    size_t used = 0;
+    for (int i = 0; i < nt && used < sizeof line; i++) {
+        if (t[i].f32_only && dtype != FB_DTYPE_F32)
+            continue;
+        const fb_status st = fb_handle_last_status(t[i].handle);
+        used += (size_t)snprintf(
+            line + used, sizeof line - used, "%s%s: %s", used ? "; " : "",
+            t[i].name,
+            st == FB_STATUS_SUCCESS ? fb_handle_last_path(t[i].handle)
+                                    : fb_status_string(st));
+    }
+    tap_diag("  paths: %s", line);
+}
+
+static void limit_sweep(const target *t, int nt, const target *cross)
+{
+    /* m, n, k; the first with random layouts and padding. */
+    static const int64_t shapes[3][3] = {{5, 6, 7}, {5, 6, 8}, {5, 6, 264}};
+    for (int si = 0; si < 3; si++)
+        for (int di = 0; di < 3; di++)
+            for (int ai = 0; ai < N_ACTS; ai++)
+                for (int s = 0; s < N_LIMIT_SCENARIOS; s++) {
+                    const int general = si == 0;
+                    gemm_case c = {0};
+                    c.dtype = all_dtypes[di];
+                    c.layout = !general || rng_below(2) ? FB_ROW_MAJOR
+                                                        : FB_COL_MAJOR;
+                    c.transa = general && rng_below(2) ? FB_TRANS
+                                                       : FB_NO_TRANS;
+                    c.transb = !general || rng_below(2) ? FB_TRANS
+                                                        : FB_NO_TRANS;
+                    c.m = shapes[si][0];
+                    c.n = shapes[si][1];
+                    c.k = shapes[si][2];
+                    c.alpha = 0.7f;
+                    c.beta = general ? 1.3f : 0.0f;
+                    c.has_bias = 1;
+                    c.act = all_acts[ai];
+                    if (general)
+                        gemm_case_set_lds(&c, 1, 2, 1);
+                    else
+                        gemm_case_set_lds(&c, 0, 0, 0);
+                    c.note = limit_name[s];
+                    gemm_data d;
+                    gemm_data_make(&d, &c);
+                    inject_limit(&d, s);
+                    gemm_check(&d, t, nt, cross);
+                    if (!general)
+                        diag_paths(t, nt, c.dtype);
+                    gemm_data_free(&d);
+                }
+}
+
+/* ---- the MLP's gate at the infinities -----------------------------------
+ * Every value exact, so that Y is known exactly:
+ *   X(i, 0) = +1 in even rows, -1 in odd rows; X(i, 1) = 1; the rest
+ *   small random values the weights multiply by 0;
+ *   Wg = 0 but Wg(j0, 0) = -Inf, so the gate's pre-activation is -Inf in
+ *   even rows and +Inf in odd rows at hidden unit j0, and 0 elsewhere;
+ *   Wu = 0 but Wu(j0, 1) = 1: the up value is 1 at j0 (finite and
+ *   positive, so the product is defined) and 0 elsewhere;
+ *   Wd random, with Wd(c, j0) = +1 or -1 by c; biases 0 or absent but bd.
+ * So H(i, j0) is act(-Inf) * 1 = 0 in even rows (none: -Inf) and
+ * act(+Inf) * 1 = +Inf in odd rows, every other H is act(0) * 0 = 0, and
+ * Y(i, c) is bd(c) in even rows (none: -Inf Wd(c, j0)) and +Inf Wd(c, j0)
+ * in odd rows: exactly what the oracle computes, and what the checker
+ * then requires exactly (the bound is infinite wherever Inf went in). A
+ * NaN from -Inf * 0 in the gate would reach every Y of its row. */
+static void mlp_gate_case(const mlp_case *mc, const target *t, int nt)
+{
+    mlp_data d;
+    mlp_data_make(&d, mc);
+    const fb_dtype dt = mc->dtype;
+    const int64_t j0 = mc->h / 2;
+    void *X = tbuf_data(&d.X), *Wg = tbuf_data(&d.Wg), *Wu = tbuf_data(&d.Wu);
+    void *Wd = tbuf_data(&d.Wd);
+    for (int64_t i = 0; i < mc->m; i++)
+        for (int64_t l = 0; l < mc->k; l++)
+            dt_set(dt, X, i * mc->ldx + l,
+                   l == 0   ? (i % 2 ? -1.0 : 1.0)
+                   : l == 1 ? 1.0
+                            : (double)(rng_below(17) - 8) / 8.0);
+    for (int64_t j = 0; j < mc->h; j++)
+        for (int64_t l = 0; l < mc->k; l++) {
+            dt_set(dt, Wg, j * mc->k + l, 0.0);
+            dt_set(dt, Wu, j * mc->k + l, j == j0 && l == 1 ? 1.0 : 0.0);
+        }
+    dt_set_bits(dt, Wg, j0 * mc->k, special_bits(dt, NINF));
+    for (int64_t c = 0; c < mc->n; c++)
+        for (int64_t j = 0; j < mc->h; j++)
+            dt_set(dt, Wd, c * mc->h + j,
+                   j == j0 ? (c % 2 ? -1.0 : 1.0)
+                           : (double)(rng_below(16) + 1) / 16.0);
+    for (int64_t j = 0; j < mc->h; j++) {
+        dt_set(dt, tbuf_data(&d.bg), j, 0.0);
+        dt_set(dt, tbuf_data(&d.bu), j, 0.0);
+    }
+    for (int64_t c = 0; c < mc->n; c++)
+        dt_set(dt, tbuf_data(&d.bd), c, (double)(rng_below(17) - 8) / 4.0);
+    /* No CPU witness: Y holds infinities, which the witness comparison
+     * (a difference within the bounds) cannot take; the oracle is exact
+     * here. */
+    mlp_check(&d, t, nt, NULL);
+    diag_paths(t, nt, dt);
+    mlp_data_free(&d);
+}
+
+static void mlp_gate_sweep(const target *t, int nt)
+{
+    /* m, k, h, n: the fused families' shapes (tiny; decode, m <= 32;
+     * prefill, m > 32, Hopper), all taken by cuda-lt and the cpu. */
+    static const int64_t shapes[3][4] = {
+        {6, 16, 24, 8}, {4, 264, 24, 136}, {40, 264, 24, 136}};
+    for (int si = 0; si < 3; si++)
+        for (int di = 0; di < 3; di++)
+            for (int ai = 0; ai < N_ACTS; ai++) {
+                mlp_case c = {0};
+                c.dtype = all_dtypes[di];
+                c.act = all_acts[ai];
+                c.m = shapes[si][0];
+                c.k = shapes[si][1];
+                c.h = shapes[si][2];
+                c.n = shapes[si][3];
+                c.ldx = c.k;
+                c.ldy = c.n;
+                c.biases = MLP_ALL_BIASES;
+                c.offset = 0;
+                mlp_gate_case(&c, t, nt);
+            }
+}
+
 void special_sweep(const target *t, int nt, const target *cross)
 {
     for (int di = 0; di < 3; di++)
@@ -103,4 +265,6 @@ void special_sweep(const target *t, int nt, const target *cross)
                 gemm_check(&d, t, nt, cross);
                 gemm_data_free(&d);
             }
+    limit_sweep(t, nt, cross);
+    mlp_gate_sweep(t, nt);
 }

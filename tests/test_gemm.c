@@ -49,7 +49,10 @@ static void checker_can_fail(const target *cpu)
                judge(NAN, 3.0, 3.0, FB_ACT_SILU, bound, &ratio) &&
                judge(3.0, NAN, 1.0, FB_ACT_RELU, bound, &ratio) &&
                judge(0.0, NAN, NAN, FB_ACT_GELU_TANH, bound, &ratio) &&
-               !judge(0.0, NAN, -INFINITY, FB_ACT_GELU_TANH, bound, &ratio) &&
+               judge(NAN, 0.0, -INFINITY, FB_ACT_GELU_TANH, INFINITY,
+                     &ratio) &&
+               !judge(-0.0, 0.0, -INFINITY, FB_ACT_GELU_TANH, INFINITY,
+                      &ratio) &&
                judge(-INFINITY, INFINITY, INFINITY, FB_ACT_NONE, bound, &ratio),
            "checker: judge rejects errors beyond the bound, misplaced NaN "
            "and wrong Inf (fp32 k=64 bound %.3g)", bound);

@@ -13,7 +13,9 @@
  * VRNDSCALEPS than by the 1.5 x 2^23 shifter (37.5 against 38.7).
  * NaN propagates as in cpu_epilogue.c: MIN/MAX return their second operand
  * when either is NaN, so the clamps below put x second; comparisons with
- * NaN are false, so the selects keep it.
+ * NaN are false, so the selects keep it. At x = -Inf, where the forms give
+ * NaN (-Inf / Inf, -Inf * 0), a select gives the limit -0, as
+ * cpu_epilogue.c does.
  *
  * Include only from code compiled for AVX-512F (a target attribute on the
  * including functions: FB_AVX512_TARGET).
@@ -23,6 +25,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include <math.h>
 #include "fusedblas.h"
 
 #define FB_AVX512_TARGET __attribute__((target("avx512f")))
@@ -53,11 +56,20 @@ FB_AVX512_INLINE __m512 fb_zmm_exp(__m512 x)
     return _mm512_scalef_ps(p, n);
 }
 
-/* x / (1 + exp(w)): x sigmoid(-w), overflow-safe. */
+/* y, except -0 where x is -Inf (the activations' limit there). */
+FB_AVX512_INLINE __m512 fb_zmm_zero_at_minus_inf(__m512 x, __m512 y)
+{
+    const __mmask16 minus_inf =
+        _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ);
+    return _mm512_mask_mov_ps(y, minus_inf, _mm512_set1_ps(-0.0f));
+}
+
+/* x / (1 + exp(w)): x sigmoid(-w), overflow-safe; -0 at x = -Inf. */
 FB_AVX512_INLINE __m512 fb_zmm_x_over_1p_exp(__m512 x, __m512 w)
 {
-    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f),
-                                          fb_zmm_exp(w)));
+    return fb_zmm_zero_at_minus_inf(
+        x, _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f),
+                                          fb_zmm_exp(w))));
 }
 
 /* erfc(z) by cpu_epilogue.c's fb_erfcf (Numerical Recipes 6.2, fractional
@@ -110,10 +122,10 @@ FB_AVX512_INLINE __m512 fb_zmm_act(__m512 x, fb_activation act)
         return fb_zmm_x_over_1p_exp(x, w);
     }
     case FB_ACT_GELU_ERF:
-        return _mm512_mul_ps(
-            _mm512_mul_ps(_mm512_set1_ps(0.5f), x),
-            fb_zmm_erfc(_mm512_mul_ps(
-                x, _mm512_set1_ps(-0.70710678118654752f))));
+        return fb_zmm_zero_at_minus_inf(
+            x, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+                             fb_zmm_erfc(_mm512_mul_ps(
+                                 x, _mm512_set1_ps(-0.70710678118654752f)))));
     case FB_ACT_SILU:
         return fb_zmm_x_over_1p_exp(
             x, _mm512_sub_ps(_mm512_setzero_ps(), x));

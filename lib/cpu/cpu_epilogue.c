@@ -13,6 +13,12 @@
  * 1 ulp), erfc the Chebyshev fit of Numerical Recipes (fractional error
  * < 1.2e-7). NaN propagates through every path: comparisons with NaN are
  * false, so the selects keep it.
+ *
+ * At the infinities each activation takes its limit: act(+Inf) = +Inf
+ * falls out of the forms above, and so does act(x) = -0 for negative x
+ * large enough that exp(-z) overflows or erfc underflows; at x = -Inf
+ * itself they would give -Inf / Inf or -Inf * 0 = NaN, so a select gives
+ * the same -0 there (and changes nothing for any other input).
  */
 #include <math.h>
 #include <stdint.h>
@@ -57,10 +63,12 @@ static inline float fb_expf(float x)
     return p * f1 * f2;
 }
 
-/* x * sigmoid(s * x') in the overflow-safe form x / (1 + exp(-z)). */
+/* x * sigmoid(z) in the overflow-safe form x / (1 + exp(-z)); -0 at
+ * x = -Inf, the limit (see the top). */
 static inline float fb_x_sigmoid(float x, float z)
 {
-    return x / (1.0f + fb_expf(-z));
+    const float y = x / (1.0f + fb_expf(-z));
+    return x == -INFINITY ? -0.0f : y;
 }
 
 /* erfc(z), fractional error < 1.2e-7 (Numerical Recipes 6.2), with the
@@ -100,8 +108,10 @@ static inline float fb_act1(float x, fb_activation act)
         float u = k0 * (x + 0.044715f * x * x * x);
         return fb_x_sigmoid(x, 2.0f * u);
     }
-    case FB_ACT_GELU_ERF:
-        return 0.5f * x * fb_erfcf(-x * 0.70710678118654752f);
+    case FB_ACT_GELU_ERF: {
+        const float y = 0.5f * x * fb_erfcf(-x * 0.70710678118654752f);
+        return x == -INFINITY ? -0.0f : y;
+    }
     case FB_ACT_SILU:
         return fb_x_sigmoid(x, x);
     case FB_ACT_NONE:

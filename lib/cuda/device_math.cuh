@@ -6,7 +6,11 @@
  * the CPU backend (lib/cpu/cpu_epilogue.c) so that every backend computes
  * the same function: fp32 arithmetic with CUDA's accurate expf and erfcf
  * (this module is never built with --use_fast_math), and NaN in gives NaN
- * out for every activation, relu included.
+ * out for every activation, relu included. At the infinities each
+ * activation takes its limit, as on the CPU: +Inf at +Inf, -0 at -Inf (the
+ * value the forms below give for negative x large enough that exp
+ * overflows or erfc underflows; at -Inf itself they would give -Inf / Inf
+ * or -Inf * 0, so a select gives it there).
  */
 #ifndef FB_CUDA_DEVICE_MATH_CUH
 #define FB_CUDA_DEVICE_MATH_CUH
@@ -47,13 +51,20 @@ __device__ __forceinline__ __nv_bfloat16 fb_store_as<__nv_bfloat16>(float x)
 /* relu that keeps NaN: (NaN < 0) is false, so NaN passes through. */
 __device__ __forceinline__ float fb_relu(float x) { return x < 0.0f ? 0.0f : x; }
 
+/* y, except -0 where x is -Inf (the limit there, see the top). */
+__device__ __forceinline__ float fb_zero_at_minus_inf(float x, float y)
+{
+    return x == -INFINITY ? -0.0f : y;
+}
+
 /* x * sigmoid(z) as x / (1 + exp(-z)), the CPU backend's form (no
  * cancellation for negative x). exp's argument is clamped where the CPU's
  * exp clamps, so that infinities come out the same; a NaN x stays NaN
  * through the numerator. */
 __device__ __forceinline__ float fb_x_sigmoid(float x, float z)
 {
-    return x / (1.0f + expf(fminf(fmaxf(-z, -104.0f), 88.8f)));
+    return fb_zero_at_minus_inf(
+        x, x / (1.0f + expf(fminf(fmaxf(-z, -104.0f), 88.8f))));
 }
 
 /* 0.5x(1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi)(x + 0.044715 x^3). */
@@ -67,7 +78,7 @@ __device__ __forceinline__ float fb_gelu_tanh(float x)
  * accuracy where 1 + erf would cancel. */
 __device__ __forceinline__ float fb_gelu_erf(float x)
 {
-    return 0.5f * x * erfcf(-x * 0.7071067811865476f);
+    return fb_zero_at_minus_inf(x, 0.5f * x * erfcf(-x * 0.7071067811865476f));
 }
 
 __device__ __forceinline__ float fb_silu(float x) { return fb_x_sigmoid(x, x); }

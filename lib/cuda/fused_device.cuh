@@ -255,7 +255,8 @@ __device__ __forceinline__ void prefetch_l2(const void *p, uint32_t bytes)
  *   gelu_tanh(x) = x / (1 + exp(-2u)), u = sqrt(2/pi)(x + 0.044715 x^3)
  *   silu(x)      = x / (1 + exp(-x))
  * relu keeps NaN; gelu_erf keeps the accurate erff (no cheap identity).
- * NaN in gives NaN out. */
+ * NaN in gives NaN out; the infinities give the limits (+Inf, and -0 at
+ * -Inf), as device_math.cuh's forms do. */
 __device__ __forceinline__ float ex2_approx(float x)
 {
     float y;
@@ -271,13 +272,15 @@ __device__ __forceinline__ float rcp_approx(float x)
 }
 
 /* x / (1 + 2^z) without overflow trouble: 2^z = inf gives x * 0 = 0 for
- * finite x (the limit), as the sigmoid form means. Both approximations
- * flush subnormals (.ftz): 2^z below 2^-126 next to the 1 it is added to
- * changes nothing, and 1 + 2^z is never subnormal; without .ftz each one
- * costs a compare and two predicated multiplies around the MUFU. */
+ * finite x (the limit), as the sigmoid form means, and x = -Inf (where
+ * that would be -Inf * 0) gets the same -0 by a select. Both
+ * approximations flush subnormals (.ftz): 2^z below 2^-126 next to the 1
+ * it is added to changes nothing, and 1 + 2^z is never subnormal; without
+ * .ftz each one costs a compare and two predicated multiplies around the
+ * MUFU. */
 __device__ __forceinline__ float x_over_1p_exp2(float x, float z)
 {
-    return x * rcp_approx(1.0f + ex2_approx(z));
+    return fb_zero_at_minus_inf(x, x * rcp_approx(1.0f + ex2_approx(z)));
 }
 
 __device__ __forceinline__ float act_fast(fb_activation a, float x)

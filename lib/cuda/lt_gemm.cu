@@ -6,7 +6,9 @@
  * these that meets it (problem.h's C is column-major):
  *
  * 1. cuBLASLt's epilogue does the whole epilogue, in one launch (fp32 data;
- *    for 16-bit data only the plain product, see gemm_16):
+ *    for 16-bit data only the plain product, on operands aligned to 16
+ *    bytes, with an algorithm that rounds to 16 bits once: see gemm_16 and
+ *    rounds_once):
  *   - bias per row of C (a row-major call, nn.Linear's case) is its BIAS
  *     ("bias vector length must match matrix D rows"), for a bias on a
  *     16-byte boundary (its heuristic is documented to look at the bias
@@ -108,6 +110,45 @@ static const char *act_name(fb_activation a)
             return fb_result_cublas(r, s_, what);                             \
     } while (0)
 
+/* Whether algo, computing a 16-bit D, rounds only the final result to
+ * that type. cuBLASLt says how an algorithm sums in two places: the
+ * split-K configuration (with more than one part, INPLACE adds the parts
+ * up in D itself and OUTPUT_TYPE keeps them in D's type: every partial sum
+ * is rounded to 16 bits; COMPUTE_TYPE keeps them in fp32) and the
+ * numerical implementation flags (the accumulator's type). The heuristic
+ * was already told to allow only NONE and COMPUTE_TYPE; this checks what
+ * it returned, once per plan. An attribute cuBLASLt cannot report does not
+ * refuse the algorithm: the mask stands for it. */
+static int rounds_once(const cublasLtMatmulAlgo_t *algo, fb_lt_plan *plan)
+{
+    int32_t splitk = 1;
+    uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    uint64_t impl = 0;
+    size_t got = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(
+            algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+            &got) != CUBLAS_STATUS_SUCCESS)
+        splitk = 1;
+    if (cublasLtMatmulAlgoConfigGetAttribute(
+            algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction,
+            sizeof reduction, &got) != CUBLAS_STATUS_SUCCESS)
+        reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    if (cublasLtMatmulAlgoCapGetAttribute(
+            algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &impl, sizeof impl,
+            &got) != CUBLAS_STATUS_SUCCESS)
+        impl = 0;
+    plan->splitk = splitk;
+    plan->reduction = reduction;
+    plan->impl = impl;
+    const int parts_ok =
+        splitk <= 1 || reduction == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    const uint64_t acc =
+        impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_TYPE_MASK;
+    const int acc_ok =
+        acc == 0 || acc == CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_32F;
+    return parts_ok && acc_ok;
+}
+
 /* The heuristic's algorithm for this key: from the cache, or asked once. */
 static fb_status find_plan(fb_cuda_ctx *ctx, const fb_lt_plan_key *key,
                            cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
@@ -144,6 +185,11 @@ static fb_status find_plan(fb_cuda_ctx *ctx, const fb_lt_plan_key *key,
                pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
                sizeof align_c),
            "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)");
+    const uint32_t reduction_mask = (uint32_t)key->reduction_mask;
+    LT_TRY(cublasLtMatmulPreferenceSetAttribute(
+               pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+               &reduction_mask, sizeof reduction_mask),
+           "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
     cublasLtMatmulHeuristicResult_t result;
     memset(&result, 0, sizeof result);
@@ -155,8 +201,11 @@ static fb_status find_plan(fb_cuda_ctx *ctx, const fb_lt_plan_key *key,
     if (s == CUBLAS_STATUS_SUCCESS && returned > 0 &&
         result.state == CUBLAS_STATUS_SUCCESS &&
         result.workspaceSize <= ctx->workspace_bytes) {
-        plan->has_algo = 1;
         plan->algo = result.algo;
+        if (key->dtype_out == FB_DTYPE_F32 || rounds_once(&result.algo, plan))
+            plan->has_algo = 1;
+        else
+            plan->refused = 1;
     } else if (s != CUBLAS_STATUS_SUCCESS &&
                s != CUBLAS_STATUS_NOT_SUPPORTED &&
                s != CUBLAS_STATUS_INVALID_VALUE) {
@@ -238,16 +287,29 @@ fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     key.align_b = alignment(p->b, p->ldb, elem);
     key.align_c = alignment(p->c, p->ldc, elem_out);
     key.align_bias = uses_bias ? alignment(bias, 0, elem_out) : 0;
+    /* A 16-bit D: no split-K whose parts are added up in D's type. */
+    key.reduction_mask =
+        out == FB_DTYPE_F32
+            ? CUBLASLT_REDUCTION_SCHEME_MASK
+            : CUBLASLT_REDUCTION_SCHEME_NONE |
+                  CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
 
     fb_lt_plan plan;
     fb_status st = find_plan(ctx, &key, op, la, lb, lc, &plan, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (!plan.has_algo) {
-        snprintf(why, whylen, "no cuBLASLt algorithm for alignments "
-                 "%lld/%lld/%lld/%lld",
-                 (long long)key.align_a, (long long)key.align_b,
-                 (long long)key.align_c, (long long)key.align_bias);
+        if (plan.refused)
+            snprintf(why, whylen, "refused split-K %d, scheme %u, "
+                     "accumulator 0x%llx", (int)plan.splitk,
+                     (unsigned)plan.reduction,
+                     (unsigned long long)(plan.impl &
+                         CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_TYPE_MASK));
+        else
+            snprintf(why, whylen, "no cuBLASLt algorithm for alignments "
+                     "%lld/%lld/%lld/%lld",
+                     (long long)key.align_a, (long long)key.align_b,
+                     (long long)key.align_c, (long long)key.align_bias);
         return FB_STATUS_NOT_SUPPORTED;
     }
 
@@ -380,10 +442,13 @@ static int64_t accum_tile_width(int64_t n, size_t col_bytes)
 }
 
 /* fp16 / bf16 data with an epilogue cuBLASLt cannot apply within the one
- * rounding: per tile of columns, the GEMM into the fp32 accumulator, then
- * C <- act(acc + beta C + bias) by our kernel. */
+ * rounding, or a plain product it cannot compute with one rounding: per
+ * tile of columns, the GEMM into the fp32 accumulator, then
+ * C <- act(acc + beta C + bias) by our kernel. note, if not NULL or empty,
+ * says in the path why a plain product came here. */
 static fb_status gemm_via_accum(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
-                                fb_math_mode math, fb_cuda_result *r)
+                                fb_math_mode math, const char *note,
+                                fb_cuda_result *r)
 {
     /* Columns of the accumulator on 32-byte boundaries, for the
      * epilogue's vector loads (8 floats beside 8 16-bit elements). */
@@ -440,6 +505,8 @@ static fb_status gemm_via_accum(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     describe(p->ep.bias, p->ep.bias_per_row, p->ep.act, what, sizeof what);
     fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/DEFAULT>f32+fb_epilogue(%s)",
                   what);
+    if (note != NULL && note[0] != '\0')
+        fb_result_append(r, " (%s)", note);
     if (tiles > 1)
         fb_result_append(r, " in %lld tiles", (long long)tiles);
     if (simt_tiles > 0)
@@ -462,19 +529,32 @@ static fb_status gemm_16(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
      * (GPU run 8: fp16, beta = 1, no bias, off by more than half an ulp).
      * Only the plain product (no bias, no activation, beta 0) is
      * cuBLASLt's alone. */
-    if (ep->bias == NULL && ep->act == FB_ACT_NONE && p->beta == 0.0f) {
-        char why[128] = "";
-        fb_status st = fb_lt_matmul(ctx, p, p->dtype,
-                                    CUBLASLT_EPILOGUE_DEFAULT, NULL, math, why,
-                                    sizeof why, r);
-        if (st == FB_STATUS_SUCCESS)
-            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/DEFAULT");
-        if (st != FB_STATUS_NOT_SUPPORTED)
-            return st;
-        /* Not for these operands (C's alignment, say): the fp32
-         * accumulator is ours, aligned, and needs no cuBLASLt epilogue. */
-    }
-    return gemm_via_accum(ctx, p, math, r);
+    if (ep->bias != NULL || ep->act != FB_ACT_NONE || p->beta != 0.0f)
+        return gemm_via_accum(ctx, p, math, NULL, r);
+
+    /* The plain product, D 16-bit. cuBLASLt documents how an algorithm
+     * sums only through its split-K reduction scheme and its accumulator
+     * type, which fb_lt_matmul constrains and checks. What its kernels for
+     * operands aligned below 16 bytes do inside, it does not say, and bf16
+     * products were found rounded more than once only with such operands
+     * (an odd lda or ldc): those take the accumulator, whose D is fp32, so
+     * nothing reaches 16 bits before our epilogue's one rounding. */
+    const int64_t elem = fb_dtype_size(p->dtype);
+    if (alignment(p->a, p->lda, elem) < 16 ||
+        alignment(p->b, p->ldb, elem) < 16 ||
+        alignment(p->c, p->ldc, elem) < 16)
+        return gemm_via_accum(ctx, p, math, "16-bit D, alignment < 16", r);
+
+    char why[128] = "";
+    fb_status st = fb_lt_matmul(ctx, p, p->dtype, CUBLASLT_EPILOGUE_DEFAULT,
+                                NULL, math, why, sizeof why, r);
+    if (st == FB_STATUS_SUCCESS)
+        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/DEFAULT");
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    /* No algorithm that rounds once for these operands: the fp32
+     * accumulator is ours, aligned, and needs no cuBLASLt epilogue. */
+    return gemm_via_accum(ctx, p, math, why, r);
 }
 
 fb_status fb_lt_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,

@@ -18,7 +18,9 @@
  * default: D's type), so those need out == p->dtype. p->ep is ignored.
  * FB_STATUS_NOT_SUPPORTED, with nothing launched and the reason in why,
  * when cuBLASLt has no algorithm for these operands (their alignment,
- * say). k > 0 (cuBLASLt may refuse k == 0). */
+ * say) or, for a 16-bit D, only one that would round partial sums to 16
+ * bits (split-K parts added up in D's type, a 16-bit accumulator). k > 0
+ * (cuBLASLt may refuse k == 0). */
 fb_status fb_lt_matmul(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
                        fb_dtype out, cublasLtEpilogue_t epi, const void *bias,
                        fb_math_mode math, char *why, size_t whylen,

@@ -1,7 +1,7 @@
 /*
  * lt_plan.cu -- the bounded, locked cache of cuBLASLt heuristic results.
  *
- * A linear scan: 128 keys of 128 bytes compare in well under a microsecond,
+ * A linear scan: 128 keys of 136 bytes compare in well under a microsecond,
  * which is small beside a kernel launch, and needs no hashing to get right.
  */
 #include <string.h>

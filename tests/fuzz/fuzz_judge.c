@@ -335,7 +335,9 @@ void fz_mlp_expectations(const fz_mlp *p, const double *X, const double *Wg,
                 e->kind = FZ_NAN;
                 continue;
             }
-            if (inf_c || (ovf_row && p->act == FB_ACT_RELU)) {
+            /* A gate whose activation has a finite limit at -Inf (all but
+             * none) turns an overflowed pre-activation into 0. */
+            if (inf_c || (ovf_row && isfinite(oracle_act(p->act, -INFINITY)))) {
                 e->kind = FZ_ANY;
                 continue;
             }

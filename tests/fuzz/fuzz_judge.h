@@ -17,22 +17,24 @@
 typedef enum fz_kind {
     /* All inputs that reach the element are finite: |got - ref| <= bound,
      * where fp32 arithmetic cannot overflow on the way; where it can
-     * (ovf), Inf, NaN and act(-Inf) (relu's 0) are accepted too, but any
-     * other finite result must still be within the bound (no overflow
-     * happened then, so the bound holds). */
+     * (ovf), Inf, NaN and act(-Inf) (the limit 0 of every activation but
+     * none) are accepted too, but any other finite result must still be
+     * within the bound (no overflow happened then, so the bound holds). */
     FZ_BOUNDED,
     /* A NaN input reaches the element (alpha, beta, an element of op(A)'s
      * row or op(B)'s column, C where read, the bias): NaN, whatever the
      * arithmetic. */
     FZ_NAN,
     /* An Inf input reaches it and no NaN does: the IEEE outcome of the
-     * formula, ref (NaN, +-Inf, or relu's 0), exactly; where the finite
-     * part can overflow (ovf), NaN is accepted too. */
+     * formula, ref (NaN, +-Inf, or an activation's limit 0 at -Inf),
+     * exactly; where the finite part can overflow (ovf), NaN is accepted
+     * too. */
     FZ_IEEE,
     /* Not decided by the contract (an infinite alpha or beta, whose product
      * with a sum that fp32 rounds to zero is NaN; Inf in an mlp, where
-     * rounded intermediates meet it; an mlp whose relu gate may see an
-     * overflowed -Inf and give 0): only the memory checks apply. */
+     * rounded intermediates meet it; an mlp whose gate (any activation
+     * but none) may see an overflowed -Inf and give 0): only the memory
+     * checks apply. */
     FZ_ANY
 } fz_kind;
 
@@ -43,7 +45,7 @@ typedef struct fz_expect {
     double thr;   /* magnitude from which the output type rounds to Inf */
     int ovf;      /* fp32 overflow possible on the way */
     double ovf_act; /* act(-Inf): what an overflowed pre-activation gives
-                       (relu's 0 is the only finite one) */
+                       (the limit 0, or -Inf for none) */
 } fz_expect;
 
 /* Non-zero if got is acceptable. */
