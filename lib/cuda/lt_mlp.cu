@@ -8,13 +8,13 @@
  * whose bias is per row of Z^T: cuBLASLt's BIAS epilogue exactly.
  *
  * Launches, when cuBLASLt takes every operand:
- *   1. gate GEMM, bias (and gelu_tanh, cuBLASLt's GELU, for 16-bit data)
- *      in its epilogue;
+ *   1. gate GEMM, bias in its epilogue;
  *   2. up GEMM, bias in its epilogue;
  *   3. H = act_g(G + bg) .* (U + bu), written over G in the input dtype, as
- *      PyTorch stores it; act_g and the biases here unless step 1 or 2
- *      applied them (a bias not on a 16-byte boundary, fp32 gelu_tanh,
- *      activations no epilogue has);
+ *      PyTorch stores it; act_g always here (our activation, the one every
+ *      path shares: cuBLASLt's GELU differs in its last bits and at the
+ *      infinities, and this launch runs anyway), the biases unless step 1
+ *      or 2 applied them (a bias not on a 16-byte boundary);
  *   4. down GEMM, bias in its epilogue, straight into Y, through
  *      fb_lt_gemm and so with bd applied before the one rounding of Y (via
  *      the fp32 accumulator where cuBLASLt cannot take bd).
@@ -53,18 +53,17 @@ static void stage_name(const fb_cuda_result *r, char *out, size_t len)
 /* What a gate or up projection left for the gated product. */
 typedef struct projected {
     int bias_done; /* the bias was added in cuBLASLt's epilogue */
-    int gelu_done; /* and gelu_tanh applied */
 } projected;
 
 /* A gate or up projection into the scratch, in the input type:
- * Z^T (rows x m, ldz) = W X^T, with bias (and gelu_tanh if `gelu`) in
+ * Z^T (rows x m, ldz) = W X^T, with bias in
  * cuBLASLt's epilogue where it takes them; what it does not take, *done
  * says, and the gated product applies. Never uses the fp32 accumulator:
  * these intermediates may be rounded to the input type. */
 static fb_status project_intermediate(fb_cuda_ctx *ctx,
                                       const fb_mlp_problem *p, const void *w,
                                       int64_t rows, const void *bias,
-                                      int gelu, void *z, int64_t ldz,
+                                      void *z, int64_t ldz,
                                       fb_math_mode math, projected *done,
                                       char *name, size_t namelen,
                                       fb_cuda_result *r)
@@ -88,43 +87,33 @@ static fb_status project_intermediate(fb_cuda_ctx *ctx,
     g.ep.act = FB_ACT_NONE;
     g.ep.bias_per_row = 1;
 
-    /* cuBLASLt's bias needs 16-byte alignment (lt_gemm.cu); its GELU needs
-     * the bias applied first, so it goes with the bias or not at all. */
-    const int bias_ok = bias != NULL && (uintptr_t)bias % 16 == 0;
-    int bias_in = bias_ok;
-    int gelu_in = gelu && (bias == NULL || bias_ok);
+    /* cuBLASLt's bias needs 16-byte alignment (lt_gemm.cu). */
+    int bias_in = bias != NULL && (uintptr_t)bias % 16 == 0;
     char why[128] = "";
     fb_status st = FB_STATUS_NOT_SUPPORTED;
     for (int attempt = 0; attempt < 2 && st == FB_STATUS_NOT_SUPPORTED;
          attempt++) {
         if (attempt == 1) {
-            if (!bias_in && !gelu_in)
+            if (!bias_in)
                 break;
-            bias_in = gelu_in = 0; /* the epilogue to the gated product */
+            bias_in = 0; /* the bias to the gated product */
         }
         const cublasLtEpilogue_t epi =
-            gelu_in ? (bias_in ? CUBLASLT_EPILOGUE_GELU_BIAS
-                               : CUBLASLT_EPILOGUE_GELU)
-                    : (bias_in ? CUBLASLT_EPILOGUE_BIAS
-                               : CUBLASLT_EPILOGUE_DEFAULT);
+            bias_in ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
         st = fb_lt_matmul(ctx, &g, p->dtype, epi, bias_in ? bias : NULL, math,
                           why, sizeof why, r);
         if (st == FB_STATUS_SUCCESS)
             snprintf(name, namelen, "%s",
-                     epi == CUBLASLT_EPILOGUE_GELU_BIAS ? "GELU_BIAS"
-                     : epi == CUBLASLT_EPILOGUE_GELU    ? "GELU"
-                     : epi == CUBLASLT_EPILOGUE_BIAS    ? "BIAS"
-                                                        : "DEFAULT");
+                     epi == CUBLASLT_EPILOGUE_BIAS ? "BIAS" : "DEFAULT");
     }
     if (st == FB_STATUS_NOT_SUPPORTED) {
         /* No algorithm at all: the plain GEMM, without the epilogue. */
-        bias_in = gelu_in = 0;
+        bias_in = 0;
         st = fb_launch_simt_gemm(ctx->stream, &g, r);
         if (st == FB_STATUS_SUCCESS)
             snprintf(name, namelen, "fb_simt_gemm");
     }
     done->bias_done = bias_in;
-    done->gelu_done = gelu_in;
     return st;
 }
 
@@ -181,11 +170,11 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     char gate_name[24] = "", up_name[24] = "", down_name[48] = "";
     const void *g, *u;
     const void *product_bg = p->bg, *product_bu = p->bu;
-    fb_activation product_act = p->gate_act;
+    const fb_activation product_act = p->gate_act;
     if (merged) {
         projected done;
         st = project_intermediate(ctx, p, gate_first ? p->wg : p->wu, 2 * h,
-                                  merged_bias, 0, scratch, ld, math, &done,
+                                  merged_bias, scratch, ld, math, &done,
                                   gate_name, sizeof gate_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
@@ -194,25 +183,17 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         g = scratch + (gate_first ? 0 : bbytes);
         u = scratch + (gate_first ? bbytes : 0);
     } else {
-        /* gelu_tanh in the gate's epilogue for 16-bit data only: for fp32
-         * our activation is the accurate one (lt_gemm.cu), and the gated
-         * product applies it at no extra launch. */
-        const int gelu_in_lt =
-            p->gate_act == FB_ACT_GELU_TANH && p->dtype != FB_DTYPE_F32;
         projected gate, up;
-        st = project_intermediate(ctx, p, p->wg, h, p->bg, gelu_in_lt,
-                                  scratch, ld, math, &gate, gate_name,
-                                  sizeof gate_name, r);
+        st = project_intermediate(ctx, p, p->wg, h, p->bg, scratch, ld, math,
+                                  &gate, gate_name, sizeof gate_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
-        st = project_intermediate(ctx, p, p->wu, h, p->bu, 0, scratch + part,
+        st = project_intermediate(ctx, p, p->wu, h, p->bu, scratch + part,
                                   ld, math, &up, up_name, sizeof up_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
         if (gate.bias_done)
             product_bg = NULL;
-        if (gate.gelu_done)
-            product_act = FB_ACT_NONE;
         if (up.bias_done)
             product_bu = NULL;
         g = scratch;
