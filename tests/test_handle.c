@@ -10,6 +10,7 @@
 #include <string.h>
 #include "gemm_check.h"
 #include "oracle.h"
+#include "tap_child.h"
 
 static void create_destroy(void)
 {
@@ -323,9 +324,218 @@ static void default_handle(void)
            "errors do not reach this thread's)");
 }
 
-int main(void)
+/* ---- handles that are not live -------------------------------------------- */
+
+/* Whether v is refused as not live by fb_set_threads, fb_handle_last_status,
+ * fb_destroy and sgemm_bias_act: each returns FB_STATUS_INVALID_ARGUMENT and
+ * records it on the calling thread's default handle at argument 1, and the
+ * call writes nothing. The first entry point that accepts it is named in
+ * why. */
+static int refused(fb_handle v, const char **why)
 {
+    static const char *names[4] = {"fb_set_threads", "fb_handle_last_status",
+                                   "fb_destroy", "sgemm_bias_act"};
+    const float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1};
+    for (int f = 0; f < 4; f++) {
+        float c[4] = {-7, -7, -7, -7};
+        /* A success on the default handle clears its record, so that the
+         * refusal below must write it anew. */
+        if (fb_set_verbose(NULL, 0) != FB_STATUS_SUCCESS ||
+            fb_handle_last_arg(NULL) != 0)
+            tap_bail("fb_set_verbose(NULL, 0) failed");
+        fb_status st;
+        switch (f) {
+        case 0: st = fb_set_threads(v, 1); break;
+        case 1: st = fb_handle_last_status(v); break;
+        case 2: st = fb_destroy(v); break;
+        default:
+            st = sgemm_bias_act(v, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
+                                2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2, NULL,
+                                FB_ACT_NONE);
+        }
+        if (st != FB_STATUS_INVALID_ARGUMENT ||
+            fb_handle_last_status(NULL) != FB_STATUS_INVALID_ARGUMENT ||
+            fb_handle_last_arg(NULL) != 1 || c[0] != -7 || c[3] != -7) {
+            *why = names[f];
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A small call that must succeed on a live handle. */
+static int works(fb_handle h)
+{
+    const float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1};
+    float c[4] = {0, 0, 0, 0};
+    return fb_set_threads(h, 1) == FB_STATUS_SUCCESS &&
+           sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2, 2, 2,
+                          1.0f, a, 2, b, 2, 0.0f, c, 2, NULL,
+                          FB_ACT_NONE) == FB_STATUS_SUCCESS &&
+           c[0] == 1 && c[1] == 2 && c[2] == 3 && c[3] == 4;
+}
+
+/* After many handles are made and destroyed in varied orders (which leaves
+ * removed slots in the registry), made-up values and destroyed handles
+ * are refused, and the handles still alive are unaffected. Runs as a
+ * child process (phase "not-live"), so that a crash is a failed point. */
+static void not_live(void)
+{
+    enum { N = 1000, ROUNDS = 6, KEEP = 37, MADE_UP = 4096 };
+    fb_handle live[N] = {0};
+    size_t nstale = 0, cap = 4 * N;
+    fb_handle *stale = malloc(cap * sizeof *stale);
+    if (stale == NULL)
+        tap_bail("out of memory");
+    const char *why = "", *why_during = "";
+    fb_handle during = NULL;
+    int order[N];
+    /* First a few handles at a time, n = 1..64, each batch destroyed in a
+     * random order, with the probes below between every two changes: a
+     * small registry, whose removed slots soon lie where a made-up value
+     * is looked up. */
+    for (int n = 1; n <= 64; n++) {
+        for (int i = 0; i < n; i++) {
+            if (fb_create(&live[i]) != FB_STATUS_SUCCESS)
+                tap_bail("fb_create failed");
+            order[i] = i;
+        }
+        for (int i = n - 1; i > 0; i--) {
+            const int j = (int)rng_below(i + 1), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        for (int s = 0; s < n; s++) {
+            if (fb_destroy(live[order[s]]) != FB_STATUS_SUCCESS)
+                tap_bail("fb_destroy of a live handle failed");
+            live[order[s]] = NULL;
+            const fb_handle probes[2] = {(fb_handle)(uintptr_t)1,
+                                         (fb_handle)(uintptr_t)(2 + s)};
+            for (int p = 0; p < 2; p++)
+                if (!refused(probes[p], &why) && during == NULL)
+                    during = probes[p], why_during = why;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    for (int r = 0; r < ROUNDS; r++) {
+        /* The slots in a new random order each round: the first round
+         * makes every handle, later ones destroy or remake each slot's
+         * handle on a coin toss. */
+        for (int i = N - 1; i > 0; i--) {
+            const int j = (int)rng_below(i + 1), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        for (int s = 0; s < N; s++) {
+            const int i = order[s];
+            /* Value 1 and a rotating made-up value are checked between
+             * every two changes of the registry, so that every state it
+             * passes through is tried, whichever slot removed handles
+             * left marked. */
+            const fb_handle probes[2] = {(fb_handle)(uintptr_t)1,
+                                         (fb_handle)(uintptr_t)(2 + s % 4095)};
+            for (int p = 0; p < 2; p++)
+                if (!refused(probes[p], &why) && during == NULL)
+                    during = probes[p], why_during = why;
+            if (r > 0 && rng_below(2) == 0)
+                continue;
+            if (live[i] != NULL) {
+                if (fb_destroy(live[i]) != FB_STATUS_SUCCESS)
+                    tap_bail("fb_destroy of a live handle failed");
+                if (nstale == cap &&
+                    (stale = realloc(stale, (cap *= 2) * sizeof *stale)) == NULL)
+                    tap_bail("out of memory");
+                stale[nstale++] = live[i];
+                live[i] = NULL;
+            } else if (fb_create(&live[i]) != FB_STATUS_SUCCESS) {
+                tap_bail("fb_create failed");
+            }
+        }
+    }
+    /* All but KEEP handles destroyed, in a random order. */
+    int nlive = 0;
+    for (int i = 0; i < N; i++)
+        nlive += live[i] != NULL;
+    while (nlive > KEEP) {
+        const int i = (int)rng_below(N);
+        if (live[i] == NULL)
+            continue;
+        if (fb_destroy(live[i]) != FB_STATUS_SUCCESS)
+            tap_bail("fb_destroy of a live handle failed");
+        if (nstale == cap &&
+            (stale = realloc(stale, (cap *= 2) * sizeof *stale)) == NULL)
+            tap_bail("out of memory");
+        stale[nstale++] = live[i];
+        live[i] = NULL;
+        nlive--;
+    }
+    /* A destroyed handle's memory may hold a live handle again: those
+     * values are live, not stale. */
+    size_t k = 0;
+    for (size_t s = 0; s < nstale; s++) {
+        int reused = 0;
+        for (int i = 0; i < N && !reused; i++)
+            reused = live[i] == stale[s];
+        if (!reused)
+            stale[k++] = stale[s];
+    }
+    nstale = k;
+
+    tap_ok(during == NULL, "while batches of 1..64 handles, then %d "
+           "handles %d times over, are made and destroyed: handle values 1 "
+           "and 2..4096 refused between every two changes%s%s (value %p)",
+           N, ROUNDS,
+           during ? "; accepted by " : "", why_during, (void *)during);
+    uintptr_t bad = 0;
+    for (uintptr_t v = 1; v <= MADE_UP && bad == 0; v++)
+        if (!refused((fb_handle)v, &why))
+            bad = v;
+    tap_ok(bad == 0, "made-up handles 1..%d after churn: refused by "
+           "fb_set_threads, fb_handle_last_status, fb_destroy and "
+           "sgemm_bias_act, at argument 1 on the default handle%s%s "
+           "(value %lu)", MADE_UP, bad ? "; accepted by " : "", why,
+           (unsigned long)bad);
+    size_t first = nstale;
+    for (size_t s = 0; s < nstale && first == nstale; s++)
+        if (!refused(stale[s], &why))
+            first = s;
+    tap_ok(first == nstale, "%zu destroyed handles: refused the same way%s%s",
+           nstale, first < nstale ? "; one accepted by " : "",
+           first < nstale ? why : "");
+    free(stale);
+
+    int ok = 1;
+    for (int i = 0; i < N; i++)
+        if (live[i] != NULL)
+            ok &= works(live[i]);
+    for (int i = 0; i < N; i++)
+        if (live[i] != NULL) {
+            ok &= fb_destroy(live[i]) == FB_STATUS_SUCCESS;
+            ok &= fb_destroy(live[i]) == FB_STATUS_INVALID_ARGUMENT;
+        }
+    tap_ok(ok, "the %d live handles still work, and each is destroyed "
+           "exactly once", KEEP);
+
+    /* The registry still makes, finds and frees handles. */
+    ok = 1;
+    for (int i = 0; i < N && ok; i++)
+        ok = fb_create(&live[i]) == FB_STATUS_SUCCESS && works(live[i]);
+    for (int i = 0; i < N; i++)
+        ok &= live[i] == NULL || fb_destroy(live[i]) == FB_STATUS_SUCCESS;
+    tap_ok(ok, "afterwards %d new handles are made, used and destroyed", N);
+}
+
+int main(int argc, char **argv)
+{
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_handle");
+    if (phase != NULL) {
+        if (tap_in_phase("not-live"))
+            not_live();
+        else
+            tap_bail("unknown phase %s", phase);
+        return tap_end();
+    }
+    tap_rerun("not-live", NULL, 120);
     create_destroy();
     settings();
     queries();

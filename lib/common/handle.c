@@ -25,6 +25,7 @@ static int registry_add(fb_handle h);
 static int registry_remove(fb_handle h);
 static int registry_has(fb_handle h);
 static fb_handle default_handle(void);
+static fb_status not_live(fb_handle h);
 
 FB_EXPORT fb_status fb_create(fb_handle *handle)
 {
@@ -51,7 +52,7 @@ FB_EXPORT fb_status fb_destroy(fb_handle handle)
     if (handle == NULL)
         return FB_STATUS_SUCCESS; /* like free(NULL) */
     if (!registry_remove(handle))
-        return FB_STATUS_INVALID_ARGUMENT;
+        return not_live(handle);
     handle_free(handle);
     return FB_STATUS_SUCCESS;
 }
@@ -189,16 +190,22 @@ fb_handle fb_handle_resolve(fb_handle h, fb_status *status)
         return h;
     }
     if (!registry_has(h)) {
-        /* Say so on the thread's default handle, the only one we trust. */
-        fb_handle d = default_handle();
-        if (d != NULL)
-            fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
-                           "handle %p is not a live fb_handle", (void *)h);
-        *status = FB_STATUS_INVALID_ARGUMENT;
+        *status = not_live(h);
         return NULL;
     }
     *status = FB_STATUS_SUCCESS;
     return h;
+}
+
+/* h is not a live handle: say so on the thread's default handle, the only
+ * one we can trust. */
+static fb_status not_live(fb_handle h)
+{
+    fb_handle d = default_handle();
+    if (d != NULL)
+        fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
+                       "handle %p is not a live fb_handle", (void *)h);
+    return FB_STATUS_INVALID_ARGUMENT;
 }
 
 void *fb_handle_workspace(fb_handle h, size_t bytes)
@@ -329,8 +336,15 @@ static fb_handle default_handle(void)
 
 /* Registry: open addressing on the pointer's bits, tombstones on removal,
  * rebuilt when 3/4 full (live + tombstones), at a size set by the live
- * handles. */
+ * handles. A slot holds a live handle, NULL (never used) or TOMBSTONE
+ * (removed). The two markers are values a caller can pass as a handle, so
+ * a lookup refuses them before it compares any slot. */
 #define TOMBSTONE ((fb_handle)(uintptr_t)1)
+
+static int is_marker(fb_handle h)
+{
+    return h == NULL || h == TOMBSTONE;
+}
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static fb_handle *slots;
@@ -357,7 +371,7 @@ static int registry_rebuild(void)
         return 0;
     for (size_t i = 0; i < nslots; i++) {
         fb_handle h = slots[i];
-        if (h == NULL || h == TOMBSTONE)
+        if (is_marker(h))
             continue;
         size_t j = slot_of(h, n);
         while (s[j] != NULL)
@@ -371,11 +385,12 @@ static int registry_rebuild(void)
     return 1;
 }
 
-/* Slot holding h, or nslots if absent. Call with the lock held. */
+/* Slot holding the live handle h, or nslots if h is not one. Call with
+ * the lock held. */
 static size_t registry_find(fb_handle h)
 {
-    if (nslots == 0)
-        return 0;
+    if (nslots == 0 || is_marker(h))
+        return nslots;
     for (size_t j = slot_of(h, nslots);; j = (j + 1) & (nslots - 1)) {
         if (slots[j] == h)
             return j;
@@ -407,8 +422,10 @@ static int registry_remove(fb_handle h)
 {
     pthread_mutex_lock(&registry_lock);
     size_t j = registry_find(h);
-    int found = nslots > 0 && j < nslots;
+    int found = j < nslots;
     if (found) {
+        /* Only a live handle's slot is found, so nlive counts live
+         * handles. */
         slots[j] = TOMBSTONE;
         nlive--;
     }
@@ -419,8 +436,7 @@ static int registry_remove(fb_handle h)
 static int registry_has(fb_handle h)
 {
     pthread_mutex_lock(&registry_lock);
-    size_t j = registry_find(h);
-    int found = nslots > 0 && j < nslots;
+    int found = registry_find(h) < nslots;
     pthread_mutex_unlock(&registry_lock);
     return found;
 }
