@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_loader.h"
+#include "env.h"
 #include "handle.h"
 #include "log.h"
 
@@ -270,13 +271,11 @@ static fb_handle handle_new(void)
     if (h == NULL)
         return NULL;
     h->magic = FB_HANDLE_MAGIC;
-    h->verbose = fb_env_verbose();
-    int valid;
-    h->backend = fb_env_backend(&valid);
-    if (!valid)
-        fb_log(h, "FUSEDBLAS_BACKEND='%s' is not one of cpu, cuda, "
-                  "cuda-lt, cuda-fused, auto: using auto",
-               getenv("FUSEDBLAS_BACKEND"));
+    const fb_env *e = fb_env_get();
+    h->verbose = e->verbose;
+    h->backend = e->backend;
+    if (e->invalid)
+        fb_log(h, "%s: using the defaults", e->message);
     h->math = FB_MATH_DEFAULT;
     h->last_status = FB_STATUS_SUCCESS;
     h->last_backend = FB_BACKEND_AUTO;
