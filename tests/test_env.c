@@ -12,12 +12,20 @@
  *    variables: a FUSEDBLAS_CUDA_MODULE whose constructor leaves a marker
  *    file is not loaded there, while the same copy without setuid, given
  *    the same environment, loads it; FUSEDBLAS_BACKEND=bogus is ignored;
+ *  - a value outside a variable's set (FUSEDBLAS_BACKEND,
+ *    FUSEDBLAS_VERBOSE, FUSEDBLAS_CPU_SGEMM, FUSEDBLAS_CPU_NO_BF16) runs
+ *    nothing: fb_create fails, every call on a default handle fails, each
+ *    with INVALID_ARGUMENT at position 0 and a message naming the
+ *    variable and its value; every valid value (and the empty string)
+ *    is accepted;
  *  - the variables are read once: changing them after the first call
  *    changes nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +260,175 @@ static void secure_execution(void)
     rmdir(dir);
 }
 
+/* ---- values outside a variable's set --------------------------------------------- */
+
+/* A call on the NULL default handle from another thread. */
+static void *other_thread(void *arg)
+{
+    float *c = arg;
+    return (void *)(intptr_t)small_sgemm(NULL, c);
+}
+
+/* The first characters of value, anything unprintable as '?' (as the
+ * library shows a value). */
+static const char *shown(const char *value)
+{
+    static char out[24];
+    size_t n = 0;
+    for (; value[n] != '\0' && n < sizeof out - 1; n++)
+        out[n] = value[n] >= 0x20 && value[n] < 0x7f ? value[n] : '?';
+    out[n] = '\0';
+    return out;
+}
+
+/* Whether the default handle's record is the environment's failure:
+ * INVALID_ARGUMENT at position 0, a message naming var and its value. */
+static int env_failure_recorded(const char *var, const char *value)
+{
+    const char *msg = fb_handle_last_message(NULL);
+    return fb_handle_last_status(NULL) == FB_STATUS_INVALID_ARGUMENT &&
+           fb_handle_last_arg(NULL) == 0 && strstr(msg, var) != NULL &&
+           strstr(msg, shown(value)) != NULL;
+}
+
+/* Child, started with the variable named by FB_TEST_BAD set to a value
+ * outside its set: nothing runs, and every failure says why. */
+static void bad_value(void)
+{
+    const char *var = getenv("FB_TEST_BAD");
+    const char *value = var ? getenv(var) : NULL;
+    if (value == NULL)
+        tap_bail("FB_TEST_BAD or the variable it names is unset");
+
+    fb_handle h = (fb_handle)&h; /* must stay unwritten */
+    fb_status st = fb_create(&h);
+    tap_ok(st == FB_STATUS_INVALID_ARGUMENT && h == (fb_handle)&h &&
+               env_failure_recorded(var, value),
+           "%s='%s': fb_create %s, no handle written; on the default "
+           "handle: argument %d, \"%s\"", var, shown(value),
+           fb_status_string(st),
+           fb_handle_last_arg(NULL), fb_handle_last_message(NULL));
+
+    float c[4] = {-7, -7, -7, -7};
+    st = small_sgemm(NULL, c);
+    tap_ok(st == FB_STATUS_INVALID_ARGUMENT && untouched(c) &&
+               env_failure_recorded(var, value),
+           "sgemm_bias_act on the NULL handle: %s, C untouched, the message "
+           "names the variable", fb_status_string(st));
+
+    float x[4] = {1, 1, 1, 1}, w[4] = {1, 1, 1, 1}, y[2] = {-7, -7};
+    st = mlp_geglu_forward(NULL, FB_DTYPE_F32, FB_ACT_GELU_TANH, 1, 2, 2, 2,
+                           x, 2, w, NULL, w, NULL, w, NULL, y, 2);
+    tap_ok(st == FB_STATUS_INVALID_ARGUMENT && y[0] == -7 && y[1] == -7 &&
+               env_failure_recorded(var, value),
+           "mlp_geglu_forward on the NULL handle: %s, Y untouched",
+           fb_status_string(st));
+
+    /* Settings cannot make the default handle usable: the environment is
+     * read once, so it keeps failing. */
+    const fb_status set = fb_set_backend(NULL, FB_BACKEND_CPU);
+    const fb_status threads = fb_set_threads(NULL, 1);
+    st = small_sgemm(NULL, c);
+    const fb_status again = fb_create(&h);
+    tap_ok(set == FB_STATUS_INVALID_ARGUMENT &&
+               threads == FB_STATUS_INVALID_ARGUMENT &&
+               st == FB_STATUS_INVALID_ARGUMENT &&
+               again == FB_STATUS_INVALID_ARGUMENT && untouched(c) &&
+               env_failure_recorded(var, value),
+           "fb_set_backend(NULL, cpu) %s, fb_set_threads(NULL, 1) %s, then "
+           "sgemm_bias_act %s, fb_create %s", fb_status_string(set),
+           fb_status_string(threads), fb_status_string(st),
+           fb_status_string(again));
+
+    pthread_t t;
+    void *ret = NULL;
+    float d[4] = {-7, -7, -7, -7};
+    if (pthread_create(&t, NULL, other_thread, d) != 0 ||
+        pthread_join(t, &ret) != 0)
+        tap_bail("pthread_create failed");
+    st = (fb_status)(intptr_t)ret;
+    tap_ok(st == FB_STATUS_INVALID_ARGUMENT && untouched(d),
+           "another thread's default handle: sgemm_bias_act %s",
+           fb_status_string(st));
+}
+
+/* Child, started with valid values: FB_TEST_BACKEND names the backend a
+ * new handle must get. */
+static void good_values(void)
+{
+    const char *want = getenv("FB_TEST_BACKEND");
+    if (want == NULL)
+        tap_bail("FB_TEST_BACKEND unset");
+    fb_handle h = NULL;
+    fb_backend b = (fb_backend)-1;
+    fb_status st = fb_create(&h);
+    if (st == FB_STATUS_SUCCESS)
+        st = fb_get_backend(h, &b);
+    tap_ok(st == FB_STATUS_SUCCESS && strcmp(fb_backend_name(b), want) == 0,
+           "FUSEDBLAS_BACKEND='%s' VERBOSE='%s' CPU_SGEMM='%s' "
+           "CPU_NO_BF16='%s': fb_create %s, backend %s (want %s)",
+           getenv("FUSEDBLAS_BACKEND"), getenv("FUSEDBLAS_VERBOSE"),
+           getenv("FUSEDBLAS_CPU_SGEMM"), getenv("FUSEDBLAS_CPU_NO_BF16"),
+           fb_status_string(st), fb_backend_name(b), want);
+    float c[4] = {-7, -7, -7, -7};
+    st = fb_set_backend(h, FB_BACKEND_CPU);
+    st = st == FB_STATUS_SUCCESS ? small_sgemm(h, c) : st;
+    float d[4] = {-7, -7, -7, -7};
+    const fb_status on_default = fb_set_backend(NULL, FB_BACKEND_CPU) ==
+                                         FB_STATUS_SUCCESS
+                                     ? small_sgemm(NULL, d)
+                                     : FB_STATUS_INTERNAL;
+    tap_ok(st == FB_STATUS_SUCCESS && sgemm_right(c) &&
+               on_default == FB_STATUS_SUCCESS && sgemm_right(d),
+           "a cpu call on the handle %s, on the NULL handle %s",
+           fb_status_string(st), fb_status_string(on_default));
+    fb_destroy(h);
+}
+
+static void values(void)
+{
+    static const char *const bad[][2] = {
+        {"FUSEDBLAS_BACKEND", "cdua"},
+        {"FUSEDBLAS_BACKEND", "CPU"},
+        {"FUSEDBLAS_BACKEND", "cpu "},
+        {"FUSEDBLAS_BACKEND", "auto\n"},
+        {"FUSEDBLAS_BACKEND", "cuda-lt-and-a-value-much-longer-than-a-line-"
+                              "of-the-message-has-room-for-in-it"},
+        {"FUSEDBLAS_VERBOSE", "yes"},
+        {"FUSEDBLAS_VERBOSE", "2"},
+        {"FUSEDBLAS_CPU_SGEMM", "fast"},
+        {"FUSEDBLAS_CPU_SGEMM", "OpenBLAS"},
+        {"FUSEDBLAS_CPU_NO_BF16", "true"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char set[160], which[64];
+        snprintf(set, sizeof set, "%s=%s", bad[i][0], bad[i][1]);
+        snprintf(which, sizeof which, "FB_TEST_BAD=%s", bad[i][0]);
+        const char *env[] = {set, which, NULL};
+        tap_rerun("bad-value", env, CHILD_SECONDS);
+    }
+    /* Every name of every variable, and the empty string (unset). */
+    static const char *const good[][5] = {
+        /* backend, verbose, cpu_sgemm, cpu_no_bf16, backend expected */
+        {"cpu", "0", "auto", "0", "cpu"},
+        {"cuda", "1", "own", "1", "cuda"},
+        {"cuda-lt", "", "packed", "", "cuda-lt"},
+        {"cuda-fused", "0", "openblas", "1", "cuda-fused"},
+        {"auto", "0", "", "0", "auto"},
+        {"", "", "", "", "auto"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char v[5][64];
+        snprintf(v[0], sizeof v[0], "FUSEDBLAS_BACKEND=%s", good[i][0]);
+        snprintf(v[1], sizeof v[1], "FUSEDBLAS_VERBOSE=%s", good[i][1]);
+        snprintf(v[2], sizeof v[2], "FUSEDBLAS_CPU_SGEMM=%s", good[i][2]);
+        snprintf(v[3], sizeof v[3], "FUSEDBLAS_CPU_NO_BF16=%s", good[i][3]);
+        snprintf(v[4], sizeof v[4], "FB_TEST_BACKEND=%s", good[i][4]);
+        const char *env[] = {v[0], v[1], v[2], v[3], v[4], NULL};
+        tap_rerun("good-values", env, CHILD_SECONDS);
+    }
+}
+
 /* ---- read once ---------------------------------------------------------------- */
 
 /* Child, started with FUSEDBLAS_BACKEND=cpu: a handle made after the
@@ -286,12 +463,17 @@ int main(int argc, char **argv)
             insecure_child();
         else if (tap_in_phase("read-once"))
             read_once();
+        else if (tap_in_phase("bad-value"))
+            bad_value();
+        else if (tap_in_phase("good-values"))
+            good_values();
         else
             tap_bail("unknown phase %s", phase);
         return tap_end();
     }
     module_paths();
     secure_execution();
+    values();
     const char *cpu[] = {"FUSEDBLAS_BACKEND=cpu", NULL};
     tap_rerun("read-once", cpu, CHILD_SECONDS);
     return tap_end();

@@ -67,9 +67,9 @@ static void refuse(const char *name, const char *value, const char *allowed)
         shown[n] = value[n] >= 0x20 && value[n] < 0x7f ? value[n] : '?';
     shown[n] = '\0';
     snprintf(env.message, sizeof env.message,
-             "%s='%s%s' is not one of %s (the environment is read once per "
-             "process)", name, shown, value[n] != '\0' ? "..." : "",
-             allowed);
+             "%s='%s%s' is not one of %s or empty (the library reads its "
+             "environment once per process)", name, shown,
+             value[n] != '\0' ? "..." : "", allowed);
 }
 
 /* Index of value in names (n of them), or -1. */
@@ -90,7 +90,7 @@ static int read_switch(const char *name)
         return 0;
     int i = lookup(v, names, 2);
     if (i < 0)
-        refuse(name, v, "0, 1 (or empty)");
+        refuse(name, v, "0, 1");
     return i > 0;
 }
 
@@ -109,12 +109,13 @@ static void read_all(void)
         int i = lookup(v, backends, 5);
         if (i < 0)
             refuse("FUSEDBLAS_BACKEND", v,
-                   "cpu, cuda, cuda-lt, cuda-fused, auto (or empty)");
+                   "cpu, cuda, cuda-lt, cuda-fused, auto");
         else
             env.backend = backend_of[i];
     }
 
     env.verbose = read_switch("FUSEDBLAS_VERBOSE");
+    env.cpu_no_bf16 = read_switch("FUSEDBLAS_CPU_NO_BF16");
 
     static const char *const sgemm[] = {"auto", "own", "packed", "openblas"};
     env.cpu_sgemm = FB_CPU_SGEMM_AUTO;
@@ -122,13 +123,10 @@ static void read_all(void)
     if (v != NULL) {
         int i = lookup(v, sgemm, 4);
         if (i < 0)
-            refuse("FUSEDBLAS_CPU_SGEMM", v,
-                   "auto, own, packed, openblas (or empty)");
+            refuse("FUSEDBLAS_CPU_SGEMM", v, "auto, own, packed, openblas");
         else
             env.cpu_sgemm = (fb_cpu_sgemm_choice)i;
     }
-
-    env.cpu_no_bf16 = read_switch("FUSEDBLAS_CPU_NO_BF16");
 
     v = read_variable("FUSEDBLAS_CUDA_MODULE");
     if (v != NULL) {

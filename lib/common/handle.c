@@ -26,6 +26,7 @@ static int registry_add(fb_handle h);
 static int registry_remove(fb_handle h);
 static int registry_has(fb_handle h);
 static fb_handle default_handle(void);
+static fb_handle resolve_to_read(fb_handle h, fb_status *status);
 static fb_status not_live(fb_handle h);
 
 FB_EXPORT fb_status fb_create(fb_handle *handle)
@@ -35,6 +36,15 @@ FB_EXPORT fb_status fb_create(fb_handle *handle)
         if (d != NULL)
             fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
                            "fb_create: handle pointer is NULL");
+        return FB_STATUS_INVALID_ARGUMENT;
+    }
+    const fb_env *e = fb_env_get();
+    if (e->invalid) {
+        /* No argument is wrong, the environment is: position 0. */
+        fb_handle d = default_handle();
+        if (d != NULL)
+            fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 0, "fb_create: %s",
+                           e->message);
         return FB_STATUS_INVALID_ARGUMENT;
     }
     fb_handle h = handle_new();
@@ -144,46 +154,71 @@ FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream)
     return FB_STATUS_SUCCESS;
 }
 
-/* The getters below do not record an outcome: they read the last one. */
+/* The getters below do not record an outcome: they read the last one,
+ * also on a default handle that an invalid environment keeps failing. */
 
 FB_EXPORT fb_status fb_handle_last_status(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_status : st;
 }
 
 FB_EXPORT int fb_handle_last_arg(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_arg : 1;
 }
 
 FB_EXPORT const char *fb_handle_last_message(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_message : "not a live fb_handle";
 }
 
 FB_EXPORT fb_backend fb_handle_last_backend(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_backend : FB_BACKEND_AUTO;
 }
 
 FB_EXPORT const char *fb_handle_last_path(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_path : "";
 }
 
 /* ---- for the library's own files ---------------------------------------- */
 
 fb_handle fb_handle_resolve(fb_handle h, fb_status *status)
+{
+    if (h == NULL) {
+        h = default_handle();
+        if (h == NULL) {
+            *status = FB_STATUS_ALLOC_FAILED;
+            return NULL;
+        }
+        const fb_env *e = fb_env_get();
+        if (e->invalid) {
+            /* Nothing runs in an invalid environment: the default handle
+             * exists only to say why. */
+            *status = fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 0, "%s",
+                                     e->message);
+            return NULL;
+        }
+        *status = FB_STATUS_SUCCESS;
+        return h;
+    }
+    return resolve_to_read(h, status);
+}
+
+/* fb_handle_resolve, except that the calling thread's default handle is
+ * returned in an invalid environment too: for reading its record. */
+static fb_handle resolve_to_read(fb_handle h, fb_status *status)
 {
     if (h == NULL) {
         h = default_handle();
@@ -274,8 +309,6 @@ static fb_handle handle_new(void)
     const fb_env *e = fb_env_get();
     h->verbose = e->verbose;
     h->backend = e->backend;
-    if (e->invalid)
-        fb_log(h, "%s: using the defaults", e->message);
     h->math = FB_MATH_DEFAULT;
     h->last_status = FB_STATUS_SUCCESS;
     h->last_backend = FB_BACKEND_AUTO;
@@ -330,6 +363,9 @@ static fb_handle default_handle(void)
         handle_free(h);
         return NULL;
     }
+    const fb_env *e = fb_env_get();
+    if (e->invalid)
+        fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 0, "%s", e->message);
     return h;
 }
 

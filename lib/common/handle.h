@@ -33,8 +33,9 @@ struct fb_handle_s {
 };
 
 /* The handle to use for a call: h itself if it is live, the calling
- * thread's default if h is NULL, NULL if h is not a live handle or the
- * default could not be made (*status says which). */
+ * thread's default if h is NULL, NULL if h is not a live handle, the
+ * default could not be made, or the environment is invalid (env.h: the
+ * default handle then records why; nothing runs) -- *status says which. */
 fb_handle fb_handle_resolve(fb_handle h, fb_status *status);
 
 /* Host workspace of at least bytes, 64-byte aligned; NULL if it cannot be
