@@ -92,7 +92,7 @@ static void relay(const char *phase, char *line, int *points, int *failed,
     } else if (strncmp(line, "ok", 2) == 0) {
         (*points)++;
         if ((rest = strstr(line, "# SKIP")) != NULL)
-            tap_skip("[%s] %s", phase, rest + 6);
+            tap_skip("[%s] %s", phase, rest + 6 + (rest[6] == ' '));
         else {
             rest = strstr(line, " - ");
             tap_ok(1, "[%s] %s", phase, rest ? rest + 3 : line);
@@ -102,7 +102,7 @@ static void relay(const char *phase, char *line, int *points, int *failed,
         if (*plan == 0 && (rest = strstr(line, "# SKIP")) != NULL) {
             /* A child that skips everything counts as one skipped point. */
             (*points)++;
-            tap_skip("[%s] %s", phase, rest + 6);
+            tap_skip("[%s] %s", phase, rest + 6 + (rest[6] == ' '));
             *plan = 1;
         }
     } else if (strncmp(line, "Bail out!", 9) == 0) {
