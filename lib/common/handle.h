@@ -14,7 +14,8 @@ struct fb_handle_s {
     uint32_t magic;
     /* settings */
     fb_backend backend;  /* the handle's choice, or the environment's */
-    int nthreads;        /* 0: omp_get_max_threads() */
+    int nthreads;        /* as asked; 0: omp_get_max_threads(); capped at
+                            each call (lib/cpu/cpu_threads.c) */
     fb_math_mode math;
     int verbose;
     int cuda_device;
