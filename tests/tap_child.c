@@ -1,7 +1,8 @@
 /*
  * tap_child.c -- test points run in a new process. See tap_child.h.
  */
-#define _GNU_SOURCE /* strsignal */
+#define _GNU_SOURCE /* strsignal, setgroups */
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,8 +115,10 @@ static void relay(const char *phase, char *line, int *points, int *failed,
     }
 }
 
-int tap_run_program(const char *exe, const char *phase,
-                    const char *const *env, unsigned timeout_s)
+/* uid and gid: the child's ids, or -1 to keep this process's. */
+static int run_program(const char *exe, long uid, long gid,
+                       const char *phase, const char *const *env,
+                       unsigned timeout_s)
 {
     char seed[48];
     snprintf(seed, sizeof seed, "FB_TEST_SEED=%llu",
@@ -134,9 +137,15 @@ int tap_run_program(const char *exe, const char *phase,
         close(fds[0]);
         close(fds[1]);
         char *argv[] = {(char *)exe, "--phase", (char *)phase, NULL};
-        alarm(timeout_s); /* kept across execve */
-        execve(exe, argv, envp);
-        printf("Bail out! execve %s failed\n", exe);
+        if (gid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0))
+            printf("Bail out! setgid %ld failed\n", gid);
+        else if (uid >= 0 && setuid((uid_t)uid) != 0)
+            printf("Bail out! setuid %ld failed\n", uid);
+        else {
+            alarm(timeout_s); /* kept across execve */
+            execve(exe, argv, envp);
+            printf("Bail out! execve %s failed\n", exe);
+        }
         fflush(stdout);
         _exit(127);
     }
@@ -173,6 +182,19 @@ int tap_run_program(const char *exe, const char *phase,
     }
     tap_ok(ended, "[%s] the child ran to its end (%s)", phase, how);
     return ended && failed == 0;
+}
+
+int tap_run_program(const char *exe, const char *phase,
+                    const char *const *env, unsigned timeout_s)
+{
+    return run_program(exe, -1, -1, phase, env, timeout_s);
+}
+
+int tap_run_program_as(const char *exe, unsigned uid, unsigned gid,
+                       const char *phase, const char *const *env,
+                       unsigned timeout_s)
+{
+    return run_program(exe, uid, gid, phase, env, timeout_s);
 }
 
 int tap_rerun(const char *phase, const char *const *env, unsigned timeout_s)

@@ -35,6 +35,12 @@ int tap_rerun(const char *phase, const char *const *env, unsigned timeout_s);
 int tap_run_program(const char *exe, const char *phase,
                     const char *const *env, unsigned timeout_s);
 
+/* The same, the child taking the user and group ids uid and gid (and no
+ * supplementary groups) before it executes exe: needs root. */
+int tap_run_program_as(const char *exe, unsigned uid, unsigned gid,
+                       const char *phase, const char *const *env,
+                       unsigned timeout_s);
+
 /* The path of this program's executable (resolved from /proc/self/exe). */
 const char *tap_self_exe(void);
 
