@@ -205,6 +205,21 @@ static int is_elf(const char *path)
     return ok;
 }
 
+/* Whether the process runs with no_new_privs, under which an execve of a
+ * setuid program does not change its ids. */
+static int no_new_privs(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int set = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "NoNewPrivs:", 11) == 0)
+            set = atoi(line + 11) != 0;
+    if (f != NULL)
+        fclose(f);
+    return set;
+}
+
 static void secure_execution(void)
 {
     const char *why = NULL;
@@ -212,12 +227,15 @@ static void secure_execution(void)
     char dir[64] = "", copy[96], markers[96], marker[128];
     if (getuid() != 0)
         why = "not root: cannot make a setuid copy of this program";
+    else if (no_new_privs())
+        why = "no_new_privs is set: a setuid program would not change ids";
     else if (!is_elf(tap_self_exe()))
         why = "this program is not an ELF file (a libtool wrapper?)";
     if (why == NULL) {
         temp_dir(dir, sizeof dir, "secure");
-        if (statvfs(dir, &fs) != 0 || (fs.f_flag & ST_NOSUID) != 0)
-            why = "/tmp is mounted nosuid";
+        if (statvfs(dir, &fs) != 0 ||
+            (fs.f_flag & (ST_NOSUID | ST_NOEXEC)) != 0)
+            why = "/tmp is mounted nosuid or noexec";
     }
     if (why != NULL) {
         tap_skip("secure execution: %s", why);
