@@ -51,9 +51,13 @@ void packed_sweep(const target *cpu, fb_dtype dtype,
 void packed_special_inputs(const target *cpu, fb_dtype dtype,
                            const packed_paths *p);
 
-/* The switch environment variable var is read at every call: one case
- * (64 x 48 x 96, bias, silu) with var=off takes the other route, then with
- * var=on (on NULL: var unset) the kernel again; each through packed_run. */
+/* The switch environment variable var: one case (64 x 48 x 96, bias,
+ * silu) with var=off takes the other route, then with var=on (on NULL: var
+ * unset; this process's own setting) the kernel again; each through
+ * packed_run. The library reads its environment once per process, so the
+ * var=off run is this program again as a child (tap_child.h) in phase
+ * "env-switch", whose main() must call this function again (which then
+ * runs only that part). */
 void packed_env_switch(const target *cpu, fb_dtype dtype, const char *var,
                        const char *off, const char *on,
                        const packed_paths *p);

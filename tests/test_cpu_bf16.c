@@ -29,6 +29,7 @@
 #include "mlp_check.h"
 #include "oracle.h"
 #include "packed_check.h"
+#include "tap_child.h"
 
 #define KERNEL_PATH "cpu/bf16-avx512bf16/"
 #define FALLBACK_PATH "/f32-panels/"
@@ -119,7 +120,7 @@ static void scaled_operands(const target *cpu)
     }
 }
 
-/* FUSEDBLAS_CPU_NO_BF16 is read at every call. */
+/* FUSEDBLAS_CPU_NO_BF16=1 (in a child: phase env-switch), then unset. */
 static void env_switch(const target *cpu)
 {
     packed_env_switch(cpu, FB_DTYPE_BF16, "FUSEDBLAS_CPU_NO_BF16", "1", NULL,
@@ -179,10 +180,18 @@ static void mlp_tiny_h(const target *cpu)
     mlp_data_free(&d);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_cpu_bf16");
     target cpu = target_cpu();
+    if (phase != NULL) {
+        if (!tap_in_phase("env-switch"))
+            tap_bail("unknown phase %s", phase);
+        env_switch(&cpu);
+        fb_destroy(cpu.handle);
+        return tap_end();
+    }
     const int off = env_off();
     /* Does this CPU run the kernel? A call's path says. */
     uint16_t a[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80}, c1[4];

@@ -13,7 +13,8 @@
  *    with NaN by the checker: C must not be read), every activation;
  *  - NaN and Inf in A and B go through as the oracle says;
  *  - FUSEDBLAS_CPU_SGEMM=openblas sends the call to OpenBLAS, packed
- *    back;
+ *    keeps it on the kernel (the library reads the variable once per
+ *    process: other values run in children, tap_child.h);
  *  - mlp_geglu_forward's fp32 prefill path on the kernel (when it is
  *    there: cpu_mlp.c) over row blocks and hidden chunks with ragged
  *    edges, every gate and bias pattern; the same shapes under
@@ -31,6 +32,7 @@
 #include "mlp_check.h"
 #include "oracle.h"
 #include "packed_check.h"
+#include "tap_child.h"
 
 #define KERNEL_PATH "cpu/f32-avx512/"
 #define OPENBLAS_PATH "/sgemm/"
@@ -49,7 +51,8 @@ static const int64_t shapes[][3] = {
     {17, 47, 385},  {36, 26, 769},  {300, 200, 600}, {520, 410, 45},
 };
 
-/* FUSEDBLAS_CPU_SGEMM is read at every call. */
+/* FUSEDBLAS_CPU_SGEMM=openblas (in a child: phase env-switch), then
+ * packed. */
 static void env_switch(const target *cpu)
 {
     packed_env_switch(cpu, FB_DTYPE_F32, "FUSEDBLAS_CPU_SGEMM", "openblas",
@@ -67,28 +70,47 @@ static const int64_t mlp_shapes[][4] = {
 
 /* The kernel as forced by the program, OpenBLAS's path when asked for,
  * and the kernel again by auto's own choice (k 600 and h 700 are past
- * the small-k MLP's; 130 rows are 11 panels, taken 3, 2, 2, 2, 2). */
+ * the small-k MLP's; 130 rows are 11 panels, taken 3, 2, 2, 2, 2). The
+ * library reads FUSEDBLAS_CPU_SGEMM once per process: the last two run
+ * in children (phases mlp-openblas and mlp-auto). */
 static void mlp_sweep(const target *cpu)
 {
     static const int64_t auto_shape[][4] = {{130, 600, 700, 50}};
+    if (tap_in_phase("mlp-openblas")) {
+        packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes, N_MLP_SHAPES,
+                         KERNEL_PATH "mlp-", 0);
+        return;
+    }
+    if (tap_in_phase("mlp-auto")) {
+        packed_mlp_sweep(cpu, FB_DTYPE_F32, auto_shape, 1,
+                         KERNEL_PATH "mlp-", 1);
+        return;
+    }
     packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes, N_MLP_SHAPES,
                      KERNEL_PATH "mlp-", 1);
-    if (setenv("FUSEDBLAS_CPU_SGEMM", "openblas", 1) != 0)
-        tap_bail("setenv failed");
-    packed_mlp_sweep(cpu, FB_DTYPE_F32, mlp_shapes, N_MLP_SHAPES,
-                     KERNEL_PATH "mlp-", 0);
-    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
-        tap_bail("unsetenv failed");
-    packed_mlp_sweep(cpu, FB_DTYPE_F32, auto_shape, 1, KERNEL_PATH "mlp-",
-                     1);
+    const char *openblas[] = {"FUSEDBLAS_CPU_SGEMM=openblas", NULL};
+    tap_rerun("mlp-openblas", openblas, 300);
+    const char *unset[] = {"FUSEDBLAS_CPU_SGEMM", NULL};
+    tap_rerun("mlp-auto", unset, 300);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_cpu_f32_kernel");
-    if (setenv("FUSEDBLAS_CPU_SGEMM", "packed", 1) != 0)
+    if (phase == NULL && setenv("FUSEDBLAS_CPU_SGEMM", "packed", 1) != 0)
         tap_bail("setenv failed");
     target cpu = target_cpu();
+    if (phase != NULL) {
+        if (tap_in_phase("env-switch"))
+            env_switch(&cpu);
+        else if (tap_in_phase("mlp-openblas") || tap_in_phase("mlp-auto"))
+            mlp_sweep(&cpu);
+        else
+            tap_bail("unknown phase %s", phase);
+        fb_destroy(cpu.handle);
+        return tap_end();
+    }
     packed_f32_skip_unless_kernel(&cpu, &paths);
     packed_sweep(&cpu, FB_DTYPE_F32, shapes, (int)(sizeof shapes / sizeof shapes[0]),
                  &paths, 1, 77);

@@ -29,6 +29,7 @@
 #include "gemm_check.h"
 #include "mlp_check.h"
 #include "packed_check.h"
+#include "tap_child.h"
 
 #define KERNEL_PATH "cpu/f32-small-k/"
 #define MLP_PATH KERNEL_PATH "mlp/"
@@ -46,12 +47,15 @@ static const int64_t shapes[][3] = {
     {300, 200, 256},
 };
 
-/* A k = 32 call goes where var=value says (the other route, whose path
- * contains other), then back to the kernel with var unset. */
+/* A k = 32 call goes where FUSEDBLAS_CPU_SGEMM=value says (the other
+ * route, whose path contains other), then back to the kernel with the
+ * variable unset. The library reads it once per process: value is tried
+ * by a child, in phase env-route-<value>. */
 static void env_route(const target *cpu, const char *value,
                       const char *other)
 {
-    char note[96];
+    char note[96], phase[64];
+    snprintf(phase, sizeof phase, "env-route-%s", value);
     const packed_paths route = {KERNEL_PATH, other};
     gemm_case c = packed_case(FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS,
                               FB_TRANS, 64, 48, 32);
@@ -61,11 +65,15 @@ static void env_route(const target *cpu, const char *value,
     c.note = note;
     gemm_data d;
     gemm_data_make(&d, &c);
-    if (setenv("FUSEDBLAS_CPU_SGEMM", value, 1) != 0)
-        tap_bail("setenv failed");
-    packed_run(cpu, &d, &route, 0);
-    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
-        tap_bail("unsetenv failed");
+    if (tap_in_phase(phase)) {
+        packed_run(cpu, &d, &route, 0);
+        gemm_data_free(&d);
+        return;
+    }
+    char set[96];
+    snprintf(set, sizeof set, "FUSEDBLAS_CPU_SGEMM=%s", value);
+    const char *env[] = {set, NULL};
+    tap_rerun(phase, env, 300);
     d.c.note = "FUSEDBLAS_CPU_SGEMM unset again";
     packed_run(cpu, &d, &route, 1);
     gemm_data_free(&d);
@@ -104,34 +112,51 @@ static void mlp_sweep(const target *cpu)
                      MLP_PATH, 1);
 }
 
-/* h = 513, and FUSEDBLAS_CPU_SGEMM=packed: right, and not on the kernel;
- * unset again: on it. */
+/* h = 513, and FUSEDBLAS_CPU_SGEMM=packed (in a child: phase
+ * mlp-packed): right, and not on the kernel; unset again: on it. */
 static void mlp_elsewhere(const target *cpu)
 {
-    mlp_case c = packed_mlp_case(FB_DTYPE_F32, 40, 24, 513, 20,
-                                 FB_ACT_GELU_TANH, MLP_ALL_BIASES, 1);
+    mlp_case c;
     mlp_data d;
-    mlp_data_make(&d, &c);
-    packed_mlp_run(cpu, &d, MLP_PATH, 0);
-    mlp_data_free(&d);
+    if (!tap_in_phase("mlp-packed")) {
+        c = packed_mlp_case(FB_DTYPE_F32, 40, 24, 513, 20, FB_ACT_GELU_TANH,
+                            MLP_ALL_BIASES, 1);
+        mlp_data_make(&d, &c);
+        packed_mlp_run(cpu, &d, MLP_PATH, 0);
+        mlp_data_free(&d);
+    }
     c = packed_mlp_case(FB_DTYPE_F32, 40, 24, 100, 20, FB_ACT_SILU,
                         MLP_ALL_BIASES, 1);
     mlp_data_make(&d, &c);
-    if (setenv("FUSEDBLAS_CPU_SGEMM", "packed", 1) != 0)
-        tap_bail("setenv failed");
-    packed_mlp_run(cpu, &d, MLP_PATH, 0);
-    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
-        tap_bail("unsetenv failed");
-    packed_mlp_run(cpu, &d, MLP_PATH, 1);
+    if (tap_in_phase("mlp-packed")) {
+        packed_mlp_run(cpu, &d, MLP_PATH, 0);
+    } else {
+        const char *env[] = {"FUSEDBLAS_CPU_SGEMM=packed", NULL};
+        tap_rerun("mlp-packed", env, 300);
+        packed_mlp_run(cpu, &d, MLP_PATH, 1);
+    }
     mlp_data_free(&d);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_cpu_small_k");
-    if (unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
+    if (phase == NULL && unsetenv("FUSEDBLAS_CPU_SGEMM") != 0)
         tap_bail("unsetenv failed");
     target cpu = target_cpu();
+    if (phase != NULL) {
+        if (tap_in_phase("env-route-packed"))
+            env_route(&cpu, "packed", "cpu/f32-avx512/");
+        else if (tap_in_phase("env-route-openblas"))
+            env_route(&cpu, "openblas", "/sgemm/");
+        else if (tap_in_phase("mlp-packed"))
+            mlp_elsewhere(&cpu);
+        else
+            tap_bail("unknown phase %s", phase);
+        fb_destroy(cpu.handle);
+        return tap_end();
+    }
     packed_f32_skip_unless_kernel(&cpu, &paths);
     packed_sweep(&cpu, FB_DTYPE_F32, shapes,
                  (int)(sizeof shapes / sizeof shapes[0]), &paths, 1, 77);

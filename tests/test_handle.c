@@ -10,6 +10,7 @@
 #include <string.h>
 #include "gemm_check.h"
 #include "oracle.h"
+#include "tap_child.h"
 
 static void create_destroy(void)
 {
@@ -323,9 +324,273 @@ static void default_handle(void)
            "errors do not reach this thread's)");
 }
 
-int main(void)
+/* ---- handles that are not live -------------------------------------------- */
+
+/* Every entry point that takes a handle. */
+static const char *const entry_names[] = {
+    "fb_set_threads",        "fb_handle_last_status", "fb_destroy",
+    "sgemm_bias_act",        "fb_set_backend",        "fb_get_backend",
+    "fb_set_math_mode",      "fb_set_verbose",        "fb_set_cuda_device",
+    "fb_set_cuda_stream",    "fb_handle_last_arg",    "fb_handle_last_message",
+    "fb_handle_last_backend", "fb_handle_last_path",  "hgemm_bias_act",
+    "bgemm_bias_act",        "mlp_geglu_forward"};
+#define N_ENTRIES ((int)(sizeof entry_names / sizeof entry_names[0]))
+
+/* Entry point f given v: its status, or for the getters other than
+ * fb_handle_last_status, INVALID_ARGUMENT if it gave the answer for a
+ * handle that is not live. out (4 floats, -7 on entry) is its output. */
+static fb_status entry(int f, fb_handle v, float *out)
 {
+    const float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1};
+    const uint16_t a16[4] = {0x3c00, 0x4000, 0x4200, 0x4400};
+    fb_backend backend = FB_BACKEND_CPU;
+    switch (f) {
+    case 0: return fb_set_threads(v, 1);
+    case 1: return fb_handle_last_status(v);
+    case 2: return fb_destroy(v);
+    case 3:
+        return sgemm_bias_act(v, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2, 2,
+                              2, 1.0f, a, 2, b, 2, 0.0f, out, 2, NULL,
+                              FB_ACT_NONE);
+    case 4: return fb_set_backend(v, FB_BACKEND_CPU);
+    case 5: {
+        fb_status st = fb_get_backend(v, &backend);
+        return backend == FB_BACKEND_CPU ? st : FB_STATUS_INTERNAL;
+    }
+    case 6: return fb_set_math_mode(v, FB_MATH_DEFAULT);
+    case 7: return fb_set_verbose(v, 0);
+    case 8: return fb_set_cuda_device(v, 0);
+    case 9: return fb_set_cuda_stream(v, NULL);
+    case 10:
+        return fb_handle_last_arg(v) == 1 ? FB_STATUS_INVALID_ARGUMENT
+                                          : FB_STATUS_SUCCESS;
+    case 11:
+        return strstr(fb_handle_last_message(v), "not a live") != NULL
+                   ? FB_STATUS_INVALID_ARGUMENT
+                   : FB_STATUS_SUCCESS;
+    case 12:
+        return fb_handle_last_backend(v) == FB_BACKEND_AUTO
+                   ? FB_STATUS_INVALID_ARGUMENT
+                   : FB_STATUS_SUCCESS;
+    case 13:
+        return fb_handle_last_path(v)[0] == '\0' ? FB_STATUS_INVALID_ARGUMENT
+                                                 : FB_STATUS_SUCCESS;
+    case 14:
+        return hgemm_bias_act(v, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2, 2,
+                              2, 1.0f, (const fb_half *)a16, 2,
+                              (const fb_half *)a16, 2, 0.0f, (fb_half *)out,
+                              2, NULL, FB_ACT_NONE);
+    case 15:
+        return bgemm_bias_act(v, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2, 2,
+                              2, 1.0f, (const fb_bfloat16 *)a16, 2,
+                              (const fb_bfloat16 *)a16, 2, 0.0f,
+                              (fb_bfloat16 *)out, 2, NULL, FB_ACT_NONE);
+    default:
+        return mlp_geglu_forward(v, FB_DTYPE_F32, FB_ACT_GELU_TANH, 1, 2, 2,
+                                 2, a, 2, b, NULL, b, NULL, b, NULL, out, 2);
+    }
+}
+
+/* Whether v is refused as not live by every entry point that takes a
+ * handle: each returns FB_STATUS_INVALID_ARGUMENT (the getters their
+ * not-live answer) and records it on the calling thread's default handle
+ * at argument 1, and writes nothing. The first entry point that accepts
+ * it is named in why. */
+static int refused(fb_handle v, const char **why)
+{
+    for (int f = 0; f < N_ENTRIES; f++) {
+        float out[4] = {-7, -7, -7, -7};
+        /* A success on the default handle clears its record, so that the
+         * refusal below must write it anew. */
+        if (fb_set_verbose(NULL, 0) != FB_STATUS_SUCCESS ||
+            fb_handle_last_arg(NULL) != 0)
+            tap_bail("fb_set_verbose(NULL, 0) failed");
+        const fb_status st = entry(f, v, out);
+        if (st != FB_STATUS_INVALID_ARGUMENT ||
+            fb_handle_last_status(NULL) != FB_STATUS_INVALID_ARGUMENT ||
+            fb_handle_last_arg(NULL) != 1 || out[0] != -7 || out[1] != -7 ||
+            out[2] != -7 || out[3] != -7) {
+            *why = entry_names[f];
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A small call that must succeed on a live handle. */
+static int works(fb_handle h)
+{
+    const float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1};
+    float c[4] = {0, 0, 0, 0};
+    return fb_set_threads(h, 1) == FB_STATUS_SUCCESS &&
+           sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2, 2, 2,
+                          1.0f, a, 2, b, 2, 0.0f, c, 2, NULL,
+                          FB_ACT_NONE) == FB_STATUS_SUCCESS &&
+           c[0] == 1 && c[1] == 2 && c[2] == 3 && c[3] == 4;
+}
+
+/* After many handles are made and destroyed in varied orders (which leaves
+ * removed slots in the registry), made-up values and destroyed handles
+ * are refused by every entry point that takes a handle, and the handles
+ * still alive are unaffected. Runs as a
+ * child process (phase "not-live"), so that a crash is a failed point. */
+static void not_live(void)
+{
+    enum { N = 1000, ROUNDS = 6, KEEP = 37, MADE_UP = 4096 };
+    fb_handle live[N] = {0};
+    size_t nstale = 0, cap = 4 * N;
+    fb_handle *stale = malloc(cap * sizeof *stale);
+    if (stale == NULL)
+        tap_bail("out of memory");
+    const char *why = "", *why_during = "";
+    fb_handle during = NULL;
+    int order[N];
+    /* First a few handles at a time, n = 1..64, each batch destroyed in a
+     * random order, with the probes below between every two changes: a
+     * small registry, whose removed slots soon lie where a made-up value
+     * is looked up. */
+    for (int n = 1; n <= 64; n++) {
+        for (int i = 0; i < n; i++) {
+            if (fb_create(&live[i]) != FB_STATUS_SUCCESS)
+                tap_bail("fb_create failed");
+            order[i] = i;
+        }
+        for (int i = n - 1; i > 0; i--) {
+            const int j = (int)rng_below(i + 1), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        for (int s = 0; s < n; s++) {
+            if (fb_destroy(live[order[s]]) != FB_STATUS_SUCCESS)
+                tap_bail("fb_destroy of a live handle failed");
+            live[order[s]] = NULL;
+            const fb_handle probes[2] = {(fb_handle)(uintptr_t)1,
+                                         (fb_handle)(uintptr_t)(2 + s)};
+            for (int p = 0; p < 2; p++)
+                if (!refused(probes[p], &why) && during == NULL)
+                    during = probes[p], why_during = why;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    for (int r = 0; r < ROUNDS; r++) {
+        /* The slots in a new random order each round: the first round
+         * makes every handle, later ones destroy or remake each slot's
+         * handle on a coin toss. */
+        for (int i = N - 1; i > 0; i--) {
+            const int j = (int)rng_below(i + 1), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        for (int s = 0; s < N; s++) {
+            const int i = order[s];
+            /* Value 1 and a rotating made-up value are checked between
+             * every two changes of the registry, so that every state it
+             * passes through is tried, whichever slot removed handles
+             * left marked. */
+            const fb_handle probes[2] = {(fb_handle)(uintptr_t)1,
+                                         (fb_handle)(uintptr_t)(2 + s % 4095)};
+            for (int p = 0; p < 2; p++)
+                if (!refused(probes[p], &why) && during == NULL)
+                    during = probes[p], why_during = why;
+            if (r > 0 && rng_below(2) == 0)
+                continue;
+            if (live[i] != NULL) {
+                if (fb_destroy(live[i]) != FB_STATUS_SUCCESS)
+                    tap_bail("fb_destroy of a live handle failed");
+                if (nstale == cap &&
+                    (stale = realloc(stale, (cap *= 2) * sizeof *stale)) == NULL)
+                    tap_bail("out of memory");
+                stale[nstale++] = live[i];
+                live[i] = NULL;
+            } else if (fb_create(&live[i]) != FB_STATUS_SUCCESS) {
+                tap_bail("fb_create failed");
+            }
+        }
+    }
+    /* All but KEEP handles destroyed, in a random order. */
+    int nlive = 0;
+    for (int i = 0; i < N; i++)
+        nlive += live[i] != NULL;
+    while (nlive > KEEP) {
+        const int i = (int)rng_below(N);
+        if (live[i] == NULL)
+            continue;
+        if (fb_destroy(live[i]) != FB_STATUS_SUCCESS)
+            tap_bail("fb_destroy of a live handle failed");
+        if (nstale == cap &&
+            (stale = realloc(stale, (cap *= 2) * sizeof *stale)) == NULL)
+            tap_bail("out of memory");
+        stale[nstale++] = live[i];
+        live[i] = NULL;
+        nlive--;
+    }
+    /* A destroyed handle's memory may hold a live handle again: those
+     * values are live, not stale. */
+    size_t k = 0;
+    for (size_t s = 0; s < nstale; s++) {
+        int reused = 0;
+        for (int i = 0; i < N && !reused; i++)
+            reused = live[i] == stale[s];
+        if (!reused)
+            stale[k++] = stale[s];
+    }
+    nstale = k;
+
+    if (during != NULL)
+        tap_diag("value %p accepted by %s", (void *)during, why_during);
+    tap_ok(during == NULL, "while batches of 1..64 handles, then %d "
+           "handles %d times over, are made and destroyed: handle values 1 "
+           "and 2..4096 refused between every two changes", N, ROUNDS);
+    uintptr_t bad = 0;
+    for (uintptr_t v = 1; v <= MADE_UP && bad == 0; v++)
+        if (!refused((fb_handle)v, &why))
+            bad = v;
+    if (bad != 0)
+        tap_diag("value %lu accepted by %s", (unsigned long)bad, why);
+    tap_ok(bad == 0, "made-up handles 1..%d after churn: refused by the %d "
+           "entry points that take a handle, at argument 1 on the default "
+           "handle", MADE_UP, N_ENTRIES);
+    size_t first = nstale;
+    for (size_t s = 0; s < nstale && first == nstale; s++)
+        if (!refused(stale[s], &why))
+            first = s;
+    tap_ok(first == nstale, "%zu destroyed handles: refused the same way%s%s",
+           nstale, first < nstale ? "; one accepted by " : "",
+           first < nstale ? why : "");
+    free(stale);
+
+    int ok = 1;
+    for (int i = 0; i < N; i++)
+        if (live[i] != NULL)
+            ok &= works(live[i]);
+    for (int i = 0; i < N; i++)
+        if (live[i] != NULL) {
+            ok &= fb_destroy(live[i]) == FB_STATUS_SUCCESS;
+            ok &= fb_destroy(live[i]) == FB_STATUS_INVALID_ARGUMENT;
+        }
+    tap_ok(ok, "the %d live handles still work, and each is destroyed "
+           "exactly once", KEEP);
+
+    /* The registry still makes, finds and frees handles. */
+    ok = 1;
+    for (int i = 0; i < N && ok; i++)
+        ok = fb_create(&live[i]) == FB_STATUS_SUCCESS && works(live[i]);
+    for (int i = 0; i < N; i++)
+        ok &= live[i] == NULL || fb_destroy(live[i]) == FB_STATUS_SUCCESS;
+    tap_ok(ok, "afterwards %d new handles are made, used and destroyed", N);
+}
+
+int main(int argc, char **argv)
+{
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_handle");
+    if (phase != NULL) {
+        if (tap_in_phase("not-live"))
+            not_live();
+        else
+            tap_bail("unknown phase %s", phase);
+        return tap_end();
+    }
+    tap_rerun("not-live", NULL, 120);
     create_destroy();
     settings();
     queries();

@@ -7,11 +7,13 @@
  * process and never changes; the module is never unloaded.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cuda_loader.h"
+#include "env.h"
 
 #ifndef FB_PKGLIBDIR
 #define FB_PKGLIBDIR "/usr/local/lib/fusedblas"
@@ -59,15 +61,49 @@ static const fb_cuda_module *try_load(const char *path)
     return m;
 }
 
+/* Whether FUSEDBLAS_CUDA_MODULE names something dlopen may be given: an
+ * absolute path (a relative one would be searched for along the library
+ * path) to a regular file (opening a FIFO blocks, a device file is not a
+ * library). If not, load_error says why, naming the variable. */
+static int module_path_ok(const fb_env *e)
+{
+    if (e->cuda_module_too_long) {
+        snprintf(load_error, sizeof load_error,
+                 "FUSEDBLAS_CUDA_MODULE is longer than a path can be");
+        return 0;
+    }
+    const char *path = e->cuda_module;
+    if (path[0] != '/') {
+        snprintf(load_error, sizeof load_error,
+                 "FUSEDBLAS_CUDA_MODULE='%.160s' is not an absolute path",
+                 path);
+        return 0;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(load_error, sizeof load_error,
+                 "FUSEDBLAS_CUDA_MODULE='%.160s': %s", path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(load_error, sizeof load_error,
+                 "FUSEDBLAS_CUDA_MODULE='%.160s' is not a regular file", path);
+        return 0;
+    }
+    return 1;
+}
+
 static void load(void)
 {
     /* FUSEDBLAS_CUDA_MODULE names the module to use instead of the
      * installed one, and then only it: the tests of a build tree load that
      * tree's module (or none, in a build without CUDA), never a different
-     * module that happens to be installed. */
-    const char *env = getenv("FUSEDBLAS_CUDA_MODULE");
-    if (env != NULL && *env != '\0')
-        loaded = try_load(env);
+     * module that happens to be installed; a path it refuses leaves the
+     * CUDA backends unavailable. In a secure-execution process the
+     * variable reads as unset (env.c). */
+    const fb_env *e = fb_env_get();
+    if (e->cuda_module != NULL || e->cuda_module_too_long)
+        loaded = module_path_ok(e) ? try_load(e->cuda_module) : NULL;
     else
         loaded = try_load(FB_PKGLIBDIR "/fusedblas_cuda.so");
 }

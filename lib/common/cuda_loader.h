@@ -9,8 +9,10 @@
 
 /* The module's table if it loaded and a CUDA device answered its probe,
  * else NULL with the reason copied into why (when why is not NULL).
- * Where: $FUSEDBLAS_CUDA_MODULE if it is set (and then only there), else
- * the installed $(pkglibdir)/fusedblas_cuda.so. */
+ * Where: $FUSEDBLAS_CUDA_MODULE if it is set (and then only there, if it
+ * is an absolute path to a regular file), else the installed
+ * $(pkglibdir)/fusedblas_cuda.so. Loaded once per process, on the first
+ * call that needs a CUDA backend. */
 const fb_cuda_module *fb_cuda_get(char *why, size_t len);
 
 #endif /* FB_CUDA_LOADER_H */

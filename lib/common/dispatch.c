@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "cpu.h"
 #include "cuda_loader.h"
+#include "device_memory.h"
 #include "dispatch.h"
 #include "log.h"
 
@@ -62,30 +63,31 @@ fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Lowest position among the operands in device memory, 0 if none. */
-static int first_device_operand(const fb_cuda_module *m,
-                                const fb_operand *ops, int nops)
+/* Lowest position among the operands in device memory, 0 if none. Asks
+ * the CUDA driver only if the process already has one running
+ * (device_memory.h): never loads the module or anything of CUDA. */
+static int first_device_operand(const fb_operand *ops, int nops)
 {
     int first = 0;
     for (int i = 0; i < nops; i++)
-        if (ops[i].ptr != NULL && m->is_device_pointer(ops[i].ptr) &&
+        if (ops[i].ptr != NULL && fb_is_device_memory(ops[i].ptr) &&
             (first == 0 || ops[i].pos < first))
             first = ops[i].pos;
     return first;
 }
 
+/* The module is loaded here, the first time a call needs it: a CUDA
+ * backend named, or device memory under auto. A CPU call never loads it. */
 static fb_status choose(fb_handle h, const char *routine,
                         const fb_operand *ops, int nops, route *r)
 {
     char why[256];
-    /* Loading is attempted once per process; on a machine without CUDA
-     * this is one failed dlopen. */
-    const fb_cuda_module *m = fb_cuda_get(why, sizeof why);
-    r->cuda = m;
+    const fb_cuda_module *m = NULL;
+    r->cuda = NULL;
 
     switch (h->backend) {
     case FB_BACKEND_CPU: {
-        int dev = m ? first_device_operand(m, ops, nops) : 0;
+        int dev = first_device_operand(ops, nops);
         if (dev)
             return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, dev,
                                   "%s: argument %d is device memory, which "
@@ -97,13 +99,18 @@ static fb_status choose(fb_handle h, const char *routine,
         return FB_STATUS_SUCCESS;
     }
     case FB_BACKEND_AUTO: {
-        int dev = m ? first_device_operand(m, ops, nops) : 0;
+        int dev = first_device_operand(ops, nops);
         if (!dev) {
             r->backend = FB_BACKEND_CPU;
-            fb_log(h, "%s: auto -> cpu (%s)", routine,
-                   m ? "all data in host memory" : why);
+            fb_log(h, "%s: auto -> cpu (all data in host memory)", routine);
             return FB_STATUS_SUCCESS;
         }
+        m = fb_cuda_get(why, sizeof why);
+        if (m == NULL)
+            return fb_handle_fail(h, FB_STATUS_BACKEND_UNAVAILABLE, 0,
+                                  "%s: argument %d is device memory, but "
+                                  "the CUDA backend is unavailable: %s",
+                                  routine, dev, why);
         r->backend = FB_BACKEND_CUDA;
         fb_log(h, "%s: auto -> cuda (argument %d is device memory)", routine,
                dev);
@@ -112,6 +119,7 @@ static fb_status choose(fb_handle h, const char *routine,
     case FB_BACKEND_CUDA:
     case FB_BACKEND_CUDA_LT:
     case FB_BACKEND_CUDA_FUSED:
+        m = fb_cuda_get(why, sizeof why);
         if (m == NULL)
             return fb_handle_fail(h, FB_STATUS_BACKEND_UNAVAILABLE, 0,
                                   "%s: %s unavailable: %s", routine,
@@ -121,6 +129,7 @@ static fb_status choose(fb_handle h, const char *routine,
                   "FUSEDBLAS_BACKEND)", routine, fb_backend_name(h->backend));
         break;
     }
+    r->cuda = m;
     return cuda_ctx(h, m);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_loader.h"
+#include "env.h"
 #include "handle.h"
 #include "log.h"
 
@@ -25,6 +26,8 @@ static int registry_add(fb_handle h);
 static int registry_remove(fb_handle h);
 static int registry_has(fb_handle h);
 static fb_handle default_handle(void);
+static fb_handle resolve_to_read(fb_handle h, fb_status *status);
+static fb_status not_live(fb_handle h);
 
 FB_EXPORT fb_status fb_create(fb_handle *handle)
 {
@@ -33,6 +36,15 @@ FB_EXPORT fb_status fb_create(fb_handle *handle)
         if (d != NULL)
             fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
                            "fb_create: handle pointer is NULL");
+        return FB_STATUS_INVALID_ARGUMENT;
+    }
+    const fb_env *e = fb_env_get();
+    if (e->invalid) {
+        /* No argument is wrong, the environment is: position 0. */
+        fb_handle d = default_handle();
+        if (d != NULL)
+            fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 0, "fb_create: %s",
+                           e->message);
         return FB_STATUS_INVALID_ARGUMENT;
     }
     fb_handle h = handle_new();
@@ -51,7 +63,7 @@ FB_EXPORT fb_status fb_destroy(fb_handle handle)
     if (handle == NULL)
         return FB_STATUS_SUCCESS; /* like free(NULL) */
     if (!registry_remove(handle))
-        return FB_STATUS_INVALID_ARGUMENT;
+        return not_live(handle);
     handle_free(handle);
     return FB_STATUS_SUCCESS;
 }
@@ -142,40 +154,41 @@ FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream)
     return FB_STATUS_SUCCESS;
 }
 
-/* The getters below do not record an outcome: they read the last one. */
+/* The getters below do not record an outcome: they read the last one,
+ * also on a default handle that an invalid environment keeps failing. */
 
 FB_EXPORT fb_status fb_handle_last_status(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_status : st;
 }
 
 FB_EXPORT int fb_handle_last_arg(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_arg : 1;
 }
 
 FB_EXPORT const char *fb_handle_last_message(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_message : "not a live fb_handle";
 }
 
 FB_EXPORT fb_backend fb_handle_last_backend(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_backend : FB_BACKEND_AUTO;
 }
 
 FB_EXPORT const char *fb_handle_last_path(fb_handle handle)
 {
     fb_status st;
-    fb_handle h = fb_handle_resolve(handle, &st);
+    fb_handle h = resolve_to_read(handle, &st);
     return h ? h->last_path : "";
 }
 
@@ -185,20 +198,50 @@ fb_handle fb_handle_resolve(fb_handle h, fb_status *status)
 {
     if (h == NULL) {
         h = default_handle();
+        if (h == NULL) {
+            *status = FB_STATUS_ALLOC_FAILED;
+            return NULL;
+        }
+        const fb_env *e = fb_env_get();
+        if (e->invalid) {
+            /* Nothing runs in an invalid environment: the default handle
+             * exists only to say why. */
+            *status = fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 0, "%s",
+                                     e->message);
+            return NULL;
+        }
+        *status = FB_STATUS_SUCCESS;
+        return h;
+    }
+    return resolve_to_read(h, status);
+}
+
+/* fb_handle_resolve, except that the calling thread's default handle is
+ * returned in an invalid environment too: for reading its record. */
+static fb_handle resolve_to_read(fb_handle h, fb_status *status)
+{
+    if (h == NULL) {
+        h = default_handle();
         *status = h ? FB_STATUS_SUCCESS : FB_STATUS_ALLOC_FAILED;
         return h;
     }
     if (!registry_has(h)) {
-        /* Say so on the thread's default handle, the only one we trust. */
-        fb_handle d = default_handle();
-        if (d != NULL)
-            fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
-                           "handle %p is not a live fb_handle", (void *)h);
-        *status = FB_STATUS_INVALID_ARGUMENT;
+        *status = not_live(h);
         return NULL;
     }
     *status = FB_STATUS_SUCCESS;
     return h;
+}
+
+/* h is not a live handle: say so on the thread's default handle, the only
+ * one we can trust. */
+static fb_status not_live(fb_handle h)
+{
+    fb_handle d = default_handle();
+    if (d != NULL)
+        fb_handle_fail(d, FB_STATUS_INVALID_ARGUMENT, 1,
+                       "handle %p is not a live fb_handle", (void *)h);
+    return FB_STATUS_INVALID_ARGUMENT;
 }
 
 void *fb_handle_workspace(fb_handle h, size_t bytes)
@@ -263,13 +306,9 @@ static fb_handle handle_new(void)
     if (h == NULL)
         return NULL;
     h->magic = FB_HANDLE_MAGIC;
-    h->verbose = fb_env_verbose();
-    int valid;
-    h->backend = fb_env_backend(&valid);
-    if (!valid)
-        fb_log(h, "FUSEDBLAS_BACKEND='%s' is not one of cpu, cuda, "
-                  "cuda-lt, cuda-fused, auto: using auto",
-               getenv("FUSEDBLAS_BACKEND"));
+    const fb_env *e = fb_env_get();
+    h->verbose = e->verbose;
+    h->backend = e->backend;
     h->math = FB_MATH_DEFAULT;
     h->last_status = FB_STATUS_SUCCESS;
     h->last_backend = FB_BACKEND_AUTO;
@@ -324,13 +363,23 @@ static fb_handle default_handle(void)
         handle_free(h);
         return NULL;
     }
+    const fb_env *e = fb_env_get();
+    if (e->invalid)
+        fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 0, "%s", e->message);
     return h;
 }
 
 /* Registry: open addressing on the pointer's bits, tombstones on removal,
  * rebuilt when 3/4 full (live + tombstones), at a size set by the live
- * handles. */
+ * handles. A slot holds a live handle, NULL (never used) or TOMBSTONE
+ * (removed). The two markers are values a caller can pass as a handle, so
+ * a lookup refuses them before it compares any slot. */
 #define TOMBSTONE ((fb_handle)(uintptr_t)1)
+
+static int is_marker(fb_handle h)
+{
+    return h == NULL || h == TOMBSTONE;
+}
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static fb_handle *slots;
@@ -357,7 +406,7 @@ static int registry_rebuild(void)
         return 0;
     for (size_t i = 0; i < nslots; i++) {
         fb_handle h = slots[i];
-        if (h == NULL || h == TOMBSTONE)
+        if (is_marker(h))
             continue;
         size_t j = slot_of(h, n);
         while (s[j] != NULL)
@@ -371,11 +420,12 @@ static int registry_rebuild(void)
     return 1;
 }
 
-/* Slot holding h, or nslots if absent. Call with the lock held. */
+/* Slot holding the live handle h, or nslots if h is not one. Call with
+ * the lock held. */
 static size_t registry_find(fb_handle h)
 {
-    if (nslots == 0)
-        return 0;
+    if (nslots == 0 || is_marker(h))
+        return nslots;
     for (size_t j = slot_of(h, nslots);; j = (j + 1) & (nslots - 1)) {
         if (slots[j] == h)
             return j;
@@ -407,8 +457,10 @@ static int registry_remove(fb_handle h)
 {
     pthread_mutex_lock(&registry_lock);
     size_t j = registry_find(h);
-    int found = nslots > 0 && j < nslots;
+    int found = j < nslots;
     if (found) {
+        /* Only a live handle's slot is found, so nlive counts live
+         * handles. */
         slots[j] = TOMBSTONE;
         nlive--;
     }
@@ -419,8 +471,7 @@ static int registry_remove(fb_handle h)
 static int registry_has(fb_handle h)
 {
     pthread_mutex_lock(&registry_lock);
-    size_t j = registry_find(h);
-    int found = nslots > 0 && j < nslots;
+    int found = registry_find(h) < nslots;
     pthread_mutex_unlock(&registry_lock);
     return found;
 }

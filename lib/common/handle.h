@@ -14,7 +14,8 @@ struct fb_handle_s {
     uint32_t magic;
     /* settings */
     fb_backend backend;  /* the handle's choice, or the environment's */
-    int nthreads;        /* 0: omp_get_max_threads() */
+    int nthreads;        /* as asked; 0: omp_get_max_threads(); capped at
+                            each call (lib/cpu/cpu_threads.c) */
     fb_math_mode math;
     int verbose;
     int cuda_device;
@@ -33,8 +34,9 @@ struct fb_handle_s {
 };
 
 /* The handle to use for a call: h itself if it is live, the calling
- * thread's default if h is NULL, NULL if h is not a live handle or the
- * default could not be made (*status says which). */
+ * thread's default if h is NULL, NULL if h is not a live handle, the
+ * default could not be made, or the environment is invalid (env.h: the
+ * default handle then records why; nothing runs) -- *status says which. */
 fb_handle fb_handle_resolve(fb_handle h, fb_status *status);
 
 /* Host workspace of at least bytes, 64-byte aligned; NULL if it cannot be

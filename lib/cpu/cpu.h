@@ -22,7 +22,8 @@ int fb_cpu_fits_blasint(int64_t v);
 
 /* How many OpenMP threads a call of this many flops should use when each
  * thread calls OpenBLAS: 1 unless OpenBLAS is its OpenMP build
- * (cpu_threads.c). */
+ * (cpu_threads.c). Never more than the machine can run for the process
+ * (its CPUs, OpenMP's thread limit), whatever the handle asks. */
 int fb_cpu_threads(fb_handle h, double flops);
 
 /* The same for code that never calls OpenBLAS (the packed fp32 and bf16

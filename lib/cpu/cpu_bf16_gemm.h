@@ -23,8 +23,7 @@
 #define FB_BF16_NR 12
 
 /* Non-zero if this CPU has AVX512-BF16 and FUSEDBLAS_CPU_NO_BF16 is not
- * set to something other than "0" (read at every call, so that a test can
- * switch between this kernel and the fp32 path). */
+ * 1 (read once per process, env.h). */
 int fb_cpu_bf16_available(void);
 
 /* Whether fb_cpu_bf16_gemm takes p: bf16, something to multiply

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_bf16_kernel.h"
+#include "env.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -79,8 +80,7 @@ int fb_cpu_bf16_available(void)
     }
     if (!v)
         return 0;
-    const char *off = getenv("FUSEDBLAS_CPU_NO_BF16");
-    return off == NULL || off[0] == '\0' || strcmp(off, "0") == 0;
+    return !fb_env_get()->cpu_no_bf16;
 }
 
 #if defined(FB_BF16_X86)

@@ -29,6 +29,7 @@
 #include "cpu_f32_gemm.h"
 #include "cpu_f32_kernel.h"
 #include "cpu_packed_blocking.h"
+#include "env.h"
 #include "log.h"
 
 /* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
@@ -40,12 +41,13 @@ int fb_cpu_f32_kernel_chosen(fb_handle h)
 {
     if (!fb_cpu_f32_kernel_available())
         return 0;
-    const char *v = getenv("FUSEDBLAS_CPU_SGEMM");
-    if (v != NULL && (strcmp(v, "own") == 0 || strcmp(v, "packed") == 0)) {
-        fb_log(h, "fp32 GEMM: AVX-512F kernel (FUSEDBLAS_CPU_SGEMM=%s)", v);
+    const fb_cpu_sgemm_choice v = fb_env_get()->cpu_sgemm;
+    if (v == FB_CPU_SGEMM_OWN || v == FB_CPU_SGEMM_PACKED) {
+        fb_log(h, "fp32 GEMM: AVX-512F kernel (FUSEDBLAS_CPU_SGEMM=%s)",
+               fb_cpu_sgemm_name(v));
         return 1;
     }
-    if (v != NULL && strcmp(v, "openblas") == 0) {
+    if (v == FB_CPU_SGEMM_OPENBLAS) {
         fb_log(h, "fp32 GEMM: OpenBLAS (FUSEDBLAS_CPU_SGEMM=openblas)");
         return 0;
     }

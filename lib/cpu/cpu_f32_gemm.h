@@ -13,8 +13,8 @@
 #include "handle.h"
 #include "problem.h"
 
-/* Whether fp32 GEMMs go to this kernel rather than OpenBLAS, read at every
- * call (so that a test or a benchmark can switch):
+/* Whether fp32 GEMMs go to this kernel rather than OpenBLAS, as
+ * FUSEDBLAS_CPU_SGEMM says (read once per process, env.h):
  *   FUSEDBLAS_CPU_SGEMM=own       the kernel, wherever AVX-512F runs
  *                                 (below FB_SMALL_K_MAX the small-k one,
  *                                 cpu_f32_small_k.h);
@@ -24,7 +24,8 @@
  *                                 and 5) it ran faster than OpenBLAS's
  *                                 AVX-512 kernels, and about 2x its
  *                                 AVX2 ones.
- * Any other value is read as auto. Logged under FUSEDBLAS_VERBOSE. */
+ * Any other value is an invalid environment, in which nothing runs.
+ * Logged under FUSEDBLAS_VERBOSE. */
 int fb_cpu_f32_kernel_chosen(fb_handle h);
 
 /* Whether fb_cpu_f32_gemm takes p: fp32, something to multiply (k > 0,

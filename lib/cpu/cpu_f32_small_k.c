@@ -29,6 +29,7 @@
 #include <string.h>
 #include "cpu_f32_kernel.h"
 #include "cpu_f32_small_k.h"
+#include "env.h"
 #include "log.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -46,9 +47,8 @@ int fb_cpu_small_k_allowed(void)
 {
     if (!fb_cpu_f32_kernel_available())
         return 0;
-    const char *v = getenv("FUSEDBLAS_CPU_SGEMM");
-    return v == NULL ||
-           (strcmp(v, "openblas") != 0 && strcmp(v, "packed") != 0);
+    const fb_cpu_sgemm_choice v = fb_env_get()->cpu_sgemm;
+    return v != FB_CPU_SGEMM_OPENBLAS && v != FB_CPU_SGEMM_PACKED;
 }
 
 #if defined(FB_SMALL_K_X86)

@@ -40,7 +40,7 @@ int64_t fb_cpu_small_m_panel_ld(int64_t k, int64_t es);
 /* The same kernel on VDPBF16PS for bf16 x and w: two products per lane
  * per instruction, twice the FMA rate, where the FMA form is
  * compute-bound (m >= 16 or so). Available where AVX512-BF16 is and
- * FUSEDBLAS_CPU_NO_BF16 is not set (fb_cpu_bf16_available). */
+ * FUSEDBLAS_CPU_NO_BF16 is not 1 (fb_cpu_bf16_available). */
 int fb_cpu_small_m_dp_available(void);
 
 /* Rows of x from which VDPBF16PS pays: below, one or two groups of x rows

@@ -9,11 +9,18 @@
  * then keep our loop on one thread and let a pthreads OpenBLAS thread each
  * panel's GEMM.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
 #include <cblas.h>
 #include <omp.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include "cpu.h"
+
+/* The most threads a call ever runs on, whatever the machine says. */
+#define FB_MAX_THREADS 1024
 
 #if defined(HAVE_OPENBLAS_GET_PARALLEL)
 int openblas_get_parallel(void);
@@ -44,8 +51,48 @@ int fb_cpu_threads(fb_handle h, double flops)
     return fb_cpu_own_threads(h, flops);
 }
 
+/* The CPUs this process may run on now (its affinity mask), at least 1. */
+static int cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+    /* More CPUs than a cpu_set_t holds: a mask sized for them. */
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    if (n > 0 && n <= 65536) {
+        cpu_set_t *big = CPU_ALLOC((int)n);
+        if (big != NULL) {
+            const size_t bytes = CPU_ALLOC_SIZE((int)n);
+            int count = sched_getaffinity(0, bytes, big) == 0
+                            ? CPU_COUNT_S(bytes, big)
+                            : 0;
+            CPU_FREE(big);
+            if (count > 0)
+                return count;
+        }
+    }
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)(n < FB_MAX_THREADS ? n : FB_MAX_THREADS) : 1;
+}
+
+/* The most threads the machine can run for this process: the CPUs it may
+ * use, OpenMP's thread limit (OMP_THREAD_LIMIT), FB_MAX_THREADS. More
+ * would only wait for a CPU, and libgomp ends the process when it cannot
+ * create the threads it is asked for (a memory limit, say). Asked at each
+ * call that would thread, since the affinity can change. */
+static int machine_threads(void)
+{
+    int t = cpus_available();
+    const int limit = omp_get_thread_limit();
+    if (limit > 0 && t > limit)
+        t = limit;
+    return t < FB_MAX_THREADS ? t : FB_MAX_THREADS;
+}
+
 int fb_cpu_own_threads(fb_handle h, double flops)
 {
+    /* The handle keeps the count it was given; the cap applies here, to
+     * it and to OpenMP's default (OMP_NUM_THREADS) alike. */
     int t = h->nthreads > 0 ? h->nthreads : omp_get_max_threads();
     /* Below about a million flops a thread costs more to wake than it
      * saves; then one thread per further million. */
@@ -54,6 +101,11 @@ int fb_cpu_own_threads(fb_handle h, double flops)
         useful = 1;
     if (t > useful)
         t = (int)useful;
+    if (t > 1) {
+        const int most = machine_threads();
+        if (t > most)
+            t = most;
+    }
     return t > 0 ? t : 1;
 }
 

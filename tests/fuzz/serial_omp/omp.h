@@ -19,5 +19,6 @@ static inline int omp_get_thread_num(void) { return 0; }
 static inline int omp_get_num_threads(void) { return 1; }
 static inline int omp_get_max_threads(void) { return 1; }
 static inline int omp_in_parallel(void) { return 0; }
+static inline int omp_get_thread_limit(void) { return 1; }
 
 #endif /* FB_FUZZ_SERIAL_OMP_H */
