@@ -194,6 +194,20 @@ void fb_ctx_destroy(fb_cuda_ctx *ctx)
     free(ctx);
 }
 
+/* Whether s is being captured into a graph. The legacy default stream
+ * never is (and may not even be asked while another stream captures). */
+static bool capturing(cudaStream_t s)
+{
+    if (s == NULL)
+        return false;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return status == cudaStreamCaptureStatusActive;
+}
+
 void fb_ctx_set_stream(fb_cuda_ctx *ctx, void *stream)
 {
     if (ctx == NULL)
@@ -205,9 +219,19 @@ void fb_ctx_set_stream(fb_cuda_ctx *ctx, void *stream)
     /* The new stream starts after this context's last work on the old one,
      * so the two never share the workspace at once. The old stream itself
      * is not touched: the user may have destroyed it already. */
-    if (ctx->done_recorded &&
-        (scope.error() != cudaSuccess ||
-         cudaStreamWaitEvent(s, ctx->done, 0) != cudaSuccess)) {
+    if (ctx->done_recorded && scope.error() == cudaSuccess && capturing(s)) {
+        /* A stream being captured may not wait on work from outside its
+         * capture (that would invalidate it): wait on the host instead,
+         * in this thread's relaxed capture mode, in which a host wait
+         * during another stream's global-mode capture is allowed. */
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        (void)cudaEventSynchronize(ctx->done);
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        (void)cudaGetLastError();
+    } else if (ctx->done_recorded &&
+               (scope.error() != cudaSuccess ||
+                cudaStreamWaitEvent(s, ctx->done, 0) != cudaSuccess)) {
         /* The host-side wait gives the same guarantee. */
         (void)cudaEventSynchronize(ctx->done);
         (void)cudaGetLastError();
