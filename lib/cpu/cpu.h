@@ -15,9 +15,10 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                      size_t len);
 
-/* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds):
- * dimensions and leading dimensions beyond it are not supported on the
- * CPU backend. */
+/* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds).
+ * Asked only where OpenBLAS is about to be called: a leading dimension
+ * beyond it is then kept from OpenBLAS by copying into panels, a k beyond
+ * it is not supported; our own kernels take int64_t. */
 int fb_cpu_fits_blasint(int64_t v);
 
 /* How many OpenMP threads a call of this many flops should use when each
