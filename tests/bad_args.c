@@ -1479,3 +1479,125 @@ long edge_cases(const target *t)
     }
     return tried;
 }
+
+/* ---- a named backend that cannot run --------------------------------------- */
+
+/* One empty call on h (what: its label): the status the rule asks for, a
+ * message with a failure, and the output's bytes (live, in host memory)
+ * as the snapshot img holds them; put back if not. */
+static void empty_call_verdict(tcheck *chk, fb_handle h, const char *what,
+                               fb_status st, fb_status want, int want_arg,
+                               const tbuf *img, tbuf *live)
+{
+    if (st != want)
+        tcheck_fail(chk, "%s: status %s, expected %s (%s)", what,
+                    fb_status_string(st), fb_status_string(want),
+                    fb_handle_last_message(h));
+    else if (want != FB_STATUS_SUCCESS) {
+        const char *msg = fb_handle_last_message(h);
+        if (fb_handle_last_status(h) != want || msg == NULL || *msg == '\0')
+            tcheck_fail(chk, "%s: last status %s, message \"%s\"", what,
+                        fb_status_string(fb_handle_last_status(h)),
+                        msg ? msg : "(null)");
+        if (want == FB_STATUS_INVALID_ARGUMENT &&
+            fb_handle_last_arg(h) != want_arg)
+            tcheck_fail(chk, "%s: argument %d, expected %d", what,
+                        fb_handle_last_arg(h), want_arg);
+    }
+    tcheck probe;
+    tcheck_init(&probe);
+    check_untouched(&probe, "output", img, live, NULL);
+    if (probe.failed) {
+        tcheck_fail(chk, "%s: %s", what, probe.diag[0]);
+        memcpy(live->img, img->img, img->bytes);
+    }
+}
+
+long named_backend_empty_calls(void)
+{
+    static const fb_backend gpu[3] = {FB_BACKEND_CUDA, FB_BACKEND_CUDA_LT,
+                                      FB_BACKEND_CUDA_FUSED};
+    long tried = 0;
+    for (int g = 0; g < 3; g++) {
+        const fb_backend b = gpu[g];
+        const int here = fb_backend_available(b) == FB_STATUS_SUCCESS;
+        const fb_status want = here ? FB_STATUS_SUCCESS
+                                    : FB_STATUS_BACKEND_UNAVAILABLE;
+        fb_handle h = handle_on(b);
+        tcheck chk;
+        tcheck_init(&chk);
+        for (int di = 0; di < 3; di++) {
+            const fb_dtype dt = all_dtypes[di];
+            /* Host buffers (a GPU backend stages them): C 4 x 6 in an
+             * 8-element-per-column allocation, A, B, bias big enough for
+             * every shape below. */
+            tbuf in, out, before;
+            tbuf_init(&in, dt, 64, 2);
+            tbuf_init(&out, dt, 64, 2);
+            for (int64_t e = 0; e < 64; e++) {
+                dt_set(dt, tbuf_data(&in), e, 0.25 * (double)(e % 7));
+                dt_set(dt, tbuf_data(&out), e, -0.5 * (double)(e % 5));
+            }
+            tbuf_fetch(&out, &tmem_host, out.img, &before);
+            static const int64_t shapes[3][2] = {{0, 6}, {4, 0}, {0, 0}};
+            for (int s = 0; s < 3; s++, tried++) {
+                const int64_t m = shapes[s][0], n = shapes[s][1];
+                char what[96];
+                snprintf(what, sizeof what, "%s %cgemm m = %lld, n = %lld",
+                         fb_backend_name(b), dt_prefix(dt), (long long)m,
+                         (long long)n);
+                const fb_status st = gemm_call(
+                    h, dt, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, m, n, 3,
+                    1.0f, tbuf_data(&in), 4, tbuf_data(&in), 3, 0.5f,
+                    tbuf_data(&out), 8, tbuf_data(&in), FB_ACT_RELU);
+                empty_call_verdict(&chk, h, what, st, want, 0, &before,
+                                   &out);
+            }
+            /* Argument checks come first: a bad argument is an invalid
+             * argument on any backend, also in an empty call. */
+            fb_status st = gemm_call(h, dt, FB_COL_MAJOR, FB_NO_TRANS,
+                                     FB_NO_TRANS, 0, 6, 3, 1.0f, NULL, 0,
+                                     NULL, 3, 0.0f, tbuf_data(&out), 1,
+                                     NULL, FB_ACT_NONE);
+            empty_call_verdict(&chk, h, "gemm m = 0, lda = 0", st,
+                               FB_STATUS_INVALID_ARGUMENT, 10, &before,
+                               &out);
+            st = gemm_call(h, dt, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 0,
+                           6, 3, 1.0f, NULL, 1, NULL, 3, 0.0f,
+                           tbuf_data(&out), 1, NULL, (fb_activation)99);
+            empty_call_verdict(&chk, h, "gemm m = 0, act 99", st,
+                               FB_STATUS_INVALID_ARGUMENT, 17, &before,
+                               &out);
+            /* The MLP, m = 0 and n = 0, and m = 0 with a bad ldy. */
+            for (int which = 0; which < 3; which++, tried++) {
+                const int64_t m = which == 1 ? 3 : 0, n = which == 1 ? 0 : 5;
+                const int64_t ldy = which == 2 ? 4 : 5;
+                st = mlp_geglu_forward(h, dt, FB_ACT_SILU, m, 2, 3, n,
+                                       tbuf_data(&in), 2, tbuf_data(&in),
+                                       NULL, tbuf_data(&in), NULL,
+                                       tbuf_data(&in), NULL, tbuf_data(&out),
+                                       ldy);
+                char what[96];
+                snprintf(what, sizeof what, "%s mlp %s m = %lld, n = %lld, "
+                         "ldy = %lld", fb_backend_name(b), dt_name(dt),
+                         (long long)m, (long long)n, (long long)ldy);
+                empty_call_verdict(&chk, h, what, st,
+                                   which == 2 ? FB_STATUS_INVALID_ARGUMENT
+                                              : want,
+                                   17, &before, &out);
+            }
+            tried += 2;
+            tbuf_free(&in);
+            tbuf_free(&out);
+            tbuf_free(&before);
+        }
+        tap_check(&chk, "%s (%s here): calls with m = 0 or n = 0 %s, and a "
+                  "bad argument in an empty call is still an invalid "
+                  "argument; nothing written", fb_backend_name(b),
+                  here ? "available" : "not available",
+                  here ? "succeed" : "are backend unavailable, like any "
+                                     "other call on it");
+        fb_destroy(h);
+    }
+    return tried;
+}

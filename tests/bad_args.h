@@ -32,4 +32,11 @@ long badargs_handle(void);
  * lda >= max(1, rows) holds even for an empty matrix; mlp with m == 0. */
 long edge_cases(const target *t);
 
+/* Empty calls (m == 0 or n == 0) on a handle set to each CUDA backend:
+ * where fb_backend_available() says that backend runs they succeed and
+ * write nothing; where it does not, they are FB_STATUS_BACKEND_UNAVAILABLE
+ * like every call on that handle. A bad argument is an invalid argument
+ * either way (checks come first). Host only. */
+long named_backend_empty_calls(void);
+
 #endif /* FB_TEST_BAD_ARGS_H */
