@@ -21,6 +21,16 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
  * it is not supported; our own kernels take int64_t. */
 int fb_cpu_fits_blasint(int64_t v);
 
+/* Before a call that reaches OpenBLAS on `threads` of our threads (1: one
+ * call, which OpenBLAS may thread itself): non-zero if OpenBLAS can get
+ * the buffers its first call on those threads maps, else 0 with the
+ * reason in why; the caller then returns FB_STATUS_ALLOC_FAILED, since
+ * OpenBLAS would retry a failed map forever (cpu_blas_buffers.c). After
+ * such a call has run, fb_cpu_blas_ran says so, and later calls on as
+ * many threads are not asked about again. */
+int fb_cpu_blas_buffers(int threads, char *why, size_t len);
+void fb_cpu_blas_ran(int threads);
+
 /* How many OpenMP threads a call of this many flops should use when each
  * thread calls OpenBLAS: 1 unless OpenBLAS is its OpenMP build
  * (cpu_threads.c). */

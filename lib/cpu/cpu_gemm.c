@@ -73,6 +73,9 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
     int t = fb_cpu_threads(h, flops);
     if (small_m_applies(p))
         return gemm_small_m(h, p, own, path, len);
+    /* Our kernels below: a workspace they cannot get is the call's
+     * FB_STATUS_ALLOC_FAILED, never a try at another path, which would
+     * end in OpenBLAS's own first allocation (it never gives up). */
     if (fb_cpu_bf16_gemm_applies(p)) {
         fb_status st;
         if (fb_cpu_bf16_gemm(h, p, own, &st, path, len))
@@ -86,7 +89,6 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_small_k(h, p, own, &st, path, len))
             return st;
-        /* No workspace for op(A)'s panels: the paths below. */
     }
     /* fp32 on our AVX-512F kernel wherever the CPU runs it
      * (fb_cpu_f32_kernel_chosen says when, and logs it). */
@@ -94,7 +96,6 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_gemm(h, p, own, &st, path, len))
             return st;
-        /* No workspace for the packed operands: OpenBLAS below. */
     }
     /* OpenBLAS from here on. Its integers are 32-bit in the usual
      * builds: k goes to it as it is; a leading dimension beyond them is
@@ -108,6 +109,9 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
     const int64_t nblk = b.mblocks * b.nblocks;
     if (t > nblk)
         t = (int)nblk;
+    const int blas = !nothing_to_multiply(p);
+    if (blas && !fb_cpu_blas_buffers(t, path, len))
+        return FB_STATUS_ALLOC_FAILED;
 
     /* 16-bit data, and fp32 with a leading dimension OpenBLAS cannot take,
      * go through fp32 panels: OpenBLAS sees only the panels' own. */
@@ -155,6 +159,8 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
                 gemm_block_f32(p, i0, j0, mb, nb);
         }
     }
+    if (blas)
+        fb_cpu_blas_ran(t);
     snprintf(path, len, "cpu/%s/%s/blocks=%lldx%lld/threads=%d",
              fb_cpu_arrangement(), panels ? "f32-panels" : "sgemm",
              (long long)b.mb, (long long)b.nb, t);

@@ -97,6 +97,9 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
      * (bf16 on VDPBF16PS too), where the bf16 kernel packs them first. */
     if (mlp_small_m_applies(p))
         return mlp_small_m(h, p, path, len);
+    /* Our kernels below: a workspace they cannot get is the call's
+     * FB_STATUS_ALLOC_FAILED, never a try at another path, which would
+     * end in OpenBLAS's own first allocation (it never gives up). */
     if (fb_cpu_bf16_mlp_applies(p, SMALL_M_ROWS)) {
         fb_status st;
         if (fb_cpu_bf16_mlp(h, p, &st, path, len))
@@ -109,7 +112,6 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_mlp_small_k(h, p, &st, path, len))
             return st;
-        /* No workspace: the paths below. */
     }
     /* fp32 on the AVX-512F kernel wherever the CPU runs it
      * (fb_cpu_f32_kernel_chosen). */
@@ -117,7 +119,6 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_mlp(h, p, &st, path, len))
             return st;
-        /* No workspace for the packed weights: OpenBLAS below. */
     }
     /* OpenBLAS from here on: k, h and n reach it as dimensions and
      * leading dimensions of the blocks. X's ldx is kept from it by
@@ -139,6 +140,12 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                  floats * sizeof(float));
         return FB_STATUS_ALLOC_FAILED;
     }
+    /* OpenBLAS runs every GEMM unless the blocks are short enough for the
+     * small-m kernel (gemm_nt), or h == 0 (no GEMM at all). */
+    const int blas = p->h > 0 &&
+                     !(pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available());
+    if (blas && !fb_cpu_blas_buffers(pl.threads, path, len))
+        return FB_STATUS_ALLOC_FAILED;
     biases bs = {p->bg, p->bu, p->bd};
     if (wide) {
         float *b = ws;
@@ -173,6 +180,8 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
             finish_rows(p, bs.bd, y0 + r0 * p->n, p->n, r0, r1 - r0);
         }
     }
+    if (blas)
+        fb_cpu_blas_ran(pl.threads);
     const int small = pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available();
     snprintf(path, len, "cpu/%s/mlp-%s/mb=%lld/hc=%lld/threads=%d",
              small ? "small-m-avx512" : fb_cpu_arrangement(),
