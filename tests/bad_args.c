@@ -94,6 +94,623 @@ static int verdict(tcheck *chk, const char *what, fb_status st,
     return 0;
 }
 
+/* ---- operands that share bytes ---------------------------------------------- */
+
+/* Elements from a stored matrix's first to its last, in storage order: the
+ * bytes the call may touch (the padding after the last row or column is
+ * not among them). */
+static int64_t span_elems(const tshape *s)
+{
+    const int64_t outer = s->layout == FB_ROW_MAJOR ? s->rows : s->cols;
+    const int64_t inner = s->layout == FB_ROW_MAJOR ? s->cols : s->rows;
+    return outer == 0 || inner == 0 ? 0 : (outer - 1) * s->ld + inner;
+}
+
+/* The length of a stored row (row-major) or column (column-major). */
+static int64_t inner_len(const tshape *s)
+{
+    return s->layout == FB_ROW_MAJOR ? s->cols : s->rows;
+}
+
+/* One allocation holding every operand of a call, each at an element
+ * offset that the case chooses, so that operands may share bytes. Its
+ * host image starts as the guard pattern; each operand's window is filled
+ * in turn, a later one overwriting an earlier one where they meet. */
+#define ARENA_FRONT 8
+typedef struct arena {
+    fb_dtype dtype;
+    int64_t nelem;
+    tbuf img;
+} arena;
+
+static void arena_init(arena *a, fb_dtype dt, int64_t nelem)
+{
+    a->dtype = dt;
+    a->nelem = nelem;
+    tbuf_init(&a->img, dt, nelem, ARENA_FRONT);
+}
+
+/* Fresh random values (poison: the poison pattern) in the window of s
+ * placed at element off. */
+static void arena_fill(arena *a, int64_t off, const tshape *s, int poison)
+{
+    void *data = tbuf_data(&a->img);
+    const int64_t total = tshape_nelem(s);
+    int64_t i, j;
+    if (off < 0 || off + total > a->nelem)
+        tap_bail("an operand placed outside its arena");
+    for (int64_t e = 0; e < total; e++) {
+        if (!tshape_window(s, e, &i, &j))
+            continue;
+        if (poison)
+            dt_set_bits(a->dtype, data, off + e, dt_poison_bits(a->dtype));
+        else
+            dt_set(a->dtype, data, off + e, rng_value(a->dtype));
+    }
+}
+
+/* The arena's image as a buffer whose data starts at element off, so
+ * that check_untouched can leave out the window of an output there. */
+static tbuf arena_from(const arena *a, const tbuf *img, int64_t off)
+{
+    tbuf v = *img;
+    v.front = ARENA_FRONT + off;
+    v.nelem = a->nelem - off;
+    return v;
+}
+
+/* The arena placed in t's memory; *base is its element 0. */
+static void *arena_place(const arena *a, const target *t, char **base)
+{
+    void *p;
+    void *alloc = tbuf_place(&a->img, t->mem, &p);
+    *base = p;
+    return alloc;
+}
+
+/* A refused call: the status and position, and every byte of the arena
+ * (outputs, inputs, guards) as it was. */
+static void arena_refused(tcheck *chk, const char *what, const arena *a,
+                          const tbuf *after, const target *t, fb_status st,
+                          int expect)
+{
+    verdict(chk, what, st, t->handle, 0, expect);
+    tcheck probe;
+    tcheck_init(&probe);
+    check_untouched(&probe, "arena", &a->img, after, NULL);
+    if (probe.failed)
+        tcheck_fail(chk, "%s: %s", what, probe.diag[0]);
+}
+
+/* An accepted call: success (or a skip the target allows, with nothing
+ * written), on the backend t expects, and every byte of the arena outside
+ * the output's window (at element out, shape so) as it was. Returns 1 if
+ * the window is to be checked against the oracle. */
+static int arena_accepted(tcheck *chk, const char *what, const arena *a,
+                          const tbuf *after, const target *t, fb_status st,
+                          int64_t out, const tshape *so)
+{
+    tcheck probe;
+    tcheck_init(&probe);
+    if (st == FB_STATUS_NOT_SUPPORTED && t->not_supported_skips) {
+        check_untouched(&probe, "arena (not supported)", &a->img, after,
+                        NULL);
+    } else if (st != FB_STATUS_SUCCESS) {
+        tcheck_fail(chk, "%s: status %s, argument %d: %s", what,
+                    fb_status_string(st), fb_handle_last_arg(t->handle),
+                    fb_handle_last_message(t->handle));
+        return 0;
+    } else {
+        const fb_backend ran = fb_handle_last_backend(t->handle);
+        if (!target_ran_expected(t, ran))
+            tcheck_fail(chk, "%s: ran on %s (path \"%s\"), expected %s",
+                        what, fb_backend_name(ran),
+                        fb_handle_last_path(t->handle),
+                        fb_backend_name(t->expect));
+        const tbuf vb = arena_from(a, &a->img, out);
+        const tbuf va = arena_from(a, after, out);
+        check_untouched(&probe, "arena outside the output", &vb, &va, so);
+    }
+    if (probe.failed)
+        tcheck_fail(chk, "%s: %s", what, probe.diag[0]);
+    return st == FB_STATUS_SUCCESS;
+}
+
+/* A gemm_bias_act call with its operands at element offsets of one arena
+ * (obias < 0: no bias). */
+typedef struct gemm_placed {
+    gemm_case c;
+    int64_t oa, ob, oc, obias;
+} gemm_placed;
+
+/* Run g on t. expect 0: the call is legal, C must be right against the
+ * oracle and nothing else touched; otherwise the position it must report,
+ * with nothing written. */
+static void gemm_placed_try(tcheck *chk, const target *t,
+                            const gemm_placed *g, int expect,
+                            const char *name)
+{
+    const gemm_case *c = &g->c;
+    const fb_dtype dt = c->dtype;
+    const size_t es = dt_size(dt);
+    const tshape sa = gemm_shape_a(c), sb = gemm_shape_b(c);
+    const tshape sc = gemm_shape_c(c);
+    const tshape sbias = {FB_ROW_MAJOR, 1, c->n, c->n > 1 ? c->n : 1};
+    int64_t total = g->oa + tshape_nelem(&sa);
+    const int64_t ends[3] = {g->ob + tshape_nelem(&sb),
+                             g->oc + tshape_nelem(&sc),
+                             g->obias + tshape_nelem(&sbias)};
+    for (int i = 0; i < 3; i++)
+        total = ends[i] > total ? ends[i] : total;
+    arena a;
+    arena_init(&a, dt, total + 4);
+    arena_fill(&a, g->oa, &sa, 0);
+    arena_fill(&a, g->ob, &sb, 0);
+    if (g->obias >= 0)
+        arena_fill(&a, g->obias, &sbias, 0);
+    arena_fill(&a, g->oc, &sc, c->beta == 0.0f);
+
+    char *base;
+    void *alloc = arena_place(&a, t, &base);
+    const fb_status st = gemm_call(
+        t->handle, dt, c->layout, c->transa, c->transb, c->m, c->n, c->k,
+        c->alpha, base + g->oa * es, c->lda, base + g->ob * es, c->ldb,
+        c->beta, base + g->oc * es, c->ldc,
+        g->obias >= 0 ? base + g->obias * es : NULL, c->act);
+    tbuf after;
+    tbuf_fetch(&a.img, t->mem, alloc, &after);
+    t->mem->release(alloc);
+
+    char what[320], label[160];
+    gemm_case_label(c, label, sizeof label);
+    snprintf(what, sizeof what, "%s [%s]", name, label);
+    if (expect != 0) {
+        arena_refused(chk, what, &a, &after, t, st, expect);
+    } else if (arena_accepted(chk, what, &a, &after, t, st, g->oc, &sc)) {
+        double *in = tbuf_to_double(&a.img);
+        double *Z = tbuf_to_double(&a.img), *G = tbuf_to_double(&a.img);
+        const double *bias = g->obias >= 0 ? in + g->obias : NULL;
+        oracle_gemm_bias_act(c->layout, c->transa, c->transb, c->m, c->n,
+                             c->k, c->alpha, in + g->oa, c->lda, in + g->ob,
+                             c->ldb, c->beta, Z + g->oc, c->ldc, bias,
+                             FB_ACT_NONE);
+        oracle_gemm_gauge(c->layout, c->transa, c->transb, c->m, c->n, c->k,
+                          c->alpha, in + g->oa, c->lda, in + g->ob, c->ldb,
+                          c->beta, in + g->oc, c->ldc, bias, G + g->oc);
+        const tol tl = target_tol(t, dt);
+        const void *got = tbuf_data(&after);
+        int64_t i, j, checked = 0;
+        for (int64_t e = 0; e < tshape_nelem(&sc); e++) {
+            if (!tshape_window(&sc, e, &i, &j))
+                continue;
+            const int64_t q = g->oc + e;
+            const double want = oracle_act(c->act, Z[q]);
+            const double y = dt_get(dt, got, q);
+            double ratio;
+            checked++;
+            if (judge(y, want, Z[q], c->act,
+                      tol_gemm(&tl, c->k, c->act, G[q], want), &ratio))
+                tcheck_fail(chk, "%s: C(%lld,%lld) = %.9g, oracle %.9g",
+                            what, (long long)i, (long long)j, y, want);
+        }
+        if (checked != c->m * c->n)
+            tcheck_fail(chk, "%s: %lld elements of C checked, not %lld",
+                        what, (long long)checked, (long long)(c->m * c->n));
+        free(in);
+        free(Z);
+        free(G);
+    }
+    tbuf_free(&after);
+    tbuf_free(&a.img);
+}
+
+/* Which overlap a gemm case makes, from the operands apart. */
+typedef enum gemm_overlap {
+    GO_C_IS_A, GO_C_INTO_A, GO_C_END_INTO_B, GO_BIAS_IN_C,
+    GO_C_IS_A_BETA0, GO_C_INTERLEAVED_A,
+    GO_C_IS_A_BAD_ACT, GO_C_IS_B_BAD_LDA, GO_C_IS_A_BAD_LDC,
+    GO_C_IS_A_BAD_K,
+    GO_C_ENDS_AT_A, GO_C_AFTER_B, GO_BIAS_ENDS_AT_C, GO_BIAS_AFTER_C,
+    GO_A_IS_B, GO_C_IS_A_K0, GO_C_IS_A_ALPHA0,
+    GO_COUNT
+} gemm_overlap;
+
+static const struct {
+    const char *what;
+    int expect; /* 0: legal */
+} gemm_overlaps[GO_COUNT] = {
+    {"C == A", 14},
+    {"C one element into A", 14},
+    {"C's last element on B's first", 14},
+    {"bias inside C", 14},
+    {"C == A with beta = 0 (C written, not read)", 14},
+    {"C's columns (rows) in A's padding, no element shared", 14},
+    {"C == A and act 99: C is the lower position", 14},
+    {"C == B and lda too small: lda is the lower position", 10},
+    {"C == A and ldc too small: without a valid ldc C has no range, ldc "
+     "reported", 15},
+    {"C == A and k = -1", 7},
+    {"C ending exactly where A starts", 0},
+    {"C starting exactly where B ends", 0},
+    {"bias ending exactly where C starts", 0},
+    {"bias starting exactly where C ends", 0},
+    {"A and B sharing bytes (both inputs)", 0},
+    {"C == A with k = 0 (A and B not read)", 0},
+    {"C == A with alpha = 0 (A and B not read)", 0},
+};
+
+static gemm_placed gemm_overlap_case(fb_dtype dt, fb_layout layout,
+                                     gemm_overlap kind)
+{
+    gemm_placed g;
+    gemm_case c = {0};
+    c.dtype = dt;
+    c.layout = layout;
+    /* Column-major NN, and the nn.Linear form: row-major NT. */
+    c.transa = FB_NO_TRANS;
+    c.transb = layout == FB_ROW_MAJOR ? FB_TRANS : FB_NO_TRANS;
+    c.m = 5, c.n = 6, c.k = kind == GO_C_IS_A_K0 ? 0 : 7;
+    c.alpha = kind == GO_C_IS_A_ALPHA0 ? 0.0f : 0.7f;
+    c.beta = kind == GO_C_IS_A_BETA0 ? 0.0f : 1.3f;
+    c.has_bias = 1;
+    c.act = FB_ACT_GELU_TANH;
+    gemm_case_set_lds(&c, 2, 1, 3);
+    if (kind == GO_C_INTERLEAVED_A) {
+        /* A's stored rows (columns) L apart, C's in the L - inner(A)
+         * elements of padding after each. */
+        const tshape sa0 = gemm_shape_a(&c), sc0 = gemm_shape_c(&c);
+        c.lda = c.ldc = inner_len(&sa0) + inner_len(&sc0);
+    }
+    const tshape sa = gemm_shape_a(&c), sb = gemm_shape_b(&c);
+    const tshape sc = gemm_shape_c(&c);
+    const int64_t ea = span_elems(&sa), eb = span_elems(&sb);
+    const int64_t ec = span_elems(&sc);
+    const int64_t gap = 5;
+    /* Apart, with room before A for a C or a bias that ends where A
+     * starts. */
+    g.oa = ec + c.n + gap;
+    g.ob = g.oa + ea + gap;
+    g.oc = g.ob + eb + gap;
+    g.obias = g.oc + ec + gap;
+    switch (kind) {
+    case GO_C_IS_A:
+    case GO_C_IS_A_BETA0:
+    case GO_C_IS_A_K0:
+    case GO_C_IS_A_ALPHA0:
+        g.oc = g.oa;
+        break;
+    case GO_C_IS_A_BAD_ACT:
+        g.oc = g.oa;
+        c.act = (fb_activation)99;
+        break;
+    case GO_C_IS_A_BAD_LDC:
+        g.oc = g.oa;
+        c.ldc = shape_min_ld(c.layout, c.m, c.n) - 1;
+        break;
+    case GO_C_IS_A_BAD_K:
+        g.oc = g.oa;
+        c.k = -1;
+        break;
+    case GO_C_IS_B_BAD_LDA:
+        g.oc = g.ob;
+        c.lda = shape_min_ld(c.layout, sa.rows, sa.cols) - 1;
+        break;
+    case GO_C_INTO_A:
+        g.oc = g.oa + 1;
+        break;
+    case GO_C_END_INTO_B:
+        g.oc = g.ob - ec + 1;
+        break;
+    case GO_BIAS_IN_C:
+        g.obias = g.oc + 1;
+        break;
+    case GO_C_INTERLEAVED_A:
+        g.oc = g.oa + inner_len(&sa);
+        break;
+    case GO_C_ENDS_AT_A:
+        g.oc = g.oa - ec;
+        break;
+    case GO_C_AFTER_B:
+        g.oc = g.ob + eb;
+        g.obias = g.oc + tshape_nelem(&sc) + gap;
+        break;
+    case GO_BIAS_ENDS_AT_C:
+        g.obias = g.oc - c.n;
+        break;
+    case GO_BIAS_AFTER_C:
+        g.obias = g.oc + ec;
+        break;
+    case GO_A_IS_B:
+        g.ob = g.oa;
+        break;
+    case GO_COUNT:
+        break;
+    }
+    g.c = c;
+    return g;
+}
+
+/* Every overlap case, each dtype, both layouts. */
+static long overlap_gemm(const target *t)
+{
+    static const fb_layout layouts[2] = {FB_COL_MAJOR, FB_ROW_MAJOR};
+    long tried = 0;
+    for (int kind = 0; kind < GO_COUNT; kind++) {
+        tcheck chk;
+        tcheck_init(&chk);
+        for (int di = 0; di < 3; di++) {
+            if (t->f32_only && all_dtypes[di] != FB_DTYPE_F32)
+                continue;
+            for (int li = 0; li < 2; li++, tried++) {
+                const gemm_placed g = gemm_overlap_case(
+                    all_dtypes[di], layouts[li], (gemm_overlap)kind);
+                gemm_placed_try(&chk, t, &g, gemm_overlaps[kind].expect,
+                                gemm_overlaps[kind].what);
+            }
+        }
+        if (gemm_overlaps[kind].expect != 0)
+            tap_check(&chk, "%s: gemm_bias_act, %s -> argument %d, nothing "
+                      "written", t->name, gemm_overlaps[kind].what,
+                      gemm_overlaps[kind].expect);
+        else
+            tap_check(&chk, "%s: gemm_bias_act, %s: accepted, C right, "
+                      "nothing else touched", t->name,
+                      gemm_overlaps[kind].what);
+    }
+    return tried;
+}
+
+/* An mlp_geglu_forward call in one arena: offsets of X, Wg, bg, Wu, bu,
+ * Wd, bd, Y (argument order); a bias at a negative offset is NULL. */
+enum { PX, PWG, PBG, PWU, PBU, PWD, PBD, PY, NPLACED };
+typedef struct mlp_placed {
+    mlp_case c;
+    int64_t off[NPLACED];
+    fb_activation act; /* what the call passes (may be bad) */
+    int wd_null;       /* pass NULL for Wd */
+} mlp_placed;
+
+static void mlp_shapes_of(const mlp_case *c, tshape s[NPLACED])
+{
+    const int64_t k1 = c->k > 1 ? c->k : 1, h1 = c->h > 1 ? c->h : 1;
+    const int64_t n1 = c->n > 1 ? c->n : 1;
+    const tshape all[NPLACED] = {
+        {FB_ROW_MAJOR, c->m, c->k, c->ldx}, {FB_ROW_MAJOR, c->h, c->k, k1},
+        {FB_ROW_MAJOR, 1, c->h, h1},        {FB_ROW_MAJOR, c->h, c->k, k1},
+        {FB_ROW_MAJOR, 1, c->h, h1},        {FB_ROW_MAJOR, c->n, c->h, h1},
+        {FB_ROW_MAJOR, 1, c->n, n1},        {FB_ROW_MAJOR, c->m, c->n, c->ldy}};
+    for (int i = 0; i < NPLACED; i++)
+        s[i] = all[i];
+}
+
+static void mlp_placed_try(tcheck *chk, const target *t,
+                           const mlp_placed *g, int expect, const char *name)
+{
+    const mlp_case *c = &g->c;
+    const fb_dtype dt = c->dtype;
+    const size_t es = dt_size(dt);
+    tshape s[NPLACED];
+    mlp_shapes_of(c, s);
+    int64_t total = 0;
+    for (int i = 0; i < NPLACED; i++)
+        if (g->off[i] >= 0 && g->off[i] + tshape_nelem(&s[i]) > total)
+            total = g->off[i] + tshape_nelem(&s[i]);
+    arena a;
+    arena_init(&a, dt, total + 4);
+    for (int i = 0; i < PY; i++)
+        if (g->off[i] >= 0)
+            arena_fill(&a, g->off[i], &s[i], 0);
+    arena_fill(&a, g->off[PY], &s[PY], 1);
+
+    char *base;
+    void *alloc = arena_place(&a, t, &base);
+    void *p[NPLACED];
+    for (int i = 0; i < NPLACED; i++)
+        p[i] = g->off[i] >= 0 ? base + g->off[i] * es : NULL;
+    const fb_status st = mlp_geglu_forward(
+        t->handle, dt, g->act, c->m, c->k, c->h, c->n, p[PX], c->ldx,
+        p[PWG], p[PBG], p[PWU], p[PBU], g->wd_null ? NULL : p[PWD], p[PBD],
+        p[PY], c->ldy);
+    tbuf after;
+    tbuf_fetch(&a.img, t->mem, alloc, &after);
+    t->mem->release(alloc);
+
+    char what[320], label[200];
+    mlp_case_label(c, label, sizeof label);
+    snprintf(what, sizeof what, "%s [%s]", name, label);
+    if (expect != 0) {
+        arena_refused(chk, what, &a, &after, t, st, expect);
+    } else if (arena_accepted(chk, what, &a, &after, t, st, g->off[PY],
+                              &s[PY])) {
+        double *in = tbuf_to_double(&a.img), *Y = tbuf_to_double(&a.img);
+        double *B = tbuf_to_double(&a.img);
+        double *H = malloc((size_t)(c->m * c->h > 0 ? c->m * c->h : 1) *
+                           sizeof *H);
+        if (H == NULL)
+            tap_bail("out of host memory");
+        const double *q[NPLACED];
+        for (int i = 0; i < NPLACED; i++)
+            q[i] = g->off[i] >= 0 ? in + g->off[i] : NULL;
+        double *y = Y + g->off[PY];
+        oracle_mlp_geglu(dt, c->act, c->m, c->k, c->h, c->n, q[PX], c->ldx,
+                         q[PWG], q[PBG], q[PWU], q[PBU], q[PWD], q[PBD], y,
+                         c->ldy, H);
+        const tol tl = target_tol(t, dt);
+        double *bound = B + g->off[PY];
+        tol_mlp(&tl, c->act, c->m, c->k, c->h, c->n, q[PX], c->ldx, q[PWG],
+                q[PBG], q[PWU], q[PBU], q[PWD], q[PBD], H, y, c->ldy, bound);
+        const void *got = tbuf_data(&after);
+        int64_t i, j, checked = 0;
+        for (int64_t e = 0; e < tshape_nelem(&s[PY]); e++) {
+            if (!tshape_window(&s[PY], e, &i, &j))
+                continue;
+            const double v = dt_get(dt, got, g->off[PY] + e);
+            double ratio;
+            checked++;
+            if (judge(v, y[e], y[e], FB_ACT_NONE, bound[e], &ratio))
+                tcheck_fail(chk, "%s: Y(%lld,%lld) = %.9g, oracle %.9g",
+                            what, (long long)i, (long long)j, v, y[e]);
+        }
+        if (checked != c->m * c->n)
+            tcheck_fail(chk, "%s: %lld elements of Y checked, not %lld",
+                        what, (long long)checked, (long long)(c->m * c->n));
+        free(in);
+        free(Y);
+        free(B);
+        free(H);
+    }
+    tbuf_free(&after);
+    tbuf_free(&a.img);
+}
+
+static const char *const placed_names[NPLACED] = {"X",  "Wg", "bg", "Wu",
+                                                  "bu", "Wd", "bd", "Y"};
+
+/* The MLP's operands apart, in argument order, with room before X for a Y
+ * that ends where X starts. */
+static mlp_placed mlp_apart(fb_dtype dt, int64_t k, int64_t h)
+{
+    mlp_placed g;
+    memset(&g, 0, sizeof g);
+    mlp_case c = {0};
+    c.dtype = dt;
+    c.act = FB_ACT_GELU_TANH;
+    c.m = 5, c.k = k, c.h = h, c.n = 6;
+    c.ldx = (k > 1 ? k : 1) + 2;
+    c.ldy = c.n + 2;
+    c.biases = MLP_ALL_BIASES;
+    g.c = c;
+    g.act = c.act;
+    tshape s[NPLACED];
+    mlp_shapes_of(&c, s);
+    int64_t at = span_elems(&s[PY]) + 5;
+    for (int i = 0; i < NPLACED; i++) {
+        g.off[i] = at;
+        at += tshape_nelem(&s[i]) + 5;
+    }
+    return g;
+}
+
+/* Move every input of g other than keep that Y's elements would meet to
+ * the end of the arena, so that a legal case meets only what it means
+ * to. */
+static void mlp_clear_around_y(mlp_placed *g, int keep)
+{
+    tshape s[NPLACED];
+    mlp_shapes_of(&g->c, s);
+    int64_t end = 0;
+    for (int i = 0; i < NPLACED; i++)
+        if (g->off[i] + tshape_nelem(&s[i]) > end)
+            end = g->off[i] + tshape_nelem(&s[i]);
+    const int64_t y0 = g->off[PY], y1 = y0 + tshape_nelem(&s[PY]);
+    for (int i = 0; i < PY; i++) {
+        const int64_t a0 = g->off[i], a1 = a0 + tshape_nelem(&s[i]);
+        if (i == keep || a1 <= y0 || y1 <= a0)
+            continue;
+        g->off[i] = end + 5;
+        end = g->off[i] + tshape_nelem(&s[i]);
+    }
+}
+
+static long overlap_mlp(const target *t)
+{
+    long tried = 0;
+    tcheck chk[4];
+    for (int i = 0; i < 4; i++)
+        tcheck_init(&chk[i]);
+    for (int di = 0; di < 3; di++) {
+        const fb_dtype dt = all_dtypes[di];
+        if (t->f32_only && dt != FB_DTYPE_F32)
+            continue;
+        char what[96];
+        /* Refused: Y one row after X's start, and Y meeting each input,
+         * by its first element or by its last. */
+        mlp_placed g = mlp_apart(dt, 7, 9);
+        tshape s[NPLACED];
+        mlp_shapes_of(&g.c, s);
+        const int64_t ey = span_elems(&s[PY]);
+        g.off[PY] = g.off[PX] + g.c.ldx;
+        mlp_placed_try(&chk[0], t, &g, 16, "Y one row after X's start");
+        tried++;
+        for (int i = 0; i < PY; i++) {
+            g = mlp_apart(dt, 7, 9);
+            g.off[PY] = g.off[i] + 1;
+            snprintf(what, sizeof what, "Y starting one element into %s",
+                     placed_names[i]);
+            mlp_placed_try(&chk[0], t, &g, 16, what);
+            g.off[PY] = g.off[i] - ey + 1;
+            snprintf(what, sizeof what, "Y's last element on %s's first",
+                     placed_names[i]);
+            mlp_placed_try(&chk[0], t, &g, 16, what);
+            tried += 2;
+        }
+        /* Positions: the lowest bad one, as for every argument; without a
+         * valid ldy Y has no range, so ldy is what is wrong. */
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PX];
+        g.act = (fb_activation)99;
+        mlp_placed_try(&chk[1], t, &g, 3, "Y == X and gate_act 99");
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PX];
+        g.wd_null = 1;
+        mlp_placed_try(&chk[1], t, &g, 14, "Y == X and Wd NULL");
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PWD];
+        g.c.ldx = g.c.k - 1;
+        mlp_placed_try(&chk[1], t, &g, 9, "Y == Wd and ldx too small");
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PX];
+        g.c.ldy = g.c.n - 1;
+        mlp_placed_try(&chk[1], t, &g, 17, "Y == X and ldy too small");
+        tried += 4;
+        /* Legal: Y next to an input, inputs sharing bytes, and Y on top
+         * of inputs the call does not read. */
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PX] - ey;
+        mlp_clear_around_y(&g, PX);
+        mlp_placed_try(&chk[2], t, &g, 0, "Y ending exactly where X starts");
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PWD] + span_elems(&s[PWD]);
+        mlp_clear_around_y(&g, PWD);
+        mlp_placed_try(&chk[2], t, &g, 0, "Y starting exactly where Wd "
+                       "ends");
+        g = mlp_apart(dt, 7, 9);
+        g.off[PY] = g.off[PBD] + g.c.n;
+        mlp_clear_around_y(&g, PBD);
+        mlp_placed_try(&chk[2], t, &g, 0, "Y starting exactly where bd "
+                       "ends");
+        g = mlp_apart(dt, 7, 9);
+        g.off[PWG] = g.off[PX];
+        g.off[PBU] = g.off[PWU] + 3;
+        mlp_placed_try(&chk[2], t, &g, 0, "Wg on X, bu inside Wu (inputs "
+                       "only)");
+        tried += 4;
+        g = mlp_apart(dt, 0, 9);
+        g.off[PY] = g.off[PX];
+        mlp_clear_around_y(&g, PX);
+        mlp_placed_try(&chk[3], t, &g, 0, "k = 0: Y == X (X not read)");
+        g = mlp_apart(dt, 7, 0);
+        g.off[PY] = g.off[PWD];
+        mlp_clear_around_y(&g, PWD);
+        g.off[PBG] = g.off[PWD] + 1;
+        mlp_placed_try(&chk[3], t, &g, 0, "h = 0: Y on Wd and bg (not "
+                       "read)");
+        tried += 2;
+    }
+    tap_check(&chk[0], "%s: mlp_geglu_forward, Y one row after X, and Y "
+              "meeting each input by its first or last element -> argument "
+              "16, nothing written", t->name);
+    tap_check(&chk[1], "%s: mlp_geglu_forward, Y overlapping an input "
+              "beside another bad argument: the lowest position (3, 14, "
+              "9; 17 when ldy is bad), nothing written", t->name);
+    tap_check(&chk[2], "%s: mlp_geglu_forward, Y next to inputs and "
+              "inputs sharing bytes: accepted, Y right, nothing else "
+              "touched", t->name);
+    tap_check(&chk[3], "%s: mlp_geglu_forward, Y on top of inputs the call "
+              "does not read (k = 0, h = 0): accepted, Y right", t->name);
+    return tried;
+}
+
 /* ---- gemm ------------------------------------------------------------------ */
 
 static const mutation gemm_muts[] = {
@@ -356,7 +973,7 @@ long badargs_gemm(const target *t)
         for (int cfg = 0; cfg < 8; cfg++)
             gemm_base_free(&base[cfg]);
     }
-    return tried;
+    return tried + overlap_gemm(t);
 }
 
 /* ---- mlp --------------------------------------------------------------------- */
@@ -569,7 +1186,7 @@ long badargs_mlp(const target *t)
                   t->name, dt_name(dt), pairs);
         mlp_base_free(&base);
     }
-    return tried;
+    return tried + overlap_mlp(t);
 }
 
 /* ---- handles ------------------------------------------------------------------- */
@@ -859,6 +1476,128 @@ long edge_cases(const target *t)
         }
         tap_check(&chk, "%s: mlp_geglu_forward %s with m = 0 or n = 0 "
                   "succeeds and writes nothing", t->name, dt_name(dt));
+    }
+    return tried;
+}
+
+/* ---- a named backend that cannot run --------------------------------------- */
+
+/* One empty call on h (what: its label): the status the rule asks for, a
+ * message with a failure, and the output's bytes (live, in host memory)
+ * as the snapshot img holds them; put back if not. */
+static void empty_call_verdict(tcheck *chk, fb_handle h, const char *what,
+                               fb_status st, fb_status want, int want_arg,
+                               const tbuf *img, tbuf *live)
+{
+    if (st != want)
+        tcheck_fail(chk, "%s: status %s, expected %s (%s)", what,
+                    fb_status_string(st), fb_status_string(want),
+                    fb_handle_last_message(h));
+    else if (want != FB_STATUS_SUCCESS) {
+        const char *msg = fb_handle_last_message(h);
+        if (fb_handle_last_status(h) != want || msg == NULL || *msg == '\0')
+            tcheck_fail(chk, "%s: last status %s, message \"%s\"", what,
+                        fb_status_string(fb_handle_last_status(h)),
+                        msg ? msg : "(null)");
+        if (want == FB_STATUS_INVALID_ARGUMENT &&
+            fb_handle_last_arg(h) != want_arg)
+            tcheck_fail(chk, "%s: argument %d, expected %d", what,
+                        fb_handle_last_arg(h), want_arg);
+    }
+    tcheck probe;
+    tcheck_init(&probe);
+    check_untouched(&probe, "output", img, live, NULL);
+    if (probe.failed) {
+        tcheck_fail(chk, "%s: %s", what, probe.diag[0]);
+        memcpy(live->img, img->img, img->bytes);
+    }
+}
+
+long named_backend_empty_calls(void)
+{
+    static const fb_backend gpu[3] = {FB_BACKEND_CUDA, FB_BACKEND_CUDA_LT,
+                                      FB_BACKEND_CUDA_FUSED};
+    long tried = 0;
+    for (int g = 0; g < 3; g++) {
+        const fb_backend b = gpu[g];
+        const int here = fb_backend_available(b) == FB_STATUS_SUCCESS;
+        const fb_status want = here ? FB_STATUS_SUCCESS
+                                    : FB_STATUS_BACKEND_UNAVAILABLE;
+        fb_handle h = handle_on(b);
+        tcheck chk;
+        tcheck_init(&chk);
+        for (int di = 0; di < 3; di++) {
+            const fb_dtype dt = all_dtypes[di];
+            /* Host buffers (a GPU backend stages them): C 4 x 6 in an
+             * 8-element-per-column allocation, A, B, bias big enough for
+             * every shape below. */
+            tbuf in, out, before;
+            tbuf_init(&in, dt, 64, 2);
+            tbuf_init(&out, dt, 64, 2);
+            for (int64_t e = 0; e < 64; e++) {
+                dt_set(dt, tbuf_data(&in), e, 0.25 * (double)(e % 7));
+                dt_set(dt, tbuf_data(&out), e, -0.5 * (double)(e % 5));
+            }
+            tbuf_fetch(&out, &tmem_host, out.img, &before);
+            static const int64_t shapes[3][2] = {{0, 6}, {4, 0}, {0, 0}};
+            for (int s = 0; s < 3; s++, tried++) {
+                const int64_t m = shapes[s][0], n = shapes[s][1];
+                char what[96];
+                snprintf(what, sizeof what, "%s %cgemm m = %lld, n = %lld",
+                         fb_backend_name(b), dt_prefix(dt), (long long)m,
+                         (long long)n);
+                const fb_status st = gemm_call(
+                    h, dt, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, m, n, 3,
+                    1.0f, tbuf_data(&in), 4, tbuf_data(&in), 3, 0.5f,
+                    tbuf_data(&out), 8, tbuf_data(&in), FB_ACT_RELU);
+                empty_call_verdict(&chk, h, what, st, want, 0, &before,
+                                   &out);
+            }
+            /* Argument checks come first: a bad argument is an invalid
+             * argument on any backend, also in an empty call. */
+            fb_status st = gemm_call(h, dt, FB_COL_MAJOR, FB_NO_TRANS,
+                                     FB_NO_TRANS, 0, 6, 3, 1.0f, NULL, 0,
+                                     NULL, 3, 0.0f, tbuf_data(&out), 1,
+                                     NULL, FB_ACT_NONE);
+            empty_call_verdict(&chk, h, "gemm m = 0, lda = 0", st,
+                               FB_STATUS_INVALID_ARGUMENT, 10, &before,
+                               &out);
+            st = gemm_call(h, dt, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 0,
+                           6, 3, 1.0f, NULL, 1, NULL, 3, 0.0f,
+                           tbuf_data(&out), 1, NULL, (fb_activation)99);
+            empty_call_verdict(&chk, h, "gemm m = 0, act 99", st,
+                               FB_STATUS_INVALID_ARGUMENT, 17, &before,
+                               &out);
+            /* The MLP, m = 0 and n = 0, and m = 0 with a bad ldy. */
+            for (int which = 0; which < 3; which++, tried++) {
+                const int64_t m = which == 1 ? 3 : 0, n = which == 1 ? 0 : 5;
+                const int64_t ldy = which == 2 ? 4 : 5;
+                st = mlp_geglu_forward(h, dt, FB_ACT_SILU, m, 2, 3, n,
+                                       tbuf_data(&in), 2, tbuf_data(&in),
+                                       NULL, tbuf_data(&in), NULL,
+                                       tbuf_data(&in), NULL, tbuf_data(&out),
+                                       ldy);
+                char what[96];
+                snprintf(what, sizeof what, "%s mlp %s m = %lld, n = %lld, "
+                         "ldy = %lld", fb_backend_name(b), dt_name(dt),
+                         (long long)m, (long long)n, (long long)ldy);
+                empty_call_verdict(&chk, h, what, st,
+                                   which == 2 ? FB_STATUS_INVALID_ARGUMENT
+                                              : want,
+                                   17, &before, &out);
+            }
+            tried += 2;
+            tbuf_free(&in);
+            tbuf_free(&out);
+            tbuf_free(&before);
+        }
+        tap_check(&chk, "%s (%s here): calls with m = 0 or n = 0 %s, and a "
+                  "bad argument in an empty call is still an invalid "
+                  "argument; nothing written", fb_backend_name(b),
+                  here ? "available" : "not available",
+                  here ? "succeed" : "are backend unavailable, like any "
+                                     "other call on it");
+        fb_destroy(h);
     }
     return tried;
 }

@@ -46,6 +46,84 @@ static int extent_overflows(int64_t rows, int64_t cols, int64_t ld,
     return ld * (cols - 1) + rows > max_elems;
 }
 
+/* Whether a rows x cols stored matrix (column-major view) has a well
+ * defined byte range: its leading dimension passes the ld rule and its
+ * extent fits the address space. */
+static int shape_ok(int64_t rows, int64_t cols, int64_t ld, int64_t esize)
+{
+    return ld >= (rows > 1 ? rows : 1) &&
+           !extent_overflows(rows, cols, ld, esize);
+}
+
+/* The bytes an operand may touch, [lo, hi); empty (lo == hi) when the call
+ * does not reference it. */
+typedef struct span {
+    uintptr_t lo, hi;
+} span;
+
+/* A stored matrix: [p, p + esize (ld (cols - 1) + rows)), exactly the
+ * elements of its columns, not the padding after the last one. The caller
+ * has checked shape_ok, so the byte count fits ptrdiff_t; the end is
+ * clamped at the top of the address space. */
+static span matrix_span(const void *p, int referenced, int64_t rows,
+                        int64_t cols, int64_t ld, int64_t esize)
+{
+    span s = {0, 0};
+    if (!referenced || p == NULL || rows <= 0 || cols <= 0)
+        return s;
+    const uint64_t bytes = (uint64_t)esize *
+                           (uint64_t)(ld * (cols - 1) + rows);
+    s.lo = (uintptr_t)p;
+    s.hi = bytes > UINTPTR_MAX - s.lo ? UINTPTR_MAX : s.lo + (uintptr_t)bytes;
+    return s;
+}
+
+/* A vector of len elements (a bias); a length whose bytes would not fit is
+ * taken to reach the top of the address space. */
+static span vector_span(const void *p, int referenced, int64_t len,
+                        int64_t esize)
+{
+    span s = {0, 0};
+    if (!referenced || p == NULL || len <= 0)
+        return s;
+    s.lo = (uintptr_t)p;
+    const uint64_t room = UINTPTR_MAX - s.lo;
+    s.hi = (uint64_t)len > room / (uint64_t)esize
+               ? UINTPTR_MAX
+               : s.lo + (uintptr_t)((uint64_t)len * (uint64_t)esize);
+    return s;
+}
+
+/* Whether two ranges share a byte. Conservative on purpose: an output
+ * interleaved with an input (its columns in the input's padding) shares
+ * the range without sharing an element, and is refused all the same. */
+static int spans_meet(span a, span b)
+{
+    return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
+/* An input the output is compared with. */
+typedef struct input_span {
+    const char *name;
+    span s;
+} input_span;
+
+/* Non-zero, with a sentence in text, if out meets one of the n inputs. */
+static int output_overlaps(const char *out_name, span out,
+                           const input_span *in, int n, char *text,
+                           size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (spans_meet(out, in[i].s)) {
+            snprintf(text, len, "%s [%p, %p) overlaps %s [%p, %p); an "
+                     "output must not share bytes with an input",
+                     out_name, (void *)out.lo, (void *)out.hi, in[i].name,
+                     (void *)in[i].s.lo, (void *)in[i].s.hi);
+            return 1;
+        }
+    return 0;
+}
+
 /* Record the first failure; later (lower) positions overwrite it, since
  * checks run from the last argument to the first. */
 typedef struct verdict {
@@ -66,7 +144,7 @@ static void check_matrix(verdict *v, int pos_ptr, int pos_ld, const void *p,
                          int64_t ld, int needed, int64_t rows, int64_t cols,
                          int64_t esize, const char *name)
 {
-    char text[160];
+    char text[192];
     if (extent_overflows(rows, cols, ld, esize)) {
         snprintf(text, sizeof text,
                  "%s: %lld x %lld with leading dimension %lld overflows the "
@@ -97,7 +175,7 @@ int fb_check_gemm(const fb_gemm_call *c, char *msg, size_t len)
     const int64_t es = fb_dtype_size(c->dtype);
     const int row = c->layout == FB_ROW_MAJOR;
     const int ta = c->transa != FB_NO_TRANS, tb = c->transb != FB_NO_TRANS;
-    char text[160];
+    char text[192];
 
     if (len > 0)
         msg[0] = '\0';
@@ -116,12 +194,38 @@ int fb_check_gemm(const fb_gemm_call *c, char *msg, size_t len)
     const int64_t b_r = tb ? c->n : c->k, b_c = tb ? c->k : c->n;
     const int quick = c->m <= 0 || c->n <= 0;
     if (c->m >= 0 && c->n >= 0 && c->k >= 0) {
-        check_matrix(&v, G_C, G_LDC, c->c, c->ldc, !quick, row ? c->n : c->m,
-                     row ? c->m : c->n, es, "C");
-        check_matrix(&v, G_B, G_LDB, c->b, c->ldb, !quick && c->k > 0,
-                     row ? b_c : b_r, row ? b_r : b_c, es, "B");
-        check_matrix(&v, G_A, G_LDA, c->a, c->lda, !quick && c->k > 0,
-                     row ? a_c : a_r, row ? a_r : a_c, es, "A");
+        /* In the column-major view of each operand as stored. */
+        const int64_t cr = row ? c->n : c->m, cc = row ? c->m : c->n;
+        const int64_t br = row ? b_c : b_r, bc = row ? b_r : b_c;
+        const int64_t ar = row ? a_c : a_r, ac = row ? a_r : a_c;
+        /* C's bytes against the inputs', where every range involved is
+         * defined (an operand with a bad ld is reported at its own
+         * position). A and B are not read when k == 0 or alpha == 0, the
+         * bias only when there is something to write; C is written
+         * whatever beta. A meeting B is allowed: both are read. Reported
+         * at C's position, after the arguments above it. */
+        const int read_ab = !quick && c->k > 0 && c->alpha != 0.0f;
+        if (shape_ok(cr, cc, c->ldc, es)) {
+            input_span in[3];
+            int n = 0;
+            if (shape_ok(ar, ac, c->lda, es))
+                in[n++] = (input_span){"A", matrix_span(c->a, read_ab, ar,
+                                                        ac, c->lda, es)};
+            if (shape_ok(br, bc, c->ldb, es))
+                in[n++] = (input_span){"B", matrix_span(c->b, read_ab, br,
+                                                        bc, c->ldb, es)};
+            in[n++] = (input_span){"bias",
+                                   vector_span(c->bias, !quick, c->n, es)};
+            if (output_overlaps("C", matrix_span(c->c, !quick, cr, cc,
+                                                 c->ldc, es),
+                                in, n, text, sizeof text))
+                fail(&v, G_C, text);
+        }
+        check_matrix(&v, G_C, G_LDC, c->c, c->ldc, !quick, cr, cc, es, "C");
+        check_matrix(&v, G_B, G_LDB, c->b, c->ldb, !quick && c->k > 0, br,
+                     bc, es, "B");
+        check_matrix(&v, G_A, G_LDA, c->a, c->lda, !quick && c->k > 0, ar,
+                     ac, es, "A");
     }
     if (c->k < 0)
         fail(&v, G_K, "k < 0");
@@ -173,7 +277,7 @@ void fb_gemm_normalise(const fb_gemm_call *c, fb_gemm_problem *p)
 int fb_check_mlp(const fb_mlp_problem *p, char *msg, size_t len)
 {
     verdict v = {0, msg, len};
-    char text[160];
+    char text[192];
     if (len > 0)
         msg[0] = '\0';
     const int dtype_ok = p->dtype == FB_DTYPE_F32 || p->dtype == FB_DTYPE_F16 ||
@@ -183,7 +287,42 @@ int fb_check_mlp(const fb_mlp_problem *p, char *msg, size_t len)
     const int run = dims_ok && p->m > 0 && p->n > 0;
 
     if (dims_ok) {
-        /* Row-major matrices seen column-major: rows = the row length. */
+        /* Row-major matrices seen column-major: rows = the row length.
+         * Y's bytes against every input's that the call reads, as for
+         * gemm's C: X when k > 0, the weights and bg, bu when h > 0 (and
+         * k > 0 for Wg, Wu); reported at Y's position. */
+        const int k_ok = p->k > 0, h_ok = p->h > 0;
+        if (shape_ok(p->n, p->m, p->ldy, es)) {
+            input_span in[7];
+            int n = 0;
+            if (shape_ok(p->k, p->m, p->ldx, es))
+                in[n++] = (input_span){"X", matrix_span(p->x, run && k_ok,
+                                                        p->k, p->m, p->ldx,
+                                                        es)};
+            const struct {
+                const char *name;
+                const void *ptr;
+                int read;
+                int64_t rows, cols;
+            } w[3] = {{"Wg", p->wg, run && h_ok && k_ok, p->k, p->h},
+                      {"Wu", p->wu, run && h_ok && k_ok, p->k, p->h},
+                      {"Wd", p->wd, run && h_ok, p->h, p->n}};
+            for (int i = 0; i < 3; i++)
+                if (!extent_overflows(w[i].rows, w[i].cols, w[i].rows, es))
+                    in[n++] = (input_span){
+                        w[i].name, matrix_span(w[i].ptr, w[i].read,
+                                               w[i].rows, w[i].cols,
+                                               w[i].rows, es)};
+            in[n++] = (input_span){"bg", vector_span(p->bg, run && h_ok,
+                                                     p->h, es)};
+            in[n++] = (input_span){"bu", vector_span(p->bu, run && h_ok,
+                                                     p->h, es)};
+            in[n++] = (input_span){"bd", vector_span(p->bd, run, p->n, es)};
+            if (output_overlaps("Y", matrix_span(p->y, run, p->n, p->m,
+                                                 p->ldy, es),
+                                in, n, text, sizeof text))
+                fail(&v, M_Y, text);
+        }
         check_matrix(&v, M_Y, M_LDY, p->y, p->ldy, run, p->n, p->m, es, "Y");
         if (misaligned(p->bd, es))
             fail(&v, M_BD, "bd is not aligned to its elements");

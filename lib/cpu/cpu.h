@@ -15,10 +15,21 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                      size_t len);
 
-/* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds):
- * dimensions and leading dimensions beyond it are not supported on the
- * CPU backend. */
+/* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds).
+ * Asked only where OpenBLAS is about to be called: a leading dimension
+ * beyond it is then kept from OpenBLAS by copying into panels, a k beyond
+ * it is not supported; our own kernels take int64_t. */
 int fb_cpu_fits_blasint(int64_t v);
+
+/* Before a call that reaches OpenBLAS on `threads` of our threads (1: one
+ * call, which OpenBLAS may thread itself): non-zero if OpenBLAS can get
+ * the buffers its first call on those threads maps, else 0 with the
+ * reason in why; the caller then returns FB_STATUS_ALLOC_FAILED, since
+ * OpenBLAS would retry a failed map forever (cpu_blas_buffers.c). After
+ * such a call has run, fb_cpu_blas_ran says so, and later calls on as
+ * many threads are not asked about again. */
+int fb_cpu_blas_buffers(int threads, char *why, size_t len);
+void fb_cpu_blas_ran(int threads);
 
 /* How many OpenMP threads a call of this many flops should use when each
  * thread calls OpenBLAS: 1 unless OpenBLAS is its OpenMP build

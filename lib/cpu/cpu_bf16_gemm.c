@@ -118,10 +118,10 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                          per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        /* The fp32 panels need less (no whole packed operands). */
-        fb_log(h, "bf16 kernel: cannot allocate %zu bytes of workspace; "
-                  "the fp32 panels instead", bytes);
-        return 0;
+        snprintf(path, len, "bf16 kernel: cannot allocate %zu bytes of "
+                 "workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
     }
     float *bias32 = NULL;
     if (p->ep.bias != NULL) {

@@ -31,16 +31,18 @@ int fb_cpu_bf16_available(void);
 int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p);
 
 /* Run p (which fb_cpu_bf16_gemm_applies) on up to threads OpenMP threads.
- * Returns 1 if it ran the call: *st is its status, path says what ran.
- * Returns 0 if it declined (inputs the kernel would not get exactly
- * right, above, or no memory for the packed operands; logged under
- * FUSEDBLAS_VERBOSE): nothing was written to C, and the caller runs the
- * call another way. */
+ * Returns 1 if it ran the call: *st is its status (FB_STATUS_ALLOC_FAILED,
+ * nothing written, when its workspace cannot be had: another path would
+ * only need memory too), path says what ran or why it failed. Returns 0
+ * if it declined (inputs the kernel would not get exactly right, above;
+ * logged under FUSEDBLAS_VERBOSE): nothing was written to C, and the
+ * caller runs the call another way. */
 int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                      fb_status *st, char *path, size_t len);
 
 /* The same for mlp_geglu_forward (cpu_bf16_mlp.c): bf16 data, k > 0,
- * h > 0, and more than min_rows rows (fewer are the decode kernel's). */
+ * h > 0, and more than min_rows rows (fewer are the decode kernel's);
+ * it too declines only for inputs it would get wrong. */
 int fb_cpu_bf16_mlp_applies(const fb_mlp_problem *p, int64_t min_rows);
 int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                     char *path, size_t len);

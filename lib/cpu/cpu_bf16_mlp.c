@@ -164,10 +164,10 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        /* The fp32 path needs less (no whole packed weights). */
-        fb_log(h, "bf16 MLP kernel: cannot allocate %zu bytes of "
-                  "workspace; the fp32 path instead", bytes);
-        return 0;
+        snprintf(path, len, "bf16 MLP kernel: cannot allocate %zu bytes of "
+                 "workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
     }
     float *b32 = (float *)ws;
     pk.bg = pk.bu = pk.bd = NULL;

@@ -134,10 +134,10 @@ int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
     const size_t bytes = whole_bytes + per_thread * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        /* OpenBLAS packs in its own, smaller buffers. */
-        fb_log(h, "fp32 kernel: cannot allocate %zu bytes of workspace; "
-                  "OpenBLAS instead", bytes);
-        return 0;
+        snprintf(path, len, "fp32 kernel: cannot allocate %zu bytes of "
+                 "workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
     }
     float *whole = (float *)ws;
     char *thread_ws = ws + whole_bytes;

@@ -33,16 +33,18 @@ int fb_cpu_f32_kernel_chosen(fb_handle h);
 int fb_cpu_f32_gemm_applies(fb_handle h, const fb_gemm_problem *p);
 
 /* Run p (which fb_cpu_f32_gemm_applies) on up to threads OpenMP threads.
- * Returns 1 if it ran the call: *st is its status, path says what ran.
- * Returns 0 if it could not get the workspace for the packed operands
- * (logged): nothing was written, and the caller runs OpenBLAS. */
+ * Returns 1: *st is the call's status, path says what ran or why it
+ * failed. A workspace for the packed operands that cannot be had is
+ * FB_STATUS_ALLOC_FAILED with nothing written, not a fall back to
+ * OpenBLAS, whose own first allocation retries forever. */
 int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
                     fb_status *st, char *path, size_t len);
 
 /* The same for mlp_geglu_forward (cpu_f32_mlp.c): fp32 data, k > 0,
  * h > 0, more than min_rows rows (fewer are the decode kernel's), and
- * fb_cpu_f32_kernel_chosen. fb_cpu_f32_mlp returns 0, nothing written,
- * if it cannot get the workspace for the packed operands. */
+ * fb_cpu_f32_kernel_chosen. fb_cpu_f32_mlp too returns 1, with
+ * FB_STATUS_ALLOC_FAILED and nothing written when it cannot get its
+ * workspace. */
 int fb_cpu_f32_mlp_applies(fb_handle h, const fb_mlp_problem *p,
                            int64_t min_rows);
 int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,

@@ -27,7 +27,6 @@
 #include "cpu_packed_blocking.h"
 #include "cpu_f32_gemm.h"
 #include "cpu_f32_kernel.h"
-#include "log.h"
 
 /* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
  * 32-row panels of Wg, Wu), as the bf16 MLP. Measured best of 96..192
@@ -133,10 +132,10 @@ int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                          per_thread * (size_t)t;
     float *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        /* The OpenBLAS path needs less (no whole packed weights). */
-        fb_log(h, "fp32 MLP kernel: cannot allocate %zu bytes of "
-                  "workspace; the OpenBLAS path instead", bytes);
-        return 0;
+        snprintf(path, len, "fp32 MLP kernel: cannot allocate %zu bytes of "
+                 "workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
     }
     char *cur = (char *)ws;
     float *xq = (float *)cur;

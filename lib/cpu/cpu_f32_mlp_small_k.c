@@ -29,7 +29,6 @@
 #include "cpu_f32_mlp_small_k.h"
 #include "cpu_f32_small_k.h"
 #include "cpu_packed_blocking.h"
-#include "log.h"
 
 /* Rows of X per block, in 12-row panels: 96 rows, whose H (96 x 512
  * floats at most, 192 KiB) stays in L2 between its two uses. */
@@ -96,9 +95,10 @@ int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
     const size_t bytes = g_bytes + d_bytes + h_bytes * (size_t)t;
     char *ws = fb_handle_workspace(h, bytes);
     if (ws == NULL) {
-        fb_log(h, "fp32 small-k MLP: cannot allocate %zu bytes of "
-                  "workspace; the other paths instead", bytes);
-        return 0;
+        snprintf(path, len, "fp32 small-k MLP kernel: cannot allocate %zu "
+                 "bytes of workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
     }
     float *wgu = (float *)ws, *wd = (float *)(ws + g_bytes);
     char *hbufs = ws + g_bytes + d_bytes;

@@ -15,8 +15,9 @@
 int fb_cpu_f32_mlp_small_k_applies(const fb_mlp_problem *p,
                                    int64_t min_rows);
 
-/* Run p. Returns 1 if it ran the call (*st its status, path what ran);
- * 0, nothing written, if it could not get the workspace (logged). */
+/* Run p. Returns 1 (*st the call's status, path what ran or why it
+ * failed): a workspace that cannot be had is FB_STATUS_ALLOC_FAILED with
+ * nothing written, not a try at another path. */
 int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
                            fb_status *st, char *path, size_t len);
 

@@ -312,9 +312,10 @@ int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
                          sizeof(float);
     float *apack = fb_handle_workspace(h, bytes);
     if (apack == NULL) {
-        fb_log(h, "fp32 small-k: cannot allocate %zu bytes of workspace",
-               bytes);
-        return 0;
+        snprintf(path, len, "fp32 small-k kernel: cannot allocate %zu "
+                 "bytes of workspace", bytes);
+        *st = FB_STATUS_ALLOC_FAILED;
+        return 1;
     }
     int t = threads > 0 ? threads : 1;
     if (t > units)

@@ -33,9 +33,9 @@ int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p);
 int fb_cpu_small_k_allowed(void);
 
 /* Run p (which fb_cpu_f32_small_k_applies) on up to threads OpenMP
- * threads. Returns 1 if it ran the call: *st is its status, path says
- * what ran. Returns 0 if it could not get the workspace for op(A)'s
- * packed panels (logged): nothing was written, the caller goes on. */
+ * threads. Returns 1: *st is the call's status, path says what ran or why
+ * it failed (FB_STATUS_ALLOC_FAILED, nothing written, when op(A)'s packed
+ * panels cannot be had: the other paths need memory too). */
 int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
                        fb_status *st, char *path, size_t len);
 

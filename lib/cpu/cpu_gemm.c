@@ -19,7 +19,10 @@
  *
  * fp16 and bf16 operands are converted block by block into fp32 panels in
  * the handle's workspace; the GEMM runs in fp32 (fp32 accumulation) into a
- * per-thread fp32 block, and the epilogue rounds once on the store.
+ * per-thread fp32 block, and the epilogue rounds once on the store. fp32
+ * operands take the same panels when a leading dimension does not fit
+ * OpenBLAS's integer, so that only k (and the panels' small leading
+ * dimensions) reach it; our own kernels take int64_t throughout.
  */
 #include "config.h"
 #include <cblas.h>
@@ -51,9 +54,9 @@ static int small_m_applies(const fb_gemm_problem *p);
 static int nothing_to_multiply(const fb_gemm_problem *p);
 static fb_status gemm_small_m(fb_handle h, const fb_gemm_problem *p, int t,
                               char *path, size_t len);
-static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
-                          int64_t i0, int64_t j0, int64_t mb, int64_t nb,
-                          float *scratch);
+static void gemm_block_panels(const fb_gemm_problem *p,
+                              const float *bias32, int64_t i0, int64_t j0,
+                              int64_t mb, int64_t nb, float *scratch);
 
 fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
                       size_t len)
@@ -61,12 +64,6 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
     if (p->m == 0 || p->n == 0) {
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
-    }
-    if (!fb_cpu_fits_blasint(p->k) || !fb_cpu_fits_blasint(p->lda) ||
-        !fb_cpu_fits_blasint(p->ldb) || !fb_cpu_fits_blasint(p->ldc)) {
-        snprintf(path, len, "k or a leading dimension exceeds OpenBLAS's "
-                            "%zu-byte integer", sizeof(blasint));
-        return FB_STATUS_NOT_SUPPORTED;
     }
     const double flops = 2.0 * (double)p->m * (double)p->n *
                          (double)(p->k > 0 ? p->k : 1);
@@ -76,6 +73,9 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
     int t = fb_cpu_threads(h, flops);
     if (small_m_applies(p))
         return gemm_small_m(h, p, own, path, len);
+    /* Our kernels below: a workspace they cannot get is the call's
+     * FB_STATUS_ALLOC_FAILED, never a try at another path, which would
+     * end in OpenBLAS's own first allocation (it never gives up). */
     if (fb_cpu_bf16_gemm_applies(p)) {
         fb_status st;
         if (fb_cpu_bf16_gemm(h, p, own, &st, path, len))
@@ -89,7 +89,6 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_small_k(h, p, own, &st, path, len))
             return st;
-        /* No workspace for op(A)'s panels: the paths below. */
     }
     /* fp32 on our AVX-512F kernel wherever the CPU runs it
      * (fb_cpu_f32_kernel_chosen says when, and logs it). */
@@ -97,21 +96,36 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_gemm(h, p, own, &st, path, len))
             return st;
-        /* No workspace for the packed operands: OpenBLAS below. */
+    }
+    /* OpenBLAS from here on. Its integers are 32-bit in the usual
+     * builds: k goes to it as it is; a leading dimension beyond them is
+     * kept from it by the panels below. */
+    if (!nothing_to_multiply(p) && !fb_cpu_fits_blasint(p->k)) {
+        snprintf(path, len, "k = %lld exceeds OpenBLAS's %zu-byte integer",
+                 (long long)p->k, sizeof(blasint));
+        return FB_STATUS_NOT_SUPPORTED;
     }
     const blocking b = choose_blocks(p->m, p->n, t);
     const int64_t nblk = b.mblocks * b.nblocks;
     if (t > nblk)
         t = (int)nblk;
+    const int blas = !nothing_to_multiply(p);
+    if (blas && !fb_cpu_blas_buffers(t, path, len))
+        return FB_STATUS_ALLOC_FAILED;
 
-    const int wide = p->dtype != FB_DTYPE_F32;
-    /* 16-bit: per thread, op(A) and op(B) panels and the fp32 block; once,
+    /* 16-bit data, and fp32 with a leading dimension OpenBLAS cannot take,
+     * go through fp32 panels: OpenBLAS sees only the panels' own. */
+    const int panels = p->dtype != FB_DTYPE_F32 ||
+                     !fb_cpu_fits_blasint(p->lda) ||
+                     !fb_cpu_fits_blasint(p->ldb) ||
+                     !fb_cpu_fits_blasint(p->ldc);
+    /* Panels: per thread, op(A) and op(B) panels and the fp32 block; once,
      * the bias in fp32. */
     const int64_t bias_len = p->ep.bias_per_row ? p->m : p->n;
     const int64_t per_thread = b.mb * p->k + p->k * b.nb + b.mb * b.nb;
     float *ws = NULL;
     const float *bias32 = p->ep.bias;
-    if (wide) {
+    if (panels) {
         size_t bytes = ((size_t)per_thread * (size_t)t + (size_t)bias_len + 64) *
                        sizeof(float);
         ws = fb_handle_workspace(h, bytes);
@@ -133,20 +147,22 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
         /* Contiguous runs of blocks, column-block major: consecutive
          * blocks share their B panel. */
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
-        float *scratch = wide ? ws + per_thread * tid : NULL;
+        float *scratch = panels ? ws + per_thread * tid : NULL;
         for (int64_t q = lo; q < hi; q++) {
             const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
             const int64_t i0 = bi * b.mb, j0 = bj * b.nb;
             const int64_t mb = p->m - i0 < b.mb ? p->m - i0 : b.mb;
             const int64_t nb = p->n - j0 < b.nb ? p->n - j0 : b.nb;
-            if (wide)
-                gemm_block_16(p, bias32, i0, j0, mb, nb, scratch);
+            if (panels)
+                gemm_block_panels(p, bias32, i0, j0, mb, nb, scratch);
             else
                 gemm_block_f32(p, i0, j0, mb, nb);
         }
     }
+    if (blas)
+        fb_cpu_blas_ran(t);
     snprintf(path, len, "cpu/%s/%s/blocks=%lldx%lld/threads=%d",
-             fb_cpu_arrangement(), wide ? "f32-panels" : "sgemm",
+             fb_cpu_arrangement(), panels ? "f32-panels" : "sgemm",
              (long long)b.mb, (long long)b.nb, t);
     return FB_STATUS_SUCCESS;
 }
@@ -379,9 +395,12 @@ static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
                    p->ep.act);
 }
 
-static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
-                          int64_t i0, int64_t j0, int64_t mb, int64_t nb,
-                          float *scratch)
+/* One block through fp32 panels: op(A)'s rows and op(B)'s columns
+ * converted (16-bit) or copied (fp32) into scratch, the product into an
+ * fp32 block there, then beta C, bias and activation, and the store. */
+static void gemm_block_panels(const fb_gemm_problem *p, const float *bias32,
+                              int64_t i0, int64_t j0, int64_t mb, int64_t nb,
+                              float *scratch)
 {
     const int64_t k = p->k, es = fb_dtype_size(p->dtype);
     float *ap = scratch, *bp = scratch + mb * k, *cb = bp + k * nb;
@@ -401,7 +420,7 @@ static void gemm_block_16(const fb_gemm_problem *p, const float *bias32,
     char *c = (char *)p->c + (i0 + j0 * p->ldc) * es;
     if (p->beta != 0.0f) {
         /* beta C in fp32, read one column at a time through a small
-         * buffer: C itself is 16-bit. */
+         * buffer: C itself may be 16-bit. */
         float old[256];
         for (int64_t j = 0; j < nb; j++)
             for (int64_t i = 0; i < mb; i += 256) {

@@ -20,7 +20,9 @@
  *
  * fp16/bf16: X blocks and weight chunks are converted into fp32 panels in
  * the handle's workspace; H is rounded to the input type before the down
- * projection, as a framework that stores H in that type does.
+ * projection, as a framework that stores H in that type does. fp32 X
+ * blocks are copied the same way when ldx does not fit OpenBLAS's
+ * integer.
  */
 #include "config.h"
 #include <cblas.h>
@@ -59,6 +61,8 @@ typedef struct plan {
     int64_t nchunks;
     int split_rows;       /* 1: threads own rows; 0: threads own chunks */
     int threads;
+    int copy_x;           /* X's row blocks copied into fp32 panels (16-bit
+                             X, or an ldx OpenBLAS cannot take) */
     /* per-thread workspace, in floats */
     int64_t off_x, off_wg, off_wu, off_wd, off_g, off_u, off_y, per_thread;
 } plan;
@@ -89,17 +93,13 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
     }
-    if (!fb_cpu_fits_blasint(p->k) || !fb_cpu_fits_blasint(p->h) ||
-        !fb_cpu_fits_blasint(p->n) || !fb_cpu_fits_blasint(p->ldx) ||
-        !fb_cpu_fits_blasint(p->ldy)) {
-        snprintf(path, len, "a width or leading dimension exceeds "
-                            "OpenBLAS's %zu-byte integer", sizeof(blasint));
-        return FB_STATUS_NOT_SUPPORTED;
-    }
     /* Decode (m <= 32) first, every dtype: it streams the weights once
      * (bf16 on VDPBF16PS too), where the bf16 kernel packs them first. */
     if (mlp_small_m_applies(p))
         return mlp_small_m(h, p, path, len);
+    /* Our kernels below: a workspace they cannot get is the call's
+     * FB_STATUS_ALLOC_FAILED, never a try at another path, which would
+     * end in OpenBLAS's own first allocation (it never gives up). */
     if (fb_cpu_bf16_mlp_applies(p, SMALL_M_ROWS)) {
         fb_status st;
         if (fb_cpu_bf16_mlp(h, p, &st, path, len))
@@ -112,7 +112,6 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_mlp_small_k(h, p, &st, path, len))
             return st;
-        /* No workspace: the paths below. */
     }
     /* fp32 on the AVX-512F kernel wherever the CPU runs it
      * (fb_cpu_f32_kernel_chosen). */
@@ -120,7 +119,15 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
         fb_status st;
         if (fb_cpu_f32_mlp(h, p, &st, path, len))
             return st;
-        /* No workspace for the packed weights: OpenBLAS below. */
+    }
+    /* OpenBLAS from here on: k, h and n reach it as dimensions and
+     * leading dimensions of the blocks. X's ldx is kept from it by
+     * copying X's row blocks (make_plan); Y is stored by our own code. */
+    if (!fb_cpu_fits_blasint(p->k) || !fb_cpu_fits_blasint(p->h) ||
+        !fb_cpu_fits_blasint(p->n)) {
+        snprintf(path, len, "k, h or n exceeds OpenBLAS's %zu-byte "
+                            "integer", sizeof(blasint));
+        return FB_STATUS_NOT_SUPPORTED;
     }
     const plan pl = make_plan(h, p);
     const int wide = p->dtype != FB_DTYPE_F32;
@@ -133,6 +140,12 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
                  floats * sizeof(float));
         return FB_STATUS_ALLOC_FAILED;
     }
+    /* OpenBLAS runs every GEMM unless the blocks are short enough for the
+     * small-m kernel (gemm_nt), or h == 0 (no GEMM at all). */
+    const int blas = p->h > 0 &&
+                     !(pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available());
+    if (blas && !fb_cpu_blas_buffers(pl.threads, path, len))
+        return FB_STATUS_ALLOC_FAILED;
     biases bs = {p->bg, p->bu, p->bd};
     if (wide) {
         float *b = ws;
@@ -167,6 +180,8 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
             finish_rows(p, bs.bd, y0 + r0 * p->n, p->n, r0, r1 - r0);
         }
     }
+    if (blas)
+        fb_cpu_blas_ran(pl.threads);
     const int small = pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available();
     snprintf(path, len, "cpu/%s/mlp-%s/mb=%lld/hc=%lld/threads=%d",
              small ? "small-m-avx512" : fb_cpu_arrangement(),
@@ -208,13 +223,14 @@ static plan make_plan(fb_handle h, const fb_mlp_problem *p)
     pl.threads = t > 0 ? t : 1;
 
     const int wide = p->dtype != FB_DTYPE_F32;
+    pl.copy_x = wide || !fb_cpu_fits_blasint(p->ldx);
     int64_t o = 0;
 #define TAKE(field, count)                                                     \
     do {                                                                       \
         pl.field = o;                                                          \
         o += ((count) + 15) / 16 * 16;                                         \
     } while (0)
-    TAKE(off_x, wide ? pl.mb * k : 0);
+    TAKE(off_x, pl.copy_x ? pl.mb * k : 0);
     TAKE(off_wg, wide ? pl.hc * k : 0);
     TAKE(off_wu, wide ? pl.hc * k : 0);
     TAKE(off_wd, wide ? p->n * pl.hc : 0);
@@ -251,7 +267,7 @@ static void run_rows(const fb_mlp_problem *p, const plan *pl,
         float *yb = finish ? yacc : yacc + rb * ldyacc;
         const float *xb = (const float *)at(p->x, p->dtype, rb * p->ldx);
         int64_t ldxb = p->ldx;
-        if (wide && k > 0) {
+        if (pl->copy_x && k > 0) {
             float *xc = ws + pl->off_x;
             for (int64_t i = 0; i < mb; i++)
                 fb_cpu_to_f32(p->dtype, at(p->x, p->dtype, (rb + i) * p->ldx),

@@ -371,7 +371,8 @@ static void decode(call *c, const uint8_t *data, size_t size, int allow_bad,
 /* ---- buffers --------------------------------------------------------------------- */
 
 /* The pointer the library will get, before the buffers exist: NULL, or a
- * stand-in with the right alignment, for the model. */
+ * stand-in with the right alignment, for the model (which then leaves out
+ * the overlap rule: the stand-ins all lie at one address). */
 static const void *model_pointer(const operand *o, int64_t es)
 {
     if (o->null || !o->present)
@@ -390,6 +391,7 @@ static fz_outcomes expect(call *c, int real_pointers)
         g->b = PTR(11);
         g->c = (void *)PTR(14);
         g->bias = PTR(16);
+        g->unplaced = !real_pointers;
         return fz_gemm_expect(g);
     }
     fz_mlp *p = &c->p;
@@ -401,6 +403,7 @@ static fz_outcomes expect(call *c, int real_pointers)
     p->wd = PTR(14);
     p->bd = PTR(15);
     p->y = (void *)PTR(16);
+    p->unplaced = !real_pointers;
     return fz_mlp_expect(p);
 #undef PTR
 }

@@ -34,6 +34,31 @@ static int bad_ld(const fz_stored *s, int64_t esize)
     return s->ld < max1(s->inner) || fz_extent(s, esize) < 0;
 }
 
+/* The bytes an array spans, [lo, hi), from its pointer and its extent in
+ * elements (0: no range); clamped at the top of the address space. */
+typedef struct fz_range {
+    unsigned __int128 lo, hi;
+} fz_range;
+
+static fz_range range_of(const void *p, int64_t elems, int64_t esize)
+{
+    fz_range r = {0, 0};
+    if (p != NULL && elems > 0) {
+        r.lo = (uintptr_t)p;
+        r.hi = r.lo + (unsigned __int128)elems * (unsigned __int128)esize;
+        if (r.hi > (unsigned __int128)UINTPTR_MAX)
+            r.hi = (unsigned __int128)UINTPTR_MAX;
+    }
+    return r;
+}
+
+/* sgemm_bias_act(3), "Overlapping arrays": an output whose range meets the
+ * range of an input the call reads is wrong (at the output's position). */
+static int ranges_meet(fz_range a, fz_range b)
+{
+    return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
 static fz_outcomes lowest(uint32_t bad)
 {
     if (bad == 0)
@@ -120,6 +145,22 @@ fz_outcomes fz_gemm_expect(const fz_gemm *g)
             bad |= BAD(14);
         if (bad_ld(&c, es))
             bad |= BAD(15);
+        /* C against what the call reads, where both ranges are defined
+         * (valid leading dimensions): A and B when k and alpha are not
+         * zero, the bias, in a call with work to do. */
+        if (!g->unplaced && work && !bad_ld(&c, es)) {
+            const fz_range rc = range_of(g->c, fz_extent(&c, es), es);
+            const int read = g->k > 0 && g->alpha != 0.0f;
+            fz_range in[3] = {{0, 0}, {0, 0}, {0, 0}};
+            if (read && !bad_ld(&a, es))
+                in[0] = range_of(g->a, fz_extent(&a, es), es);
+            if (read && !bad_ld(&b, es))
+                in[1] = range_of(g->b, fz_extent(&b, es), es);
+            in[2] = range_of(g->bias, g->n, es);
+            for (int i = 0; i < 3; i++)
+                if (ranges_meet(rc, in[i]))
+                    bad |= BAD(14);
+        }
     }
     if (misaligned(g->bias, es))
         bad |= BAD(16);
@@ -220,6 +261,30 @@ static fz_outcomes mlp_reading(const fz_mlp *p, int reading)
         bad |= BAD(16);
     if (bad_ld(&y, es))
         bad |= BAD(17);
+    /* Y against every input the call reads (mlp_geglu_forward(3)), where
+     * both ranges are defined. */
+    if (!p->unplaced && work && !bad_ld(&y, es)) {
+        const fz_range ry = range_of(p->y, fz_extent(&y, es), es);
+        const int hk = p->h > 0 && p->k > 0;
+        fz_range in[7] = {{0, 0}, {0, 0}, {0, 0}, {0, 0},
+                          {0, 0}, {0, 0}, {0, 0}};
+        if (p->k > 0 && !bad_ld(&x, es))
+            in[0] = range_of(p->x, fz_extent(&x, es), es);
+        if (hk && fz_extent(&w, es) >= 0) {
+            in[1] = range_of(p->wg, fz_extent(&w, es), es);
+            in[2] = range_of(p->wu, fz_extent(&w, es), es);
+        }
+        if (p->h > 0 && fz_extent(&wd, es) >= 0)
+            in[3] = range_of(p->wd, fz_extent(&wd, es), es);
+        if (p->h > 0) {
+            in[4] = range_of(p->bg, p->h, es);
+            in[5] = range_of(p->bu, p->h, es);
+        }
+        in[6] = range_of(p->bd, p->n, es);
+        for (int i = 0; i < 7; i++)
+            if (ranges_meet(ry, in[i]))
+                bad |= BAD(16);
+    }
     return lowest(bad);
 }
 

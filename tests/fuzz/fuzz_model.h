@@ -29,6 +29,8 @@ typedef struct fz_gemm {
     int64_t ldc;
     const void *bias;
     fb_activation act;
+    int unplaced; /* the pointers are stand-ins, not where the arrays lie:
+                     the overlap rule is not applied */
 } fz_gemm;
 
 /* A mlp_geglu_forward call. */
@@ -42,6 +44,7 @@ typedef struct fz_mlp {
     const void *wg, *bg, *wu, *bu, *wd, *bd;
     void *y;
     int64_t ldy;
+    int unplaced; /* as fz_gemm's */
 } fz_mlp;
 
 /* A stored matrix: outer lines (rows if row-major, columns if
@@ -65,7 +68,9 @@ fz_stored fz_gemm_c(const fz_gemm *g);
  * success, bit p is "invalid argument at position p". */
 typedef uint32_t fz_outcomes;
 
-/* gemm: the lowest wrong argument, as the man page lists them; a present
+/* gemm: the lowest wrong argument, as the man page lists them (an output
+ * whose byte range meets an input's that the call reads is wrong at the
+ * output's position, judged where both ranges are defined); a present
  * bias of n elements that overflow the address space may be reported (16)
  * or not (the man page is silent). */
 fz_outcomes fz_gemm_expect(const fz_gemm *g);

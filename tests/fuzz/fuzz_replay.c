@@ -45,7 +45,8 @@ static void judge_can_fail(void)
 
     float a[6], c[4];
     fz_gemm g = {FB_DTYPE_F32, 0, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS,
-                 2, 2, 3, 1.0f, 0.0f, a, 2, a, 3, c, 2, NULL, FB_ACT_NONE};
+                 2, 2, 3, 1.0f, 0.0f, a, 2, a, 3, c, 2, NULL, FB_ACT_NONE,
+                 0};
     const fz_outcomes ok = fz_gemm_expect(&g);
     g.lda = 1;               /* below m */
     g.c = (char *)c + 1;     /* misaligned */
@@ -55,6 +56,22 @@ static void judge_can_fail(void)
     tap_ok(ok == 1u && two == (1u << 10) && dim == (1u << 7),
            "model: a valid call succeeds; of lda (10) and C (14) the lower "
            "is expected; a negative k (7) comes before both");
+    fz_gemm ov = {FB_DTYPE_F32, 0, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS,
+                  2, 2, 3, 1.0f, 0.0f, a, 2, a, 3, a + 2, 2, NULL,
+                  FB_ACT_NONE, 0};
+    const fz_outcomes into_a = fz_gemm_expect(&ov);
+    ov.act = (fb_activation)99;
+    const fz_outcomes with_act = fz_gemm_expect(&ov);
+    ov.act = FB_ACT_NONE;
+    ov.k = 0;
+    const fz_outcomes unread = fz_gemm_expect(&ov);
+    ov.k = 3;
+    ov.unplaced = 1;
+    const fz_outcomes standin = fz_gemm_expect(&ov);
+    tap_ok(into_a == (1u << 14) && with_act == (1u << 14) && unread == 1u &&
+               standin == 1u,
+           "model: C inside A is C (14), also beside a bad act (17); not "
+           "when k = 0 (A unread) or for stand-in pointers");
 }
 
 static int by_name(const void *x, const void *y)

@@ -1,0 +1,368 @@
+/*
+ * test_alloc_limit.c -- calls under an address-space limit end in
+ * FB_STATUS_ALLOC_FAILED with the output untouched: never a hang, never a
+ * try at another path that allocates more.
+ *
+ * Each case runs in a child process, forked before this process has made
+ * any call of the library (so before OpenMP or OpenBLAS have run): the
+ * child is a process that has not called OpenBLAS. It makes its arrays,
+ * reads its mapped size (/proc/self/statm), sets RLIMIT_AS to that plus
+ * 40 MB, makes the call and writes the outcome to a pipe. The parent waits
+ * at most TIMEOUT_S for the answer; a child that has not answered by then
+ * is killed, and the case fails: a hang is a failure, not a hung test.
+ *
+ * The cases are the report's (fp32 mlp_geglu_forward 2000 x 4096 -> 4096
+ * -> 64), the same in bf16, and GEMMs whose kernels' workspaces exceed the
+ * 40 MB (the fp32 packed, small-k and bf16 kernels). Where this CPU lacks
+ * a kernel the call reaches OpenBLAS, whose first call maps a buffer per
+ * thread and retries forever if it cannot: the library must see that
+ * coming and fail too. Then the same with OpenBLAS already run (its
+ * buffers held): a call that needs nothing new runs, and a kernel whose
+ * workspace does not fit fails where that kernel runs (a small call of
+ * the kind, before the limit, says whether it does), rather than going on
+ * to OpenBLAS. The handle runs one thread, so that no thread is made
+ * under the limit.
+ *
+ * AddressSanitizer reserves terabytes of shadow memory, so RLIMIT_AS
+ * cannot be used under it: the program skips there. Under valgrind
+ * (recognised by its preload library) it skips too: valgrind's own memory
+ * counts against the limit, and the cases' GEMMs would take minutes.
+ */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FB_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FB_TEST_ASAN 1
+#endif
+#endif
+
+#define MARGIN ((size_t)40 << 20)
+#define TIMEOUT_S 60
+#define PATTERN 0x5a
+
+/* What a child reports. */
+typedef struct outcome {
+    int status;
+    int untouched;    /* every byte of the output as it was */
+    int zero;         /* every element of the output 0 (inputs are 0) */
+    int kernel;       /* warm cases: a small call of the kind ran on the
+                         kernel named */
+    char message[200];
+    char path[120];
+    char small_path[120];
+} outcome;
+
+/* One call under the limit. */
+typedef struct lcase {
+    const char *what;
+    int mlp;
+    fb_dtype dtype;
+    int64_t m, n, k, h;       /* gemm column-major NN m x n x k; mlp m, k,
+                                 h, n */
+    const char *sgemm;        /* FUSEDBLAS_CPU_SGEMM for the call, or NULL */
+    int warm;                 /* OpenBLAS has run before the limit */
+    const char *kernel;       /* warm: the kernel family whose workspace
+                                 does not fit; NULL: none is meant */
+} lcase;
+
+static const lcase cases[] = {
+    /* A process that has not called OpenBLAS: whatever path the call
+     * takes (our kernel, or OpenBLAS where this CPU lacks it), it fails
+     * cleanly. The first is the report's. */
+    {"fp32 mlp 2000 x 4096 -> 4096 -> 64", 1, FB_DTYPE_F32, 2000, 64, 4096,
+     4096, NULL, 0, NULL},
+    {"bf16 mlp 2000 x 4096 -> 4096 -> 64", 1, FB_DTYPE_BF16, 2000, 64, 4096,
+     4096, NULL, 0, NULL},
+    {"sgemm 512 x 512 x 24576, FUSEDBLAS_CPU_SGEMM=packed", 0, FB_DTYPE_F32,
+     512, 512, 24576, 0, "packed", 0, NULL},
+    {"sgemm 40000 x 16 x 512 (small k)", 0, FB_DTYPE_F32, 40000, 16, 512, 0,
+     NULL, 0, NULL},
+    {"bgemm 4096 x 64 x 6144", 0, FB_DTYPE_BF16, 4096, 64, 6144, 0, NULL, 0,
+     NULL},
+    {"sgemm 256 x 256 x 256, FUSEDBLAS_CPU_SGEMM=openblas", 0, FB_DTYPE_F32,
+     256, 256, 256, 0, "openblas", 0, NULL},
+    /* OpenBLAS has its buffers: a call that needs nothing new runs. */
+    {"sgemm 256 x 256 x 256, FUSEDBLAS_CPU_SGEMM=openblas", 0, FB_DTYPE_F32,
+     256, 256, 256, 0, "openblas", 1, NULL},
+    /* OpenBLAS has its buffers, and our kernel's workspace does not fit:
+     * where the kernel runs the call fails, and does not go on to
+     * OpenBLAS (which would succeed); where it does not run, OpenBLAS
+     * does the call. */
+    {"fp32 mlp 40 x 4096 -> 4096 -> 64", 1, FB_DTYPE_F32, 40, 64, 4096,
+     4096, NULL, 1, "cpu/f32-avx512/"},
+    {"bf16 mlp 40 x 4096 -> 4096 -> 64", 1, FB_DTYPE_BF16, 40, 64, 4096,
+     4096, NULL, 1, "cpu/bf16-avx512bf16/"},
+    {"sgemm 512 x 512 x 24576, FUSEDBLAS_CPU_SGEMM=packed", 0, FB_DTYPE_F32,
+     512, 512, 24576, 0, "packed", 1, "cpu/f32-avx512/"},
+    {"sgemm 40000 x 16 x 512 (small k)", 0, FB_DTYPE_F32, 40000, 16, 512, 0,
+     NULL, 1, "cpu/f32-small-k/"},
+    {"bgemm 4096 x 64 x 6144", 0, FB_DTYPE_BF16, 4096, 64, 6144, 0, NULL, 1,
+     "cpu/bf16-avx512bf16/"},
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The process's mapped size, as RLIMIT_AS counts it. */
+static size_t mapped_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0;
+    if (f == NULL || fscanf(f, "%ld", &pages) != 1)
+        pages = 0;
+    if (f != NULL)
+        fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Zeroed memory, mapped but not touched (calloc of this size maps fresh
+ * pages): it counts against RLIMIT_AS and costs nothing. */
+static void *zeros(size_t bytes)
+{
+    void *p = calloc(bytes > 0 ? bytes : 1, 1);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory before the limit\n");
+        _exit(3);
+    }
+    return p;
+}
+
+static int all_pattern(const void *v, size_t bytes)
+{
+    const unsigned char *p = v;
+    for (size_t i = 0; i < bytes; i++)
+        if (p[i] != PATTERN)
+            return 0;
+    return 1;
+}
+
+static int all_zero(const void *v, size_t bytes)
+{
+    const unsigned char *p = v;
+    for (size_t i = 0; i < bytes; i++)
+        if (p[i] != 0)
+            return 0;
+    return 1;
+}
+
+/* The soft limit only, never above a hard limit already there. */
+static int set_limit(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0)
+        return -1;
+    const rlim_t lim = (rlim_t)(mapped_bytes() + MARGIN);
+    r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < lim ? r.rlim_max
+                                                                 : lim;
+    return setrlimit(RLIMIT_AS, &r);
+}
+
+/* A case's inputs, all zero. */
+typedef struct inputs {
+    void *a, *b, *u, *d;
+} inputs;
+
+static void inputs_make(const lcase *c, int64_t m, int64_t n, int64_t k,
+                        int64_t h, inputs *in)
+{
+    const size_t es = c->dtype == FB_DTYPE_F32 ? 4 : 2;
+    in->a = zeros((size_t)(m * k) * es);
+    in->b = zeros((size_t)((c->mlp ? h : n) * k) * es);
+    in->u = c->mlp ? zeros((size_t)(h * k) * es) : NULL;
+    in->d = c->mlp ? zeros((size_t)(n * h) * es) : NULL;
+}
+
+/* The case's call at m x n x k (h) into out. */
+static fb_status call(fb_handle hd, const lcase *c, int64_t m, int64_t n,
+                      int64_t k, int64_t h, const inputs *in, void *out)
+{
+    if (c->mlp)
+        return mlp_geglu_forward(hd, c->dtype, FB_ACT_GELU_TANH, m, k, h, n,
+                                 in->a, k, in->b, NULL, in->u, NULL, in->d,
+                                 NULL, out, n);
+    if (c->dtype == FB_DTYPE_BF16)
+        return bgemm_bias_act(hd, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, m,
+                              n, k, 1.0f, in->a, m, in->b, k, 0.0f, out, m,
+                              NULL, FB_ACT_NONE);
+    return sgemm_bias_act(hd, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, m, n,
+                          k, 1.0f, in->a, m, in->b, k, 0.0f, out, m, NULL,
+                          FB_ACT_NONE);
+}
+
+/* The child's work: everything but the call before the limit. */
+static void run_case(const lcase *c, outcome *o)
+{
+    fb_handle h = NULL;
+    if (fb_create(&h) != FB_STATUS_SUCCESS ||
+        fb_set_backend(h, FB_BACKEND_CPU) != FB_STATUS_SUCCESS ||
+        fb_set_threads(h, 1) != FB_STATUS_SUCCESS)
+        _exit(4);
+    /* One call that reaches no GEMM (k = 0), so that what a first call
+     * sets up, short of OpenBLAS, is done before the limit. */
+    float c0[4] = {0};
+    if (sgemm_bias_act(h, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2, 2, 0,
+                       1.0f, NULL, 2, NULL, 1, 0.0f, c0, 2, NULL,
+                       FB_ACT_NONE) != FB_STATUS_SUCCESS)
+        _exit(5);
+    if (c->warm) {
+        /* A GEMM large enough that OpenBLAS runs it on all its threads,
+         * each of which then holds its buffer. */
+        const lcase warm = {"", 0, FB_DTYPE_F32, 1024, 1024, 1024, 0,
+                            "openblas", 0, NULL};
+        inputs in;
+        inputs_make(&warm, 1024, 1024, 1024, 0, &in);
+        void *out = zeros((size_t)1024 * 1024 * 4);
+        setenv("FUSEDBLAS_CPU_SGEMM", "openblas", 1);
+        if (call(h, &warm, 1024, 1024, 1024, 0, &in, out) !=
+            FB_STATUS_SUCCESS)
+            _exit(6);
+        unsetenv("FUSEDBLAS_CPU_SGEMM");
+        free(in.a), free(in.b), free(out);
+    }
+    if (c->sgemm != NULL)
+        setenv("FUSEDBLAS_CPU_SGEMM", c->sgemm, 1);
+    if (c->kernel != NULL) {
+        /* Does the kernel run calls of this kind here? A small one says. */
+        const int64_t sm = c->mlp ? 40 : 64, sn = c->mlp ? 8 : 16;
+        const int64_t sk = c->mlp && c->dtype == FB_DTYPE_F32 ? 600 : 64;
+        inputs in;
+        inputs_make(c, sm, sn, sk, 8, &in);
+        void *out = zeros((size_t)(sm * sn) * 4);
+        if (call(h, c, sm, sn, sk, 8, &in, out) != FB_STATUS_SUCCESS)
+            _exit(9);
+        snprintf(o->small_path, sizeof o->small_path, "%s",
+                 fb_handle_last_path(h));
+        o->kernel = strncmp(o->small_path, c->kernel,
+                            strlen(c->kernel)) == 0;
+        free(in.a), free(in.b), free(in.u), free(in.d), free(out);
+    }
+
+    inputs in;
+    inputs_make(c, c->m, c->n, c->k, c->h, &in);
+    const size_t es = c->dtype == FB_DTYPE_F32 ? 4 : 2;
+    const size_t out_bytes = (size_t)(c->m * c->n) * es;
+    void *out = zeros(out_bytes);
+    memset(out, PATTERN, out_bytes);
+    if (set_limit() != 0)
+        _exit(7);
+    const fb_status st = call(h, c, c->m, c->n, c->k, c->h, &in, out);
+    o->status = (int)st;
+    o->untouched = all_pattern(out, out_bytes);
+    o->zero = all_zero(out, out_bytes);
+    snprintf(o->message, sizeof o->message, "%s", fb_handle_last_message(h));
+    snprintf(o->path, sizeof o->path, "%s", fb_handle_last_path(h));
+    free(in.a), free(in.b), free(in.u), free(in.d), free(out);
+    fb_destroy(h);
+}
+
+/* Fork, run case w in the child, and wait for its answer. Returns 1 with
+ * *o filled if it answered, else 0 with why. */
+static int in_child(const lcase *c, outcome *o, char *why, size_t len)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        tap_bail("pipe: %s", strerror(errno));
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0)
+        tap_bail("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        outcome mine;
+        memset(&mine, 0, sizeof mine);
+        run_case(c, &mine);
+        const ssize_t put = write(fds[1], &mine, sizeof mine);
+        _exit(put == (ssize_t)sizeof mine ? 0 : 8);
+    }
+    close(fds[1]);
+    struct pollfd pf = {fds[0], POLLIN, 0};
+    int ready;
+    do
+        ready = poll(&pf, 1, TIMEOUT_S * 1000);
+    while (ready < 0 && errno == EINTR);
+    int answered = 0;
+    memset(o, 0, sizeof *o);
+    if (ready > 0) {
+        const ssize_t got = read(fds[0], o, sizeof *o);
+        answered = got == (ssize_t)sizeof *o;
+    }
+    if (ready == 0)
+        kill(pid, SIGKILL);
+    close(fds[0]);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    if (ready == 0)
+        snprintf(why, len, "no answer in %d s: the call hangs", TIMEOUT_S);
+    else if (!answered)
+        snprintf(why, len, "the child ended without an answer (%s %d)",
+                 WIFSIGNALED(ws) ? "signal" : "exit status",
+                 WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+    return answered;
+}
+
+/* Whether valgrind runs this program: it preloads its vgpreload_*.so. */
+static int under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p != NULL && strstr(p, "vgpreload") != NULL;
+}
+
+int main(void)
+{
+    tap_begin("test_alloc_limit");
+#if defined(FB_TEST_ASAN)
+    tap_skip_all("AddressSanitizer's shadow memory rules out RLIMIT_AS");
+#endif
+    if (under_valgrind())
+        tap_skip_all("valgrind's own memory counts against RLIMIT_AS");
+    for (int i = 0; i < N_CASES; i++) {
+        const lcase *c = &cases[i];
+        outcome o;
+        char why[160];
+        tcheck chk;
+        tcheck_init(&chk);
+        const int answered = in_child(c, &o, why, sizeof why);
+        /* Warm cases: the kernel fails cleanly where it runs, OpenBLAS
+         * does the call where it does not. */
+        const fb_status want = c->warm && (c->kernel == NULL || !o.kernel)
+                                   ? FB_STATUS_SUCCESS
+                                   : FB_STATUS_ALLOC_FAILED;
+        if (!answered) {
+            tcheck_fail(&chk, "%s", why);
+        } else {
+            if (o.status != (int)want)
+                tcheck_fail(&chk, "status %s (%s), expected %s",
+                            fb_status_string((fb_status)o.status),
+                            o.message[0] ? o.message : o.path,
+                            fb_status_string(want));
+            if (want != FB_STATUS_SUCCESS && !o.untouched)
+                tcheck_fail(&chk, "the output was written");
+            if (want == FB_STATUS_SUCCESS && o.status == (int)want &&
+                !o.zero)
+                tcheck_fail(&chk, "the output is not 0 (path %s)", o.path);
+        }
+        char kind[200] = "";
+        if (c->kernel != NULL)
+            snprintf(kind, sizeof kind, " (%s %s here: a small call ran %s)",
+                     c->kernel, answered && o.kernel ? "runs" : "does not run",
+                     answered ? o.small_path : "?");
+        tap_check(&chk, "RLIMIT_AS = mapped + 40 MB%s: %s -> %s%s%s",
+                  c->warm ? ", OpenBLAS warm" : ", OpenBLAS not yet run",
+                  c->what, fb_status_string(want),
+                  want == FB_STATUS_SUCCESS ? ", right" : ", output untouched",
+                  kind);
+        if (answered && o.status == (int)want && o.message[0])
+            tap_diag("  %s", o.message);
+    }
+    return tap_end();
+}
