@@ -14,7 +14,7 @@ import torch
 
 from . import _handles
 from . import _library as L
-from ._checks import DTYPES, check_gated_mlp, check_linear
+from ._checks import ACTIVATIONS, DTYPES, check_gated_mlp, check_linear
 
 _GEMM = {torch.float32: "sgemm_bias_act", torch.float16: "hgemm_bias_act",
          torch.bfloat16: "bgemm_bias_act"}
@@ -43,25 +43,44 @@ def _ptr(t):
     return None if t is None else t.data_ptr()
 
 
-def _run(lib, h, routine, names, status):
-    if status != L.STATUS_SUCCESS:
-        err = lib.error(routine, status, h.ptr, names)
-        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
-            err.args = (err.args[0] + " (during CUDA graph capture: run this "
-                        "call once on the capture stream before capturing, "
-                        "so that the library's buffers are sized)",)
-        raise err
-    h.warm = True
+def _fail(lib, h, routine, names, status):
+    err = lib.error(routine, status, h.ptr, names)
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        err.args = (err.args[0] + " (during CUDA graph capture: run this call "
+                    "once on the capture stream before capturing, so that the "
+                    "library's buffers are sized)",)
+    raise err
+
+
+def _same(dtype, device, t):
+    """t is None, or has this dtype and device."""
+    return t is None or (t.dtype == dtype and t.device == device)
+
+
+def _act(activation):
+    return ACTIVATIONS.get(activation) if type(activation) is str else None
 
 
 def linear(x, weight, bias, activation):
     """act(x @ weight.T + bias) through (s|h|b)gemm_bias_act."""
-    act = check_linear(x, weight, bias, activation)
+    act = _act(activation)
+    dt, dev = x.dtype, x.device
+    # The common case checked in a few tests; anything else gets the full
+    # checks, which raise the error that names the argument.
+    if act is None or dt not in DTYPES or x.dim() < 1 or \
+            weight.dim() != 2 or weight.shape[1] != x.shape[-1] or \
+            not (_same(dt, dev, weight) and _same(dt, dev, bias)) or \
+            (bias is not None and (bias.dim() != 1 or
+                                   bias.shape[0] != weight.shape[0])):
+        act = check_linear(x, weight, bias, activation)
     lib = L.load()
     n, k = weight.shape
-    lead = x.shape[:-1]
-    out = torch.empty(lead + (n,), dtype=x.dtype, device=x.device)
-    x2 = x if x.dim() == 2 else x.reshape(-1, k)
+    if x.dim() == 2:
+        x2 = x
+        out = x.new_empty((x.shape[0], n))
+    else:
+        x2 = x.reshape(-1, k)
+        out = x.new_empty(x.shape[:-1] + (n,))
     m = x2.shape[0]
     if m == 0 or n == 0:
         return out
@@ -79,14 +98,14 @@ def linear(x, weight, bias, activation):
     # Row-major C = op(A) op(B) with A = x [m, k] and op(B) = weight^T:
     # weight stored [n, k] row by row is B transposed (TRANS); stored
     # column by column it is B [k, n] itself (NO_TRANS).
-    transa = L.TRANS if xa[0] else L.NO_TRANS
-    transb = L.NO_TRANS if wa[0] else L.TRANS
-    routine = _GEMM[x.dtype]
-    st = getattr(lib.cdll, routine)(
-        h.ptr, L.ROW_MAJOR, transa, transb, m, n, k, 1.0, x2.data_ptr(), xa[1],
-        weight.data_ptr(), wa[1], 0.0, out.data_ptr(), max(1, n), _ptr(bias),
-        act)
-    _run(lib, h, routine, L.GEMM_ARGUMENTS, st)
+    st = lib.gemm[dt](
+        h.ptr, L.ROW_MAJOR, L.TRANS if xa[0] else L.NO_TRANS,
+        L.NO_TRANS if wa[0] else L.TRANS, m, n, k, 1.0, x2.data_ptr(), xa[1],
+        weight.data_ptr(), wa[1], 0.0, out.data_ptr(), max(1, n),
+        None if bias is None else bias.data_ptr(), act)
+    if st:
+        _fail(lib, h, _GEMM[dt], L.GEMM_ARGUMENTS, st)
+    h.warm = True
     return out
 
 
@@ -96,15 +115,30 @@ def _contiguous(t):
 
 def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     """down(act(gate(x)) * up(x)) through mlp_geglu_forward."""
-    act = check_gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down,
-                          activation)
+    act = _act(activation)
+    dt, dev = x.dtype, x.device
+    if act is None or dt not in DTYPES or x.dim() < 1 or \
+            w_gate.dim() != 2 or w_down.dim() != 2 or \
+            w_gate.shape[1] != x.shape[-1] or w_up.shape != w_gate.shape or \
+            w_down.shape[1] != w_gate.shape[0] or \
+            not (_same(dt, dev, w_gate) and _same(dt, dev, w_up) and
+                 _same(dt, dev, w_down) and _same(dt, dev, b_gate) and
+                 _same(dt, dev, b_up) and _same(dt, dev, b_down)) or \
+            (b_gate is not None and tuple(b_gate.shape) != (w_gate.shape[0],)) or \
+            (b_up is not None and tuple(b_up.shape) != (w_gate.shape[0],)) or \
+            (b_down is not None and tuple(b_down.shape) != (w_down.shape[0],)):
+        act = check_gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down,
+                              activation)
     lib = L.load()
     k = x.shape[-1]
     hid = w_gate.shape[0]
     n = w_down.shape[0]
-    lead = x.shape[:-1]
-    out = torch.empty(lead + (n,), dtype=x.dtype, device=x.device)
-    x2 = x if x.dim() == 2 else x.reshape(-1, k)
+    if x.dim() == 2:
+        x2 = x
+        out = x.new_empty((x.shape[0], n))
+    else:
+        x2 = x.reshape(-1, k)
+        out = x.new_empty(x.shape[:-1] + (n,))
     m = x2.shape[0]
     if m == 0 or n == 0:
         return out
@@ -118,8 +152,10 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
                             _contiguous(b_down))
     h = _handle(lib, x)
     st = lib.cdll.mlp_geglu_forward(
-        h.ptr, DTYPES[x.dtype], act, m, k, hid, n, x2.data_ptr(), xa[1],
+        h.ptr, DTYPES[dt], act, m, k, hid, n, x2.data_ptr(), xa[1],
         w_gate.data_ptr(), _ptr(b_gate), w_up.data_ptr(), _ptr(b_up),
         w_down.data_ptr(), _ptr(b_down), out.data_ptr(), max(1, n))
-    _run(lib, h, "mlp_geglu_forward", L.MLP_ARGUMENTS, st)
+    if st:
+        _fail(lib, h, "mlp_geglu_forward", L.MLP_ARGUMENTS, st)
+    h.warm = True
     return out

@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import threading
 
+import torch
+
 from ._version import LIBRARY_MAJOR_MINOR
 
 # ---- values from include/fusedblas.h -------------------------------------
@@ -93,6 +95,10 @@ class Library:
         self.cdll = cdll
         self.path = path
         self.version = version
+        # (s|h|b)gemm_bias_act by torch dtype, looked up on every call
+        self.gemm = {torch.float32: cdll.sgemm_bias_act,
+                     torch.float16: cdll.hgemm_bias_act,
+                     torch.bfloat16: cdll.bgemm_bias_act}
 
     def status_string(self, status):
         return self.cdll.fb_status_string(status).decode(errors="replace")
