@@ -110,14 +110,17 @@ _functorch = _private("_are_functorch_transforms_active")
 _PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
 
 
-def _direct(tensors):
+def _direct(tensors, required):
     """True where calling the real implementation directly is the same as
-    going through the op."""
+    going through the op: the first `required` tensors are plain tensors,
+    the rest plain tensors or None."""
     if _compiling() or _function_mode() or _dispatch_modes() or _functorch():
         return False
     grad = torch.is_grad_enabled()
-    for t in tensors:
-        if t is not None and (type(t) not in _PLAIN or (grad and t.requires_grad)):
+    for i, t in enumerate(tensors):
+        if t is None and i >= required:
+            continue
+        if type(t) not in _PLAIN or (grad and t.requires_grad):
             return False
     x = tensors[0]
     return x.is_cuda or x.is_cpu
@@ -152,7 +155,7 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     CUDA). Returns [..., out_features], contiguous.
     """
     x, weight, bias = _autocast((x, weight, bias))
-    if _direct((x, weight, bias)):
+    if _direct((x, weight, bias), 2):
         return _forward.linear(x, weight, bias, activation)
     check_linear(x, weight, bias, activation)
     return _LINEAR(x, weight, bias, activation)
@@ -171,7 +174,7 @@ def gated_mlp(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor,
     [..., out_features], contiguous.
     """
     tensors = _autocast((x, w_gate, w_up, w_down, b_gate, b_up, b_down))
-    if _direct(tensors):
+    if _direct(tensors, 4):
         return _forward.gated_mlp(*tensors, activation)
     check_gated_mlp(*tensors, activation)
     return _GATED_MLP(*tensors, activation)
