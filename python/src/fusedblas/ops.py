@@ -46,10 +46,18 @@ def _linear_setup(ctx, inputs, output):
     ctx.activation = activation
 
 
+def _needs(ctx, count):
+    """ctx.needs_input_grad for the first count inputs. The dispatcher drops
+    trailing arguments equal to their defaults (None biases), so it may be
+    shorter; those need no gradient."""
+    needs = tuple(ctx.needs_input_grad)
+    return (needs + (False,) * count)[:count]
+
+
 def _linear_grad(ctx, grad):
     x, weight, bias = ctx.saved_tensors
     return (*reference.linear_backward(grad, x, weight, bias, ctx.activation,
-                                       ctx.needs_input_grad[:3]), None)
+                                       _needs(ctx, 3)), None)
 
 
 _linear_op.register_autograd(_linear_grad, setup_context=_linear_setup)
@@ -80,8 +88,8 @@ def _gated_mlp_setup(ctx, inputs, output):
 
 def _gated_mlp_grad(ctx, grad):
     return (*reference.gated_mlp_backward(grad, *ctx.saved_tensors,
-                                          ctx.activation,
-                                          ctx.needs_input_grad[:7]), None)
+                                          ctx.activation, _needs(ctx, 7)),
+            None)
 
 
 _gated_mlp_op.register_autograd(_gated_mlp_grad, setup_context=_gated_mlp_setup)
