@@ -29,5 +29,14 @@ def library():
     return lib.path, lib.version
 
 
+def last_path():
+    """What ran this thread's last call, in the library's words (e.g.
+    "cpu/openblas-openmp" or "cuda-lt/epilogue=GELU_BIAS"); "" if none."""
+    from . import _handles, _library
+    h = _handles.last_handle()
+    return "" if h is None else _library.load().last_path(h.ptr)
+
+
 __all__ = ["ACTIVATIONS", "FusedBlasError", "LibraryError", "__version__",
-           "gated_mlp", "library", "linear", "nn", "patch", "reference"]
+           "gated_mlp", "last_path", "library", "linear", "nn", "patch",
+           "reference"]

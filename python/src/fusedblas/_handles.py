@@ -10,6 +10,13 @@ workspace. A handle's first call on the GPU creates its CUDA state
 (allocations, a memset, an event wait), which cannot be captured: the
 first call on a stream must come before a capture on that stream.
 
+A handle used inside a capture is retired at its next call outside one:
+the captured graphs keep the addresses of its device buffers, which the
+library frees and reallocates when a later call needs them larger, and
+its "done" event was last recorded in a capture, which the library's
+host-side waits refuse. A retired handle is kept (never destroyed) for as
+long as the process lives, and the stream gets a fresh one.
+
 Handles are destroyed with their thread's ``threading.local`` storage.
 """
 
@@ -26,6 +33,11 @@ try:
     _raw_stream = torch._C._cuda_getCurrentRawStream
 except AttributeError:  # a CPU-only build of PyTorch
     _raw_stream = None
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing",
+                     torch.cuda.is_current_stream_capturing)
+
+_retired = []  # handles captured graphs may still use
+_retired_lock = threading.Lock()
 
 
 def _tf32_allowed():
@@ -35,11 +47,13 @@ def _tf32_allowed():
 class Handle:
     """An fb_handle set up for one device (and stream)."""
 
-    __slots__ = ("ptr", "cdll", "warm", "threads", "math", "__weakref__")
+    __slots__ = ("ptr", "cdll", "warm", "captured", "threads", "math",
+                 "__weakref__")
 
     def __init__(self, lib, device_index, stream):
         self.cdll = None
         self.warm = False  # a call has succeeded on it
+        self.captured = False  # it has been called inside a graph capture
         self.threads = None
         self.math = L.MATH_DEFAULT
         cdll = lib.cdll
@@ -101,6 +115,7 @@ def cpu_handle(lib):
     n = torch.get_num_threads()
     if h.threads != n:
         h.set_threads(n)
+    _local.last = h
     return h
 
 
@@ -113,19 +128,34 @@ def cuda_handle(lib, device_index, fp32):
     table = _handles()
     key = (device_index, stream)
     h = table.get(key)
-    if h is None or not h.warm:
-        if torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(
-                f"fusedblas: first call on CUDA stream 0x{stream:x} (device "
-                f"{device_index}) inside CUDA graph capture; the library sets "
-                "up a stream's state (allocations, synchronisation) on its "
-                "first call, which cannot be captured. Run the same call once "
-                "on that stream before capturing (warm-up: torch.cuda.graph("
-                "g, stream=s) after calling under torch.cuda.stream(s))")
-        if h is None:
-            h = table[key] = Handle(lib, device_index, stream)
+    capturing = _capturing()
+    if h is None or not h.warm or h.captured != capturing:
+        if capturing:
+            if h is None or not h.warm:
+                raise RuntimeError(
+                    f"fusedblas: first call on CUDA stream 0x{stream:x} "
+                    f"(device {device_index}) inside CUDA graph capture; the "
+                    "library sets up a stream's state (allocations, "
+                    "synchronisation) on its first call, which cannot be "
+                    "captured. Run the same calls once on that stream before "
+                    "capturing: under torch.cuda.stream(s), then "
+                    "torch.cuda.graph(g, stream=s)")
+            h.captured = True
+        else:
+            if h is not None and h.captured:
+                with _retired_lock:
+                    _retired.append(h)
+                h = None
+            if h is None:
+                h = table[key] = Handle(lib, device_index, stream)
     if fp32:
         mode = L.MATH_ALLOW_TF32 if _tf32_allowed() else L.MATH_DEFAULT
         if h.math != mode:
             h.set_math(mode)
+    _local.last = h
     return h
+
+
+def last_handle():
+    """The handle of this thread's last call, or None."""
+    return getattr(_local, "last", None)
