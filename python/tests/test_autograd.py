@@ -39,7 +39,7 @@ def a64(t):
 
 
 def flat(t):
-    return t.reshape(-1, t.shape[-1])
+    return reference.rows(t)
 
 
 def linear_grad_bounds(x, w, b, gy, act, u):

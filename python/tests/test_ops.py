@@ -156,6 +156,12 @@ def test_empty_sizes(inputs, device):
     assert fusedblas.linear(r.uniform(3, 5), r.weight(0, 5)).shape == (3, 0)
     x0, w0 = r.uniform(4, 0), r.weight(6, 0)
     check_linear(x0, w0, b, "silu", fusedblas.linear(x0, w0, b, "silu"), "k = 0")
+    x0 = r.uniform(2, 3, 0)
+    check_linear(x0, w0, b, "silu", fusedblas.linear(x0, w0, b, "silu"), "k = 0, 3-D")
+    args = (x0, r.weight(7, 0), r.weight(7, 0), r.weight(6, 7), r.uniform(7),
+            r.uniform(7), b)
+    check_mlp(args, "gelu_erf", fusedblas.gated_mlp(*args, activation="gelu_erf"),
+              "k = 0, 3-D")
     x = r.uniform(3, 5)
     bd = r.uniform(4, scale=0.5)
     y = fusedblas.gated_mlp(x, r.weight(0, 5), r.weight(0, 5), r.weight(4, 0),

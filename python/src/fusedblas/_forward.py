@@ -15,6 +15,7 @@ import torch
 from . import _handles
 from . import _library as L
 from ._checks import ACTIVATIONS, DTYPES, check_gated_mlp, check_linear
+from .reference import rows
 
 _GEMM = {torch.float32: "sgemm_bias_act", torch.float16: "hgemm_bias_act",
          torch.bfloat16: "bgemm_bias_act"}
@@ -79,7 +80,7 @@ def linear(x, weight, bias, activation):
         x2 = x
         out = x.new_empty((x.shape[0], n))
     else:
-        x2 = x.reshape(-1, k)
+        x2 = rows(x)
         out = x.new_empty(x.shape[:-1] + (n,))
     m = x2.shape[0]
     if m == 0 or n == 0:
@@ -137,7 +138,7 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
         x2 = x
         out = x.new_empty((x.shape[0], n))
     else:
-        x2 = x.reshape(-1, k)
+        x2 = rows(x)
         out = x.new_empty(x.shape[:-1] + (n,))
     m = x2.shape[0]
     if m == 0 or n == 0:

@@ -13,8 +13,16 @@ dtype, float64 included) and whose backward is the package's: that is what
 ``torch.autograd.gradcheck`` checks in float64.
 """
 
+import math
+
 import torch
 import torch.nn.functional as F
+
+
+def rows(t):
+    """t [..., c] as a matrix [rows, c] (a view where strides allow);
+    c may be 0, which reshape(-1, c) cannot tell."""
+    return t if t.dim() == 2 else t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
 
 
 def activate(z, activation):
@@ -62,10 +70,8 @@ def gated_mlp_forward(x, w_gate, w_up, w_down, b_gate=None, b_up=None,
 def linear_backward(grad_out, x, weight, bias, activation, needs=(True,) * 3):
     """Gradients of linear_forward for x, weight and bias (None where
     needs says not wanted, or where bias is None)."""
-    k = x.shape[-1]
-    n = weight.shape[0]
-    x2 = x.reshape(-1, k)
-    g2 = grad_out.reshape(-1, n)
+    x2 = rows(x)
+    g2 = rows(grad_out)
     if activation == "none":
         dz = g2
     else:
@@ -80,10 +86,8 @@ def gated_mlp_backward(grad_out, x, w_gate, w_up, w_down, b_gate, b_up,
                        b_down, activation, needs=(True,) * 7):
     """Gradients of gated_mlp_forward for x, w_gate, w_up, w_down, b_gate,
     b_up, b_down (None where not wanted, or where that bias is None)."""
-    k = x.shape[-1]
-    n = w_down.shape[0]
-    x2 = x.reshape(-1, k)
-    gy = grad_out.reshape(-1, n)
+    x2 = rows(x)
+    gy = rows(grad_out)
     g = F.linear(x2, w_gate, b_gate)
     u = F.linear(x2, w_up, b_up)
     a = activate(g, activation)

@@ -14,7 +14,7 @@ input type. The bound grows with the gauge sum |x| |w| + |b| and with k
 
 import torch
 
-from .reference import activate
+from .reference import activate, rows
 
 _U = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11,
       torch.bfloat16: 2.0 ** -8, torch.float64: 2.0 ** -53}
@@ -45,7 +45,7 @@ def _d(t):
 
 
 def _flat(x):
-    return x.reshape(-1, x.shape[-1])
+    return rows(x)
 
 
 def linear_reference(x, weight, bias, activation):
@@ -121,7 +121,7 @@ def gated_mlp_bound(x, w_gate, w_up, w_down, b_gate, b_up, b_down,
         gh = gh + _d(b_down).abs()
     E = (1 + e_h) * prop + e_h * gh
     wsum = Wd.sum(1)
-    Y = ref.reshape(-1, ref.shape[-1])
+    Y = rows(ref)
     bound = E + _U[dtype] * (Y.abs() + E) + _TINY[dtype] + \
         (k + h + 8) * 2.0 ** -124 * (1 + wsum)
     return bound.reshape(ref.shape)
