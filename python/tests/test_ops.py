@@ -195,3 +195,28 @@ def test_threads(inputs):
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_autocast(inputs):
+    """Under autocast, inputs are cast to its dtype as F.linear's are, in
+    eager and under torch.compile(fullgraph=True)."""
+    import torch._dynamo
+    r = inputs()
+    x, w, b = r.uniform(6, 16), r.weight(10, 16), r.uniform(10)
+    args = mlp_args(r, 6, 16, 24, 10, True)
+    low = lambda t: t if t is None else t.to(torch.bfloat16)  # noqa: E731
+    want_lin = fusedblas.linear(low(x), low(w), low(b), "silu")
+    want_mlp = fusedblas.gated_mlp(*map(low, args), activation="relu")
+
+    def f(x, w, b, *args):
+        return fusedblas.linear(x, w, b, "silu"), fusedblas.gated_mlp(*args, activation="relu")
+
+    torch._dynamo.reset()
+    for fn in (f, torch.compile(f, backend="eager", fullgraph=True)):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got_lin, got_mlp = fn(x, w, b, *args)
+        assert got_lin.dtype == torch.bfloat16 and got_mlp.dtype == torch.bfloat16
+        assert torch.equal(got_lin, want_lin) and torch.equal(got_mlp, want_mlp)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=False):
+            assert fn(x, w, b, *args)[0].dtype == torch.float32
+    torch._dynamo.reset()

@@ -1,5 +1,5 @@
 """python -m fusedblas.profile runs and prints its table (small sizes,
-on the CPU, without torch.compile: the seed sizes take minutes here)."""
+on the CPU, without torch.compile, to keep the suite short)."""
 
 import io
 

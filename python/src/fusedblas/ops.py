@@ -11,8 +11,8 @@ the pre-activations from the saved inputs).
 whenever anything may need to see the op: torch.compile tracing, autograd
 (an input that requires grad, with grad mode on), a tensor subclass or a
 Python mode, functorch transforms. Otherwise (eager inference on plain
-tensors) they call the same real implementation directly, which saves the
-dispatcher's cost, tens of microseconds a call. Under autocast, inputs are
+tensors) they call the same real implementation directly, which skips the
+dispatcher's per-call cost. Under autocast, inputs are
 cast to the autocast dtype first, as torch.nn.functional.linear's are.
 """
 
