@@ -15,6 +15,7 @@ ACTS = fusedblas.ACTIVATIONS
 
 
 def check_linear(x, w, b, act, got, what):
+    what = f"{what} [{fusedblas.last_path()}]"
     ref = T.linear_reference(x, w, b, act)
     bound = T.linear_bound(x, w, b, act, ref, T.accumulation_roundoff(x.device))
     assert got.shape == ref.shape and got.dtype == x.dtype and got.device == x.device
@@ -22,6 +23,7 @@ def check_linear(x, w, b, act, got, what):
 
 
 def check_mlp(args, act, got, what):
+    what = f"{what} [{fusedblas.last_path()}]"
     x = args[0]
     ref = T.gated_mlp_reference(*args, act)
     bound = T.gated_mlp_bound(*args, act, ref, T.accumulation_roundoff(x.device))
