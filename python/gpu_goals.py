@@ -266,10 +266,15 @@ def goal_llama():
                         f"{speed:.2f}x faster ({t_before[t] * 1e3:.1f} -> "
                         f"{t_after[t] * 1e3:.1f} us)", "> 1x",
                         "PASS" if speed > 1 else "FAIL"))
-    ok = all(v <= 1 for v in worst.values())
-    RESULTS.append(("Llama MLP outputs (patched and not) within the bf16 bound",
-                    f"max error/bound {max(worst.values()):.3f}", "<= 1",
-                    "PASS" if ok else "FAIL"))
+    ours = max(v for (t, label), v in worst.items() if label == "patched")
+    theirs = max(v for (t, label), v in worst.items() if label == "unpatched")
+    RESULTS.append(("Llama MLP patched outputs within the bf16 bound of float64",
+                    f"max error/bound {ours:.3f}", "<= 1",
+                    "PASS" if ours <= 1 else "FAIL"))
+    # PyTorch's default cuBLAS settings allow bf16 reductions in split-K,
+    # which its bound does not model: reported, not judged.
+    RESULTS.append(("  (for reference) unpatched eager against the same bound",
+                    f"max error/bound {theirs:.3f}", "", ""))
     return block
 
 
