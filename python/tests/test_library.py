@@ -111,3 +111,26 @@ def test_import_needs_no_library():
         "print(tuple(y.shape), _library._loaded)\n", env)
     assert rc == 0, out
     assert "(2, 4) None" in out
+
+
+def test_handles_freed_with_their_thread():
+    """A thread's handles are destroyed when it ends (the library then no
+    longer knows the pointer as a live handle)."""
+    import gc
+    import threading
+
+    import torch
+    from fusedblas import _handles
+
+    made = []
+
+    def work():
+        fusedblas.linear(torch.randn(2, 3), torch.randn(4, 3))
+        made.append(_handles.last_handle().ptr)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    gc.collect()
+    lib = L.load()
+    assert lib.cdll.fb_set_threads(made[0], 1) == L.STATUS_INVALID_ARGUMENT

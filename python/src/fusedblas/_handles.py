@@ -93,9 +93,12 @@ class Handle:
         self.math = mode
 
     def __del__(self):
-        if self.cdll is not None:
-            self.cdll.fb_destroy(self.ptr)
-            self.cdll = None
+        cdll, self.cdll = self.cdll, None
+        if cdll is not None:
+            try:
+                cdll.fb_destroy(self.ptr)
+            except Exception:  # interpreter shutdown: ctypes may be gone
+                pass
 
 
 def _handles():
