@@ -14,10 +14,12 @@ A handle used inside a capture is retired at its next call outside one:
 the captured graphs keep the addresses of its device buffers, which the
 library frees and reallocates when a later call needs them larger, and
 its "done" event was last recorded in a capture, which the library's
-host-side waits refuse. A retired handle is kept (never destroyed) for as
-long as the process lives, and the stream gets a fresh one.
+host-side waits refuse. A handle used in a capture is kept (never
+destroyed, even when its thread ends) for as long as the process lives,
+and after the capture the stream gets a fresh one.
 
-Handles are destroyed with their thread's ``threading.local`` storage.
+Other handles are destroyed with their thread's ``threading.local``
+storage.
 """
 
 import ctypes
@@ -144,11 +146,11 @@ def cuda_handle(lib, device_index, fp32):
                     "capturing: under torch.cuda.stream(s), then "
                     "torch.cuda.graph(g, stream=s)")
             h.captured = True
+            with _retired_lock:  # alive as long as the graphs may be
+                _retired.append(h)
         else:
             if h is not None and h.captured:
-                with _retired_lock:
-                    _retired.append(h)
-                h = None
+                h = None  # kept in _retired
             if h is None:
                 h = table[key] = Handle(lib, device_index, stream)
     if fp32:
