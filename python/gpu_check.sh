@@ -10,7 +10,10 @@
 # build tree's .libs/libfusedblas.so, the CUDA module of that tree
 # (lib/cuda/.libs/fusedblas_cuda.so) is used unless FUSEDBLAS_CUDA_MODULE
 # says otherwise. PYTHON: the interpreter (python3), which must have
-# PyTorch with CUDA and pytest. Logs go to $OUT (or /tmp/fusedblas-python).
+# PyTorch with CUDA; pytest too, or its wheels in $FUSEDBLAS_WHEELS
+# (default: .carry/wheels in the repository; made where there is network by
+# `pip download -d .carry/wheels pytest`). Logs go to $OUT (or
+# /tmp/fusedblas-python).
 # Each phase has a time limit (150 s, 90 s, 150 s).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +57,16 @@ else
 fi
 rm -rf "$here/build" "$here"/src/*.egg-info
 say "package: $how"
+if ! "$PY" -c "import pytest" 2>/dev/null; then
+    wheels=${FUSEDBLAS_WHEELS:-$here/../.carry/wheels}
+    if "$PY" -m pip install --no-index --find-links "$wheels" -q --target "$site" \
+            pytest >>"$out/pip.log" 2>&1; then
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        say "pytest installed from $wheels"
+    else
+        say "no pytest, and none in $wheels: the tests cannot run (see pip.log)"
+    fi
+fi
 "$PY" - <<'EOF' 2>&1 | tee "$out/setup.txt"
 import os, torch, fusedblas
 from fusedblas import _library as L
