@@ -37,6 +37,7 @@ except ImportError:  # pragma: no cover - reported, not a failure of the bench
 FB_SUCCESS, FB_NOT_SUPPORTED = 0, 2
 FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS = 101, 111, 112
 FB_ACT_GELU_TANH = 2
+FB_ACT = {"none": 0, "gelu_tanh": 2, "silu": 4}
 FB_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 FB_BACKENDS = [("cuda-lt", 3), ("cuda-fused", 4), ("cuda", 2)]
 DTYPE_NAME = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -111,10 +112,10 @@ class FusedBlas:
                   torch.bfloat16: self.lib.bgemm_bias_act}[w.dtype]
             return fn(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, w.m, w.n, w.k, 1.0,
                       ptr(x), w.k, ptr(wt), w.k, 0.0, ptr(y), w.n, ptr(b),
-                      FB_ACT_GELU_TANH)
+                      FB_ACT[w.act])
         x, wg, bg, wu, bu, wd, bd, y = args
         return self.lib.mlp_geglu_forward(
-            h, FB_DTYPE[w.dtype], FB_ACT_GELU_TANH, w.m, w.k, w.h, w.n,
+            h, FB_DTYPE[w.dtype], FB_ACT[w.act], w.m, w.k, w.h, w.n,
             ptr(x), w.k, ptr(wg), ptr(bg), ptr(wu), ptr(bu), ptr(wd), ptr(bd),
             ptr(y), w.n)
 
@@ -127,10 +128,11 @@ class FusedBlas:
 
 
 class Workload:
-    def __init__(self, group, routine, dtype, m, k, h, n, bias, compile_it):
+    def __init__(self, group, routine, dtype, m, k, h, n, bias, compile_it,
+                 act="gelu_tanh"):
         self.group, self.routine, self.dtype = group, routine, dtype
         self.m, self.k, self.h, self.n, self.bias = m, k, h, n, bias
-        self.compile_it = compile_it
+        self.compile_it, self.act = compile_it, act
 
     def shape(self):
         dims = (self.m, self.k, self.n) if self.routine == "gemm" else \
@@ -146,6 +148,11 @@ class Workload:
 
     def reduction(self):
         return self.k if self.routine == "gemm" else self.k + self.h
+
+    def flops(self):
+        if self.routine == "gemm":
+            return 2.0 * self.m * self.n * self.k
+        return 2.0 * self.m * self.h * (2 * self.k + self.n)
 
 
 def workloads(quick):
@@ -174,6 +181,25 @@ def workloads(quick):
     return w
 
 
+def engine_workloads():
+    """The Hopper GEMM engine's table (the issue that asked for it): the
+    engine alone (act none, no bias), gemm + bias + gelu_tanh, the gated
+    MLPs (SwiGLU and GeGLU) in both 16-bit types, the seed MLP."""
+    bf16, f16 = torch.bfloat16, torch.float16
+    w = [Workload("engine-alone", "gemm", bf16, 8192, 8192, 0, 8192, False, False, "none"),
+         Workload("engine-alone", "gemm", bf16, 8192, 4096, 0, 11008, False, False, "none"),
+         Workload("gemm-gelu", "gemm", bf16, 8192, 4096, 0, 11008, True, False),
+         Workload("gemm-gelu", "gemm", bf16, 2048, 4096, 0, 14336, True, False)]
+    for dt in (bf16, f16):
+        for m in (2048, 8192):
+            w.append(Workload("swiglu-mlp", "mlp", dt, m, 4096, 14336, 4096, False, False, "silu"))
+        for m in (1024, 4096, 8192):
+            w.append(Workload("geglu-mlp", "mlp", dt, m, 4096, 11008, 4096, False, False))
+        w.append(Workload("seed-mlp", "mlp", dt, 8192, 768, 3072, 768, False, False))
+        w.append(Workload("mlp-1024", "mlp", dt, 4096, 1024, 4096, 1024, False, False))
+    return w
+
+
 def make_args(w, seed):
     """One input set: X uniform in [-1, 1), weights with variance 1/fan_in,
     biases in [-0.5, 0.5); y preallocated for fusedblas."""
@@ -199,13 +225,30 @@ def make_args(w, seed):
     return [x, wg, bg, wu, bu, wd, bd, torch.empty(w.m, w.n, device=dev, dtype=dt)]
 
 
-def linear_gelu(x, w, b):
-    return F.gelu(F.linear(x, w, b), approximate="tanh")
+def activation(name):
+    return {"gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
+            "silu": F.silu, "none": lambda v: v}[name]
 
 
-def geglu_mlp(x, wg, bg, wu, bu, wd, bd):
-    return F.linear(F.gelu(F.linear(x, wg, bg), approximate="tanh") *
-                    F.linear(x, wu, bu), wd, bd)
+def linear_act(act):
+    a = activation(act)
+    return lambda x, w, b: a(F.linear(x, w, b))
+
+
+def gated_mlp(act):
+    a = activation(act)
+    return lambda x, wg, bg, wu, bu, wd, bd: F.linear(
+        a(F.linear(x, wg, bg)) * F.linear(x, wu, bu), wd, bd)
+
+
+def products_only(w):
+    """The products of w alone (no activation, no gate product): the dense
+    GEMM rate the fused call is measured against."""
+    if w.routine == "gemm":
+        return lambda a: F.linear(a[0], a[1], a[2])
+    hbuf = torch.empty(w.m, w.h, device="cuda", dtype=w.dtype)
+    return lambda a: (F.linear(a[0], a[1], a[2]), F.linear(a[0], a[3], a[4]),
+                      F.linear(hbuf, a[5], a[6]))
 
 
 def torch_fn(w, fn):
@@ -266,6 +309,9 @@ def main():
     ap.add_argument("--compile-mode", default=None,
                     help="torch.compile mode (default: inductor's default)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--engine", action="store_true",
+                    help="the GEMM engine's table instead (products alone, "
+                         "gemm + gelu, gated MLPs; a products-only column)")
     opt = ap.parse_args()
 
     if not torch.cuda.is_available():
@@ -288,19 +334,21 @@ def main():
           f"CUDA {torch.version.cuda}; median of CUDA-event timings, inputs rotated "
           f"through 2x L2 ({l2 >> 20} MB) where they fit")
     start = time.time()
-    eager_mlp, eager_gemm = geglu_mlp, linear_gelu
     rows, failures = [], 0
-    for w in workloads(opt.quick):
+    for w in (engine_workloads() if opt.engine else workloads(opt.quick)):
         nsets = 1
         if w.bytes_per_set() < l2:
             nsets = min(16, math.ceil(2 * l2 / w.bytes_per_set()))
         sets = [make_args(w, 1000 * i + 7) for i in range(nsets)]
-        base = eager_gemm if w.routine == "gemm" else eager_mlp
+        base = linear_act(w.act) if w.routine == "gemm" else gated_mlp(w.act)
         eager = torch_fn(w, base)
         row = {"group": w.group, "dtype": DTYPE_NAME[w.dtype], "shape": w.shape()}
         with torch.no_grad():
             ref = eager(sets[0])
             row["eager_us"] = 1e3 * time_gpu(eager, sets)
+            row["flops"] = w.flops()
+            row["products_us"] = (1e3 * time_gpu(products_only(w), sets)
+                                  if opt.engine else None)
             row["compile_us"] = None
             if w.compile_it and time.time() - start < opt.budget:
                 t0 = time.time()
@@ -344,22 +392,38 @@ def main():
     # the table: times in microseconds, ratios > 1 mean fusedblas is faster
     cols = ["workload", "dtype", "shape", "eager", "compile", "cuda-lt",
             "cuda-fused", "cuda", "best/eager", "best/compile", "cuda path"]
+    if opt.engine:
+        cols[4:5] = ["products", "compile"]
+        cols[-1:] = ["best/lt", "products/best", "best TF", "products TF",
+                     "cuda-fused path"]
     table = []
     for r in rows:
         ours = [r[n + "_us"] for n, _ in FB_BACKENDS if r.get(n + "_us")]
         best = min(ours) if ours else None
         fmt = lambda v: f"{v:.1f}" if v else "n/a" if v is None else "-"
-        table.append([r["group"], r["dtype"], r["shape"], fmt(r["eager_us"]),
-                      fmt(r["compile_us"]) if r["compile_us"] else "-",
-                      *(fmt(r.get(n + "_us")) for n, _ in FB_BACKENDS),
-                      f"{r['eager_us'] / best:.2f}x" if best else "-",
-                      f"{r['compile_us'] / best:.2f}x" if best and r["compile_us"] else "-",
-                      r.get("cuda_path", "")])
+        line = [r["group"], r["dtype"], r["shape"], fmt(r["eager_us"]),
+                fmt(r["compile_us"]) if r["compile_us"] else "-",
+                *(fmt(r.get(n + "_us")) for n, _ in FB_BACKENDS),
+                f"{r['eager_us'] / best:.2f}x" if best else "-",
+                f"{r['compile_us'] / best:.2f}x" if best and r["compile_us"] else "-",
+                r.get("cuda_path", "")]
+        if opt.engine:
+            lt = r.get("cuda-lt_us")
+            pr = r["products_us"]
+            line[4:5] = [fmt(pr), fmt(r["compile_us"]) if r["compile_us"] else "-"]
+            line[-1:] = [f"{lt / best:.2f}x" if best and lt else "-",
+                         f"{pr / best:.3f}" if best and pr else "-",
+                         f"{r['flops'] / best / 1e6:.0f}" if best else "-",
+                         f"{r['flops'] / pr / 1e6:.0f}" if pr else "-",
+                         r.get("cuda-fused_path", "")]
+        table.append(line)
     widths = [max(len(str(x)) for x in col) for col in zip(cols, *table)]
     print("times in us (median); best = fastest fusedblas path; ratios > 1: "
-          "fusedblas faster")
+          "fusedblas faster" + ("; products: the same products alone in PyTorch "
+                                "(F.linear), the dense GEMM rate" if opt.engine else ""))
+    left = (0, 1, 2, len(cols) - 1)
     for line in [cols] + table:
-        print("  ".join(str(v).ljust(wd) if i in (0, 1, 2, 10) else str(v).rjust(wd)
+        print("  ".join(str(v).ljust(wd) if i in left else str(v).rjust(wd)
                         for i, (v, wd) in enumerate(zip(line, widths))).rstrip())
     if opt.csv:
         keys = sorted({k for r in rows for k in r})
