@@ -42,7 +42,7 @@ static const int64_t m_512[] = {512};
 static const int64_t m_8192[] = {8192};
 static const int64_t m_4096[] = {4096};
 
-/* DESIGN.md's workloads; "cpu-gemm" are the shapes of the CPU issue (#8).
+/* docs/DESIGN.md's workloads; "cpu-gemm" are the shapes of the CPU issue (#8).
  * Listed in the order they run, most telling first, so that a --budget cut
  * drops the least.
  * The decode and prefill widths are LLaMA-7B's; the seed is GeGLU BERT-size

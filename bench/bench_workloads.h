@@ -1,5 +1,5 @@
 /*
- * bench_workloads.h -- the workloads of DESIGN.md and the CPU issue, which
+ * bench_workloads.h -- the workloads of docs/DESIGN.md and the CPU issue, which
  * of them run where, and what each must compute and move at the least.
  */
 #ifndef FB_BENCH_WORKLOADS_H

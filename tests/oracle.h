@@ -1,6 +1,6 @@
 /*
  * oracle.h -- the naive double-precision reference every backend is
- * checked against (the first of DESIGN.md's three witnesses).
+ * checked against (the first of docs/DESIGN.md's three witnesses).
  *
  * Everything here works on double arrays that hold exactly the values the
  * library was given (16-bit inputs are widened exactly), laid out as the
@@ -23,7 +23,7 @@ static inline int64_t oracle_at(fb_layout layout, int64_t i, int64_t j,
     return layout == FB_ROW_MAJOR ? i * ld + j : i + j * ld;
 }
 
-/* The activation, by DESIGN.md's exact formula, in double:
+/* The activation, by docs/DESIGN.md's exact formula, in double:
  *   none x; relu max(x, 0) with NaN kept; gelu_tanh
  *   0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); gelu_erf 0.5x(1+erf(x/sqrt 2));
  *   silu x/(1+exp(-x)).

@@ -1,7 +1,7 @@
 /*
  * test_cpu_bf16.c -- bgemm_bias_act on the CPU's AVX512-BF16 kernel
  * (lib/cpu/cpu_bf16_gemm.c) against the double oracle, with the bf16
- * bound of DESIGN.md's fp32-accumulation CPU target, and the path that ran
+ * bound of docs/DESIGN.md's fp32-accumulation CPU target, and the path that ran
  * asserted for every case:
  *  - shapes around the 32 x 12 register block, the 256 x 192 blocks of C
  *    and the k chunks (up to 768); odd and even k; both layouts (bias along

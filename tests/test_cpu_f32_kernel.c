@@ -1,7 +1,7 @@
 /*
  * test_cpu_f32_kernel.c -- sgemm_bias_act on the CPU's AVX-512F fp32
  * kernel (lib/cpu/cpu_f32_gemm.c) against the double oracle, with
- * DESIGN.md's fp32 bound, and the path that ran asserted for every case
+ * docs/DESIGN.md's fp32 bound, and the path that ran asserted for every case
  * (so that a kernel silently not used fails here):
  *  - FUSEDBLAS_CPU_SGEMM=packed is set by the program: the kernel runs
  *    whichever OpenBLAS core is in use, and also for k <= 64 (where

@@ -1,7 +1,7 @@
 /*
  * test_cpu_small_k.c -- sgemm_bias_act on the CPU's small-k kernel
  * (lib/cpu/cpu_f32_small_k.c: op(B) read in place, the epilogue applied
- * to the register tile) against the double oracle with DESIGN.md's fp32
+ * to the register tile) against the double oracle with docs/DESIGN.md's fp32
  * bound, the path that ran asserted for every case:
  *  - FUSEDBLAS_CPU_SGEMM unset: the kernel is what auto picks for every
  *    k <= 512, whichever OpenBLAS core is in use;

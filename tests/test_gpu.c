@@ -1,6 +1,6 @@
 /*
  * test_gpu.c -- the GPU paths against the double oracle and against the
- * CPU backend (DESIGN.md's third witness).
+ * CPU backend (docs/DESIGN.md's third witness).
  *
  * Runs the same sweeps as test_gemm, test_mlp and test_badargs, with
  * operands in device memory, on FB_BACKEND_CUDA_LT, FB_BACKEND_CUDA_FUSED

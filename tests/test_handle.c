@@ -83,7 +83,7 @@ static void queries(void)
            "fb_version() is \"%s\", as the macros say",
            fb_version() ? fb_version() : "(null)");
 
-    /* The names FUSEDBLAS_BACKEND takes (DESIGN.md). */
+    /* The names FUSEDBLAS_BACKEND takes (docs/DESIGN.md). */
     static const char *names[5] = {"auto", "cpu", "cuda", "cuda-lt",
                                    "cuda-fused"};
     ok = 1;

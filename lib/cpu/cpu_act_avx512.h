@@ -3,7 +3,7 @@
  * for kernels that finish a register tile before storing it
  * (cpu_f32_small_k.c) instead of passing over C a second time.
  *
- * The formulas are cpu_epilogue.c's (DESIGN.md's definitions, evaluated in
+ * The formulas are cpu_epilogue.c's (docs/DESIGN.md's definitions, evaluated in
  * the same overflow-safe forms; see the comment there), with 2^n by
  * VSCALEFPS: exact down into the subnormals and saturating to 0 or Inf by
  * itself, where the portable code builds 2^n in two halves from integer

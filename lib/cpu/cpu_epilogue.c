@@ -2,7 +2,7 @@
  * cpu_epilogue.c -- the activations, written so that the compiler
  * vectorises them: no libm call per element, selects instead of branches.
  *
- * Formulas (DESIGN.md), and the identities used to evaluate them:
+ * Formulas (docs/DESIGN.md), and the identities used to evaluate them:
  *   gelu_tanh(x) = 0.5x(1 + tanh(u)), u = sqrt(2/pi)(x + 0.044715x^3)
  *                = x / (1 + exp(-2u))            [1 + tanh(u) = 2 sigmoid(2u)]
  *   silu(x)      = x / (1 + exp(-x))

@@ -3,7 +3,7 @@
  * own files.
  *
  * One context belongs to one fb_handle, and a handle is used by one thread
- * at a time (DESIGN.md); only the plan cache is also locked, since it is
+ * at a time (docs/DESIGN.md); only the plan cache is also locked, since it is
  * cheap to do and a cache is where sharing mistakes would hide.
  *
  * Ordering of reuse: every call that enqueues work records `done` on the

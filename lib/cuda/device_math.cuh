@@ -2,7 +2,7 @@
  * device_math.cuh -- the activations and storage-type conversions that the
  * module's own kernels apply, in device code.
  *
- * The formulas are DESIGN.md's, evaluated through the same identities as
+ * The formulas are docs/DESIGN.md's, evaluated through the same identities as
  * the CPU backend (lib/cpu/cpu_epilogue.c) so that every backend computes
  * the same function: fp32 arithmetic with CUDA's accurate expf and erfcf
  * (this module is never built with --use_fast_math), and NaN in gives NaN

@@ -248,7 +248,7 @@ __device__ __forceinline__ void prefetch_l2(const void *p, uint32_t bytes)
  * The tiny kernels apply one activation per hidden unit per row (m h of
  * them: 16.8 M for 65536 rows x 256): with the accurate tanhf/erff that is
  * as much issue time as the matrix products. For 16-bit storage they use
- * the overflow-safe sigmoid forms of DESIGN.md's formulas (the CPU
+ * the overflow-safe sigmoid forms of docs/DESIGN.md's formulas (the CPU
  * backend's identities, cpu_epilogue.c) with the hardware exp2 and
  * reciprocal: a few fp32 ulps, far under the bf16/fp16 rounding of H and
  * Y, and no cancellation for negative x (tanh.approx would lose 1 + tanh).

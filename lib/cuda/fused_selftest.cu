@@ -146,7 +146,7 @@ __global__ void fill_bytes_random_k(unsigned char *p, size_t n, uint64_t seed)
         p[i] = (unsigned char)mix64(seed + i);
 }
 
-/* The activations in double, DESIGN.md's formulas. */
+/* The activations in double, docs/DESIGN.md's formulas. */
 __device__ static double act_d(fb_activation a, double x)
 {
     switch (a) {

@@ -23,7 +23,7 @@
  *     0.94332: the epilogue evidently rounds the pre-activation to the
  *     output type before the GELU, a double rounding the contract forbids.
  * 2. Otherwise the rest of the epilogue is our kernel's (kernels.h): relu
- *    (cuBLASLt's RELU is max(x, 0), which turns NaN into 0; DESIGN.md
+ *    (cuBLASLt's RELU is max(x, 0), which turns NaN into 0; docs/DESIGN.md
  *    keeps NaN), gelu_erf and silu (no epilogue offers them), bias per
  *    column (a column-major call: cuBLASLt has no per-column bias, and
  *    swapping the operands would transpose the storage of C, not just its

@@ -19,7 +19,7 @@
  *      fb_lt_gemm and so with bd applied before the one rounding of Y (via
  *      the fp32 accumulator where cuBLASLt cannot take bd).
  * G and U are stored in the input type before the activation and the
- * product, which DESIGN.md allows for intermediates; Y is not
+ * product, which docs/DESIGN.md allows for intermediates; Y is not
  * double-rounded. When Wu directly follows Wg in memory (or Wg follows Wu)
  * -- one fused gate_up weight, as many checkpoints store it -- steps 1 and
  * 2 are one GEMM of twice the height, which reads X once and saves a
