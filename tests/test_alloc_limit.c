@@ -34,14 +34,22 @@
  * an hgemm, which reaches its panels on every CPU and whatever
  * FUSEDBLAS_CPU_SGEMM says.
  *
+ * Last, in a process started again with OMP_NUM_THREADS at four times the
+ * CPUs (libgomp reads it when it is loaded), a call asked for one thread
+ * under a limit with room for OpenBLAS's buffers for one thread per CPU:
+ * it must run, on one thread. OpenBLAS's OpenMP build, called outside an
+ * active parallel region, would start a team of OMP_NUM_THREADS threads
+ * of its own and map a buffer for each first, retrying forever.
+ *
  * AddressSanitizer reserves terabytes of shadow memory, so RLIMIT_AS
  * cannot be used under it: the program skips there. Under valgrind
  * (recognised by its preload library) it skips too: valgrind's own memory
  * counts against the limit, and the cases' GEMMs would take minutes.
  */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE /* CPU_COUNT */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +58,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
+#include "tap_child.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FB_TEST_ASAN 1
@@ -60,6 +69,10 @@
 #endif
 
 #define MARGIN ((size_t)40 << 20)
+/* What OpenBLAS 0.3 maps per thread at its first call, and the malloc
+ * arena (64 MiB of address space) a thread's first malloc may take. */
+#define BLAS_BUFFER ((size_t)128 * 1024 * 1024 + 4096)
+#define THREAD_ARENA ((size_t)64 << 20)
 #define TIMEOUT_S 60
 #define PATTERN 0x5a
 
@@ -134,6 +147,17 @@ static const lcase cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
+/* The cases of phase omp-wide (OMP_NUM_THREADS at four times the CPUs):
+ * OpenBLAS's first call, from gemm_bias_act and from the MLP (more than
+ * 32 rows: not the decode kernel, which takes any dtype). */
+static const lcase wide_cases[] = {
+    {"sgemm 256 x 256 x 256, FUSEDBLAS_CPU_SGEMM=openblas", 0, FB_DTYPE_F32,
+     256, 256, 256, 0, "openblas", 0, NULL, OPENBLAS_PATH},
+    {"fp32 mlp 64 x 512 -> 512 -> 64, FUSEDBLAS_CPU_SGEMM=openblas", 1,
+     FB_DTYPE_F32, 64, 64, 512, 512, "openblas", 0, NULL, OPENBLAS_PATH},
+};
+#define N_WIDE ((int)(sizeof wide_cases / sizeof wide_cases[0]))
+
 /* The process's mapped size, as RLIMIT_AS counts it. */
 static size_t mapped_bytes(void)
 {
@@ -176,15 +200,15 @@ static int all_zero(const void *v, size_t bytes)
     return 1;
 }
 
-/* The soft limit only, never above a hard limit already there; *old
- * receives the limit as it was. */
-static int set_limit(struct rlimit *old)
+/* The soft limit only (mapped + margin), never above a hard limit
+ * already there; *old receives the limit as it was. */
+static int set_limit(size_t margin, struct rlimit *old)
 {
     struct rlimit r;
     if (getrlimit(RLIMIT_AS, &r) != 0)
         return -1;
     *old = r;
-    const rlim_t lim = (rlim_t)(mapped_bytes() + MARGIN);
+    const rlim_t lim = (rlim_t)(mapped_bytes() + margin);
     r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < lim ? r.rlim_max
                                                                  : lim;
     return setrlimit(RLIMIT_AS, &r);
@@ -248,7 +272,7 @@ static void warm_openblas(char *path, size_t len)
 }
 
 /* The child's work: everything but the call before the limit. */
-static void run_case(const lcase *c, outcome *o)
+static void run_case(const lcase *c, size_t margin, outcome *o)
 {
     /* Before the library's first call, which reads the environment. */
     if (c->sgemm != NULL)
@@ -277,7 +301,7 @@ static void run_case(const lcase *c, outcome *o)
     void *out = zeros(out_bytes);
     memset(out, PATTERN, out_bytes);
     struct rlimit before;
-    if (set_limit(&before) != 0)
+    if (set_limit(margin, &before) != 0)
         _exit(7);
     const fb_status st = call(h, c, c->m, c->n, c->k, c->h, &in, out);
     o->status = (int)st;
@@ -308,7 +332,8 @@ static int starts_with(const char *s, const char *prefix)
 
 /* Fork, run case w in the child, and wait for its answer. Returns 1 with
  * *o filled if it answered, else 0 with why. */
-static int in_child(const lcase *c, outcome *o, char *why, size_t len)
+static int in_child(const lcase *c, size_t margin, outcome *o, char *why,
+                    size_t len)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -321,7 +346,7 @@ static int in_child(const lcase *c, outcome *o, char *why, size_t len)
         close(fds[0]);
         outcome mine;
         memset(&mine, 0, sizeof mine);
-        run_case(c, &mine);
+        run_case(c, margin, &mine);
         const ssize_t put = write(fds[1], &mine, sizeof mine);
         _exit(put == (ssize_t)sizeof mine ? 0 : 8);
     }
@@ -358,70 +383,116 @@ static int under_valgrind(void)
     return p != NULL && strstr(p, "vgpreload") != NULL;
 }
 
-int main(void)
+/* Case c in a child, under a limit of mapped + margin (room: that margin
+ * in words), and its test point. fits: the margin leaves room for what
+ * the call needs, and it must succeed. */
+static void run_and_check(const lcase *c, size_t margin, const char *room,
+                          int fits)
 {
+    outcome o;
+    char why[160];
+    tcheck chk;
+    tcheck_init(&chk);
+    const int answered = in_child(c, margin, &o, why, sizeof why);
+    /* The path the call takes here, once the limit is lifted. */
+    const int ran_ok =
+        answered && o.rerun && o.rerun_status == (int)FB_STATUS_SUCCESS;
+    const int on_kernel = ran_ok && c->kernel != NULL &&
+                          starts_with(o.rerun_path, c->kernel);
+    /* Warm cases: the kernel fails cleanly where it runs, OpenBLAS
+     * does the call where it does not. */
+    const fb_status want = fits || (c->warm && !on_kernel)
+                               ? FB_STATUS_SUCCESS
+                               : FB_STATUS_ALLOC_FAILED;
+    if (!answered) {
+        tcheck_fail(&chk, "%s", why);
+    } else {
+        if (c->warm && !starts_with(o.warm_path, OPENBLAS_PATH))
+            tcheck_fail(&chk, "the warming hgemm ran %s, not OpenBLAS",
+                        o.warm_path);
+        if (o.rerun && !ran_ok)
+            tcheck_fail(&chk, "the same call with the limit lifted "
+                        "failed: %s", o.rerun_path);
+        if (ran_ok && c->path != NULL &&
+            !starts_with(o.rerun_path, c->path))
+            tcheck_fail(&chk, "the call runs %s here, not %s...",
+                        o.rerun_path, c->path);
+        if (o.status != (int)want)
+            tcheck_fail(&chk, "status %s (%s), expected %s",
+                        fb_status_string((fb_status)o.status),
+                        o.message[0] ? o.message : o.path,
+                        fb_status_string(want));
+        if (want != FB_STATUS_SUCCESS && !o.untouched)
+            tcheck_fail(&chk, "the output was written");
+        if (want == FB_STATUS_SUCCESS && o.status == (int)want &&
+            !o.zero)
+            tcheck_fail(&chk, "the output is not 0 (path %s)", o.path);
+    }
+    char kind[200] = "";
+    if (c->kernel != NULL)
+        snprintf(kind, sizeof kind, " (%s %s here)", c->kernel,
+                 on_kernel ? "runs" : "does not run");
+    else if (c->path != NULL)
+        snprintf(kind, sizeof kind, " (on %s...)", c->path);
+    tap_check(&chk, "RLIMIT_AS = mapped + %s%s: %s -> %s%s%s", room,
+              c->warm ? ", OpenBLAS warm" : ", OpenBLAS not yet run",
+              c->what, fb_status_string(want),
+              want == FB_STATUS_SUCCESS ? ", right" : ", output untouched",
+              kind);
+    if (ran_ok)
+        tap_diag("  the call, the limit lifted, runs %s", o.rerun_path);
+    if (answered && o.status == (int)want && o.message[0])
+        tap_diag("  %s", o.message);
+}
+
+/* Phase omp-wide: room for OpenBLAS's buffers for one thread per CPU
+ * (what the library makes sure of before OpenBLAS's first call) and a
+ * malloc arena for each, and 40 MB more; OMP_NUM_THREADS asks for four
+ * times as many threads. */
+static void omp_wide(void)
+{
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                            : 1;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > cpus)
+        cpus = online;
+    char room[96];
+    snprintf(room, sizeof room, "%ld x 192 MiB + 40 MB, OMP_NUM_THREADS=%s",
+             cpus, getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS")
+                                             : "?");
+    for (int i = 0; i < N_WIDE; i++)
+        run_and_check(&wide_cases[i],
+                      (size_t)cpus * (BLAS_BUFFER + THREAD_ARENA) + MARGIN,
+                      room, 1);
+}
+
+int main(int argc, char **argv)
+{
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_alloc_limit");
 #if defined(FB_TEST_ASAN)
     tap_skip_all("AddressSanitizer's shadow memory rules out RLIMIT_AS");
 #endif
     if (under_valgrind())
         tap_skip_all("valgrind's own memory counts against RLIMIT_AS");
-    for (int i = 0; i < N_CASES; i++) {
-        const lcase *c = &cases[i];
-        outcome o;
-        char why[160];
-        tcheck chk;
-        tcheck_init(&chk);
-        const int answered = in_child(c, &o, why, sizeof why);
-        /* The path the call takes here, once the limit is lifted. */
-        const int ran_ok =
-            answered && o.rerun && o.rerun_status == (int)FB_STATUS_SUCCESS;
-        const int on_kernel = ran_ok && c->kernel != NULL &&
-                              starts_with(o.rerun_path, c->kernel);
-        /* Warm cases: the kernel fails cleanly where it runs, OpenBLAS
-         * does the call where it does not. */
-        const fb_status want = c->warm && !on_kernel
-                                   ? FB_STATUS_SUCCESS
-                                   : FB_STATUS_ALLOC_FAILED;
-        if (!answered) {
-            tcheck_fail(&chk, "%s", why);
-        } else {
-            if (c->warm && !starts_with(o.warm_path, OPENBLAS_PATH))
-                tcheck_fail(&chk, "the warming hgemm ran %s, not OpenBLAS",
-                            o.warm_path);
-            if (o.rerun && !ran_ok)
-                tcheck_fail(&chk, "the same call with the limit lifted "
-                            "failed: %s", o.rerun_path);
-            if (ran_ok && c->path != NULL &&
-                !starts_with(o.rerun_path, c->path))
-                tcheck_fail(&chk, "the call runs %s here, not %s...",
-                            o.rerun_path, c->path);
-            if (o.status != (int)want)
-                tcheck_fail(&chk, "status %s (%s), expected %s",
-                            fb_status_string((fb_status)o.status),
-                            o.message[0] ? o.message : o.path,
-                            fb_status_string(want));
-            if (want != FB_STATUS_SUCCESS && !o.untouched)
-                tcheck_fail(&chk, "the output was written");
-            if (want == FB_STATUS_SUCCESS && o.status == (int)want &&
-                !o.zero)
-                tcheck_fail(&chk, "the output is not 0 (path %s)", o.path);
-        }
-        char kind[200] = "";
-        if (c->kernel != NULL)
-            snprintf(kind, sizeof kind, " (%s %s here)", c->kernel,
-                     on_kernel ? "runs" : "does not run");
-        else if (c->path != NULL)
-            snprintf(kind, sizeof kind, " (on %s...)", c->path);
-        tap_check(&chk, "RLIMIT_AS = mapped + 40 MB%s: %s -> %s%s%s",
-                  c->warm ? ", OpenBLAS warm" : ", OpenBLAS not yet run",
-                  c->what, fb_status_string(want),
-                  want == FB_STATUS_SUCCESS ? ", right" : ", output untouched",
-                  kind);
-        if (ran_ok)
-            tap_diag("  the call, the limit lifted, runs %s", o.rerun_path);
-        if (answered && o.status == (int)want && o.message[0])
-            tap_diag("  %s", o.message);
+    if (phase != NULL) {
+        if (!tap_in_phase("omp-wide"))
+            tap_bail("unknown phase %s", phase);
+        omp_wide();
+        return tap_end();
     }
+    for (int i = 0; i < N_CASES; i++)
+        run_and_check(&cases[i], MARGIN, "40 MB", 0);
+    /* libgomp reads OMP_NUM_THREADS when it is loaded: a new process. */
+    cpu_set_t set;
+    const int cpus = sched_getaffinity(0, sizeof set, &set) == 0
+                         ? CPU_COUNT(&set)
+                         : 1;
+    char wide[48];
+    snprintf(wide, sizeof wide, "OMP_NUM_THREADS=%d",
+             4 * (cpus > 2 ? cpus : 2));
+    const char *env[] = {wide, "OMP_THREAD_LIMIT", "OMP_DYNAMIC", NULL};
+    tap_rerun("omp-wide", env, 2 * TIMEOUT_S + 30);
     return tap_end();
 }
