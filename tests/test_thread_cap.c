@@ -18,11 +18,10 @@
  *
  * What the cap governs is the OpenMP team the library asks for, not the
  * process's threads: a pthreads OpenBLAS starts its own pool (a thread
- * per CPU) when it is loaded, before main, and an OpenMP OpenBLAS called
- * outside an active parallel region starts its own team. So the threads
- * are counted after the same calls made on one thread (which start
- * whatever OpenBLAS starts), and the capped calls may add at most the
- * team's other threads, CPUs - 1; uncapped, libgomp would add 999. The
+ * per CPU) when it is loaded, before main. So the threads are counted
+ * after the same calls made on one thread (which would start whatever
+ * else OpenBLAS starts of its own), and the capped calls may add at most
+ * the team's other threads, CPUs - 1; uncapped, libgomp would add 999. The
  * count the library chose is also read from each call's path
  * ("threads=N"): at most the CPUs, and 1 on OpenBLAS's panels when
  * OpenBLAS is not its OpenMP build (fb_cpu_arrangement).
@@ -173,10 +172,10 @@ static int threads_now(void)
 }
 
 /* Threads of this process once those on their way out have gone: the
- * fewest seen over 100 ms. An OpenMP team nested in an inactive region
- * (an OpenMP OpenBLAS called on one of our threads) ends its threads
- * after the region, and the caller may count before they have gone;
- * threads that stay (a team's, OpenBLAS's pool) are there throughout. */
+ * fewest seen over 100 ms. A thread that ends (an OpenMP team nested in
+ * another region ends its threads after it) may still be listed just
+ * after; threads that stay (a team's, OpenBLAS's pool) are there
+ * throughout. */
 static int threads_settled(void)
 {
     int fewest = threads_now();
