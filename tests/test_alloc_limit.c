@@ -18,19 +18,38 @@
  * thread and retries forever if it cannot: the library must see that
  * coming and fail too. Then the same with OpenBLAS already run (its
  * buffers held): a call that needs nothing new runs, and a kernel whose
- * workspace does not fit fails where that kernel runs (a small call of
- * the kind, before the limit, says whether it does), rather than going on
- * to OpenBLAS. The handle runs one thread, so that no thread is made
+ * workspace does not fit fails where that kernel runs, rather than going
+ * on to OpenBLAS. The handle runs one thread, so that no thread is made
  * under the limit.
+ *
+ * Which path a call takes depends on the CPU (our AVX-512 kernels, or
+ * OpenBLAS) and on FUSEDBLAS_CPU_SGEMM, which the library reads once, at
+ * its first call: the child sets it (or unsets it) before that. Where a
+ * case's outcome depends on the path, the child lifts the limit after the
+ * call and makes the same call again: the path that one ran is the path
+ * the call takes here, and decides what the limited call should have
+ * done. A case that means a path (OpenBLAS, for FUSEDBLAS_CPU_SGEMM=
+ * openblas) asserts it, so that a case that no longer reaches what it is
+ * about fails rather than passes on another path. OpenBLAS is warmed by
+ * an hgemm, which reaches its panels on every CPU and whatever
+ * FUSEDBLAS_CPU_SGEMM says.
+ *
+ * Last, in a process started again with OMP_NUM_THREADS at four times the
+ * CPUs (libgomp reads it when it is loaded), a call asked for one thread
+ * under a limit with room for OpenBLAS's buffers for one thread per CPU:
+ * it must run, on one thread. OpenBLAS's OpenMP build, called outside an
+ * active parallel region, would start a team of OMP_NUM_THREADS threads
+ * of its own and map a buffer for each first, retrying forever.
  *
  * AddressSanitizer reserves terabytes of shadow memory, so RLIMIT_AS
  * cannot be used under it: the program skips there. Under valgrind
  * (recognised by its preload library) it skips too: valgrind's own memory
  * counts against the limit, and the cases' GEMMs would take minutes.
  */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE /* CPU_COUNT */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +58,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
+#include "tap_child.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FB_TEST_ASAN 1
@@ -49,6 +69,10 @@
 #endif
 
 #define MARGIN ((size_t)40 << 20)
+/* What OpenBLAS 0.3 maps per thread at its first call, and the malloc
+ * arena (64 MiB of address space) a thread's first malloc may take. */
+#define BLAS_BUFFER ((size_t)128 * 1024 * 1024 + 4096)
+#define THREAD_ARENA ((size_t)64 << 20)
 #define TIMEOUT_S 60
 #define PATTERN 0x5a
 
@@ -57,11 +81,12 @@ typedef struct outcome {
     int status;
     int untouched;    /* every byte of the output as it was */
     int zero;         /* every element of the output 0 (inputs are 0) */
-    int kernel;       /* warm cases: a small call of the kind ran on the
-                         kernel named */
+    int rerun;        /* the same call was made with the limit lifted */
+    int rerun_status; /* its status */
     char message[200];
     char path[120];
-    char small_path[120];
+    char rerun_path[120]; /* the path it ran: the call's path here */
+    char warm_path[120];  /* warm cases: the warming call's path */
 } outcome;
 
 /* One call under the limit. */
@@ -71,47 +96,67 @@ typedef struct lcase {
     fb_dtype dtype;
     int64_t m, n, k, h;       /* gemm column-major NN m x n x k; mlp m, k,
                                  h, n */
-    const char *sgemm;        /* FUSEDBLAS_CPU_SGEMM for the call, or NULL */
+    const char *sgemm;        /* FUSEDBLAS_CPU_SGEMM for the process, or
+                                 NULL: unset */
     int warm;                 /* OpenBLAS has run before the limit */
     const char *kernel;       /* warm: the kernel family whose workspace
                                  does not fit; NULL: none is meant */
+    const char *path;         /* the path the call must take on every CPU
+                                 (a prefix), or NULL */
 } lcase;
+
+/* The path prefix of every call on OpenBLAS ("cpu/openblas-openmp/" or
+ * "cpu/openblas-own-threads(...)/", as its build is). */
+#define OPENBLAS_PATH "cpu/openblas-"
 
 static const lcase cases[] = {
     /* A process that has not called OpenBLAS: whatever path the call
      * takes (our kernel, or OpenBLAS where this CPU lacks it), it fails
      * cleanly. The first is the report's. */
     {"fp32 mlp 2000 x 4096 -> 4096 -> 64", 1, FB_DTYPE_F32, 2000, 64, 4096,
-     4096, NULL, 0, NULL},
+     4096, NULL, 0, NULL, NULL},
     {"bf16 mlp 2000 x 4096 -> 4096 -> 64", 1, FB_DTYPE_BF16, 2000, 64, 4096,
-     4096, NULL, 0, NULL},
+     4096, NULL, 0, NULL, NULL},
     {"sgemm 512 x 512 x 24576, FUSEDBLAS_CPU_SGEMM=packed", 0, FB_DTYPE_F32,
-     512, 512, 24576, 0, "packed", 0, NULL},
+     512, 512, 24576, 0, "packed", 0, NULL, NULL},
     {"sgemm 40000 x 16 x 512 (small k)", 0, FB_DTYPE_F32, 40000, 16, 512, 0,
-     NULL, 0, NULL},
+     NULL, 0, NULL, NULL},
     {"bgemm 4096 x 64 x 6144", 0, FB_DTYPE_BF16, 4096, 64, 6144, 0, NULL, 0,
-     NULL},
+     NULL, NULL},
+    /* FUSEDBLAS_CPU_SGEMM=openblas keeps fp32 off our kernels, small-k
+     * and packed alike: OpenBLAS's first call, on every CPU. */
     {"sgemm 256 x 256 x 256, FUSEDBLAS_CPU_SGEMM=openblas", 0, FB_DTYPE_F32,
-     256, 256, 256, 0, "openblas", 0, NULL},
+     256, 256, 256, 0, "openblas", 0, NULL, OPENBLAS_PATH},
     /* OpenBLAS has its buffers: a call that needs nothing new runs. */
     {"sgemm 256 x 256 x 256, FUSEDBLAS_CPU_SGEMM=openblas", 0, FB_DTYPE_F32,
-     256, 256, 256, 0, "openblas", 1, NULL},
+     256, 256, 256, 0, "openblas", 1, NULL, OPENBLAS_PATH},
     /* OpenBLAS has its buffers, and our kernel's workspace does not fit:
      * where the kernel runs the call fails, and does not go on to
      * OpenBLAS (which would succeed); where it does not run, OpenBLAS
      * does the call. */
     {"fp32 mlp 40 x 4096 -> 4096 -> 64", 1, FB_DTYPE_F32, 40, 64, 4096,
-     4096, NULL, 1, "cpu/f32-avx512/"},
+     4096, NULL, 1, "cpu/f32-avx512/", NULL},
     {"bf16 mlp 40 x 4096 -> 4096 -> 64", 1, FB_DTYPE_BF16, 40, 64, 4096,
-     4096, NULL, 1, "cpu/bf16-avx512bf16/"},
+     4096, NULL, 1, "cpu/bf16-avx512bf16/", NULL},
     {"sgemm 512 x 512 x 24576, FUSEDBLAS_CPU_SGEMM=packed", 0, FB_DTYPE_F32,
-     512, 512, 24576, 0, "packed", 1, "cpu/f32-avx512/"},
+     512, 512, 24576, 0, "packed", 1, "cpu/f32-avx512/", NULL},
     {"sgemm 40000 x 16 x 512 (small k)", 0, FB_DTYPE_F32, 40000, 16, 512, 0,
-     NULL, 1, "cpu/f32-small-k/"},
+     NULL, 1, "cpu/f32-small-k/", NULL},
     {"bgemm 4096 x 64 x 6144", 0, FB_DTYPE_BF16, 4096, 64, 6144, 0, NULL, 1,
-     "cpu/bf16-avx512bf16/"},
+     "cpu/bf16-avx512bf16/", NULL},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The cases of phase omp-wide (OMP_NUM_THREADS at four times the CPUs):
+ * OpenBLAS's first call, from gemm_bias_act and from the MLP (more than
+ * 32 rows: not the decode kernel, which takes any dtype). */
+static const lcase wide_cases[] = {
+    {"sgemm 256 x 256 x 256, FUSEDBLAS_CPU_SGEMM=openblas", 0, FB_DTYPE_F32,
+     256, 256, 256, 0, "openblas", 0, NULL, OPENBLAS_PATH},
+    {"fp32 mlp 64 x 512 -> 512 -> 64, FUSEDBLAS_CPU_SGEMM=openblas", 1,
+     FB_DTYPE_F32, 64, 64, 512, 512, "openblas", 0, NULL, OPENBLAS_PATH},
+};
+#define N_WIDE ((int)(sizeof wide_cases / sizeof wide_cases[0]))
 
 /* The process's mapped size, as RLIMIT_AS counts it. */
 static size_t mapped_bytes(void)
@@ -155,13 +200,15 @@ static int all_zero(const void *v, size_t bytes)
     return 1;
 }
 
-/* The soft limit only, never above a hard limit already there. */
-static int set_limit(void)
+/* The soft limit only (mapped + margin), never above a hard limit
+ * already there; *old receives the limit as it was. */
+static int set_limit(size_t margin, struct rlimit *old)
 {
     struct rlimit r;
     if (getrlimit(RLIMIT_AS, &r) != 0)
         return -1;
-    const rlim_t lim = (rlim_t)(mapped_bytes() + MARGIN);
+    *old = r;
+    const rlim_t lim = (rlim_t)(mapped_bytes() + margin);
     r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < lim ? r.rlim_max
                                                                  : lim;
     return setrlimit(RLIMIT_AS, &r);
@@ -199,9 +246,39 @@ static fb_status call(fb_handle hd, const lcase *c, int64_t m, int64_t n,
                           FB_ACT_NONE);
 }
 
-/* The child's work: everything but the call before the limit. */
-static void run_case(const lcase *c, outcome *o)
+/* OpenBLAS run on this thread before the limit, with its buffers then
+ * held: an hgemm, on a handle of its own (its workspace goes with it),
+ * large enough that OpenBLAS runs it on all its threads. fp16 has no
+ * kernel of ours in this form (column-major NN is not the decode form),
+ * so it reaches OpenBLAS's panels on every CPU. Its path into path. */
+static void warm_openblas(char *path, size_t len)
 {
+    enum { W = 1024 };
+    fb_handle h = NULL;
+    if (fb_create(&h) != FB_STATUS_SUCCESS ||
+        fb_set_backend(h, FB_BACKEND_CPU) != FB_STATUS_SUCCESS ||
+        fb_set_threads(h, 1) != FB_STATUS_SUCCESS)
+        _exit(6);
+    fb_half *a = zeros((size_t)W * W * sizeof *a);
+    fb_half *b = zeros((size_t)W * W * sizeof *b);
+    fb_half *out = zeros((size_t)W * W * sizeof *out);
+    if (hgemm_bias_act(h, FB_COL_MAJOR, FB_NO_TRANS, FB_NO_TRANS, W, W, W,
+                       1.0f, a, W, b, W, 0.0f, out, W, NULL, FB_ACT_NONE) !=
+        FB_STATUS_SUCCESS)
+        _exit(6);
+    snprintf(path, len, "%s", fb_handle_last_path(h));
+    free(a), free(b), free(out);
+    fb_destroy(h);
+}
+
+/* The child's work: everything but the call before the limit. */
+static void run_case(const lcase *c, size_t margin, outcome *o)
+{
+    /* Before the library's first call, which reads the environment. */
+    if (c->sgemm != NULL)
+        setenv("FUSEDBLAS_CPU_SGEMM", c->sgemm, 1);
+    else
+        unsetenv("FUSEDBLAS_CPU_SGEMM");
     fb_handle h = NULL;
     if (fb_create(&h) != FB_STATUS_SUCCESS ||
         fb_set_backend(h, FB_BACKEND_CPU) != FB_STATUS_SUCCESS ||
@@ -214,38 +291,8 @@ static void run_case(const lcase *c, outcome *o)
                        1.0f, NULL, 2, NULL, 1, 0.0f, c0, 2, NULL,
                        FB_ACT_NONE) != FB_STATUS_SUCCESS)
         _exit(5);
-    if (c->warm) {
-        /* A GEMM large enough that OpenBLAS runs it on all its threads,
-         * each of which then holds its buffer. */
-        const lcase warm = {"", 0, FB_DTYPE_F32, 1024, 1024, 1024, 0,
-                            "openblas", 0, NULL};
-        inputs in;
-        inputs_make(&warm, 1024, 1024, 1024, 0, &in);
-        void *out = zeros((size_t)1024 * 1024 * 4);
-        setenv("FUSEDBLAS_CPU_SGEMM", "openblas", 1);
-        if (call(h, &warm, 1024, 1024, 1024, 0, &in, out) !=
-            FB_STATUS_SUCCESS)
-            _exit(6);
-        unsetenv("FUSEDBLAS_CPU_SGEMM");
-        free(in.a), free(in.b), free(out);
-    }
-    if (c->sgemm != NULL)
-        setenv("FUSEDBLAS_CPU_SGEMM", c->sgemm, 1);
-    if (c->kernel != NULL) {
-        /* Does the kernel run calls of this kind here? A small one says. */
-        const int64_t sm = c->mlp ? 40 : 64, sn = c->mlp ? 8 : 16;
-        const int64_t sk = c->mlp && c->dtype == FB_DTYPE_F32 ? 600 : 64;
-        inputs in;
-        inputs_make(c, sm, sn, sk, 8, &in);
-        void *out = zeros((size_t)(sm * sn) * 4);
-        if (call(h, c, sm, sn, sk, 8, &in, out) != FB_STATUS_SUCCESS)
-            _exit(9);
-        snprintf(o->small_path, sizeof o->small_path, "%s",
-                 fb_handle_last_path(h));
-        o->kernel = strncmp(o->small_path, c->kernel,
-                            strlen(c->kernel)) == 0;
-        free(in.a), free(in.b), free(in.u), free(in.d), free(out);
-    }
+    if (c->warm)
+        warm_openblas(o->warm_path, sizeof o->warm_path);
 
     inputs in;
     inputs_make(c, c->m, c->n, c->k, c->h, &in);
@@ -253,7 +300,8 @@ static void run_case(const lcase *c, outcome *o)
     const size_t out_bytes = (size_t)(c->m * c->n) * es;
     void *out = zeros(out_bytes);
     memset(out, PATTERN, out_bytes);
-    if (set_limit() != 0)
+    struct rlimit before;
+    if (set_limit(margin, &before) != 0)
         _exit(7);
     const fb_status st = call(h, c, c->m, c->n, c->k, c->h, &in, out);
     o->status = (int)st;
@@ -261,13 +309,31 @@ static void run_case(const lcase *c, outcome *o)
     o->zero = all_zero(out, out_bytes);
     snprintf(o->message, sizeof o->message, "%s", fb_handle_last_message(h));
     snprintf(o->path, sizeof o->path, "%s", fb_handle_last_path(h));
+    /* Where the outcome depends on the path: the same call, the limit
+     * lifted, says which path it takes here. */
+    if (c->kernel != NULL || c->path != NULL) {
+        if (setrlimit(RLIMIT_AS, &before) != 0)
+            _exit(7);
+        o->rerun = 1;
+        o->rerun_status = (int)call(h, c, c->m, c->n, c->k, c->h, &in, out);
+        snprintf(o->rerun_path, sizeof o->rerun_path, "%s",
+                 o->rerun_status == (int)FB_STATUS_SUCCESS
+                     ? fb_handle_last_path(h)
+                     : fb_handle_last_message(h));
+    }
     free(in.a), free(in.b), free(in.u), free(in.d), free(out);
     fb_destroy(h);
 }
 
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
 /* Fork, run case w in the child, and wait for its answer. Returns 1 with
  * *o filled if it answered, else 0 with why. */
-static int in_child(const lcase *c, outcome *o, char *why, size_t len)
+static int in_child(const lcase *c, size_t margin, outcome *o, char *why,
+                    size_t len)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -280,7 +346,7 @@ static int in_child(const lcase *c, outcome *o, char *why, size_t len)
         close(fds[0]);
         outcome mine;
         memset(&mine, 0, sizeof mine);
-        run_case(c, &mine);
+        run_case(c, margin, &mine);
         const ssize_t put = write(fds[1], &mine, sizeof mine);
         _exit(put == (ssize_t)sizeof mine ? 0 : 8);
     }
@@ -317,52 +383,116 @@ static int under_valgrind(void)
     return p != NULL && strstr(p, "vgpreload") != NULL;
 }
 
-int main(void)
+/* Case c in a child, under a limit of mapped + margin (room: that margin
+ * in words), and its test point. fits: the margin leaves room for what
+ * the call needs, and it must succeed. */
+static void run_and_check(const lcase *c, size_t margin, const char *room,
+                          int fits)
 {
+    outcome o;
+    char why[160];
+    tcheck chk;
+    tcheck_init(&chk);
+    const int answered = in_child(c, margin, &o, why, sizeof why);
+    /* The path the call takes here, once the limit is lifted. */
+    const int ran_ok =
+        answered && o.rerun && o.rerun_status == (int)FB_STATUS_SUCCESS;
+    const int on_kernel = ran_ok && c->kernel != NULL &&
+                          starts_with(o.rerun_path, c->kernel);
+    /* Warm cases: the kernel fails cleanly where it runs, OpenBLAS
+     * does the call where it does not. */
+    const fb_status want = fits || (c->warm && !on_kernel)
+                               ? FB_STATUS_SUCCESS
+                               : FB_STATUS_ALLOC_FAILED;
+    if (!answered) {
+        tcheck_fail(&chk, "%s", why);
+    } else {
+        if (c->warm && !starts_with(o.warm_path, OPENBLAS_PATH))
+            tcheck_fail(&chk, "the warming hgemm ran %s, not OpenBLAS",
+                        o.warm_path);
+        if (o.rerun && !ran_ok)
+            tcheck_fail(&chk, "the same call with the limit lifted "
+                        "failed: %s", o.rerun_path);
+        if (ran_ok && c->path != NULL &&
+            !starts_with(o.rerun_path, c->path))
+            tcheck_fail(&chk, "the call runs %s here, not %s...",
+                        o.rerun_path, c->path);
+        if (o.status != (int)want)
+            tcheck_fail(&chk, "status %s (%s), expected %s",
+                        fb_status_string((fb_status)o.status),
+                        o.message[0] ? o.message : o.path,
+                        fb_status_string(want));
+        if (want != FB_STATUS_SUCCESS && !o.untouched)
+            tcheck_fail(&chk, "the output was written");
+        if (want == FB_STATUS_SUCCESS && o.status == (int)want &&
+            !o.zero)
+            tcheck_fail(&chk, "the output is not 0 (path %s)", o.path);
+    }
+    char kind[200] = "";
+    if (c->kernel != NULL)
+        snprintf(kind, sizeof kind, " (%s %s here)", c->kernel,
+                 on_kernel ? "runs" : "does not run");
+    else if (c->path != NULL)
+        snprintf(kind, sizeof kind, " (on %s...)", c->path);
+    tap_check(&chk, "RLIMIT_AS = mapped + %s%s: %s -> %s%s%s", room,
+              c->warm ? ", OpenBLAS warm" : ", OpenBLAS not yet run",
+              c->what, fb_status_string(want),
+              want == FB_STATUS_SUCCESS ? ", right" : ", output untouched",
+              kind);
+    if (ran_ok)
+        tap_diag("  the call, the limit lifted, runs %s", o.rerun_path);
+    if (answered && o.status == (int)want && o.message[0])
+        tap_diag("  %s", o.message);
+}
+
+/* Phase omp-wide: room for OpenBLAS's buffers for one thread per CPU
+ * (what the library makes sure of before OpenBLAS's first call) and a
+ * malloc arena for each, and 40 MB more; OMP_NUM_THREADS asks for four
+ * times as many threads. */
+static void omp_wide(void)
+{
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                            : 1;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > cpus)
+        cpus = online;
+    char room[96];
+    snprintf(room, sizeof room, "%ld x 192 MiB + 40 MB, OMP_NUM_THREADS=%s",
+             cpus, getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS")
+                                             : "?");
+    for (int i = 0; i < N_WIDE; i++)
+        run_and_check(&wide_cases[i],
+                      (size_t)cpus * (BLAS_BUFFER + THREAD_ARENA) + MARGIN,
+                      room, 1);
+}
+
+int main(int argc, char **argv)
+{
+    const char *phase = tap_child_init(argc, argv);
     tap_begin("test_alloc_limit");
 #if defined(FB_TEST_ASAN)
     tap_skip_all("AddressSanitizer's shadow memory rules out RLIMIT_AS");
 #endif
     if (under_valgrind())
         tap_skip_all("valgrind's own memory counts against RLIMIT_AS");
-    for (int i = 0; i < N_CASES; i++) {
-        const lcase *c = &cases[i];
-        outcome o;
-        char why[160];
-        tcheck chk;
-        tcheck_init(&chk);
-        const int answered = in_child(c, &o, why, sizeof why);
-        /* Warm cases: the kernel fails cleanly where it runs, OpenBLAS
-         * does the call where it does not. */
-        const fb_status want = c->warm && (c->kernel == NULL || !o.kernel)
-                                   ? FB_STATUS_SUCCESS
-                                   : FB_STATUS_ALLOC_FAILED;
-        if (!answered) {
-            tcheck_fail(&chk, "%s", why);
-        } else {
-            if (o.status != (int)want)
-                tcheck_fail(&chk, "status %s (%s), expected %s",
-                            fb_status_string((fb_status)o.status),
-                            o.message[0] ? o.message : o.path,
-                            fb_status_string(want));
-            if (want != FB_STATUS_SUCCESS && !o.untouched)
-                tcheck_fail(&chk, "the output was written");
-            if (want == FB_STATUS_SUCCESS && o.status == (int)want &&
-                !o.zero)
-                tcheck_fail(&chk, "the output is not 0 (path %s)", o.path);
-        }
-        char kind[200] = "";
-        if (c->kernel != NULL)
-            snprintf(kind, sizeof kind, " (%s %s here: a small call ran %s)",
-                     c->kernel, answered && o.kernel ? "runs" : "does not run",
-                     answered ? o.small_path : "?");
-        tap_check(&chk, "RLIMIT_AS = mapped + 40 MB%s: %s -> %s%s%s",
-                  c->warm ? ", OpenBLAS warm" : ", OpenBLAS not yet run",
-                  c->what, fb_status_string(want),
-                  want == FB_STATUS_SUCCESS ? ", right" : ", output untouched",
-                  kind);
-        if (answered && o.status == (int)want && o.message[0])
-            tap_diag("  %s", o.message);
+    if (phase != NULL) {
+        if (!tap_in_phase("omp-wide"))
+            tap_bail("unknown phase %s", phase);
+        omp_wide();
+        return tap_end();
     }
+    for (int i = 0; i < N_CASES; i++)
+        run_and_check(&cases[i], MARGIN, "40 MB", 0);
+    /* libgomp reads OMP_NUM_THREADS when it is loaded: a new process. */
+    cpu_set_t set;
+    const int cpus = sched_getaffinity(0, sizeof set, &set) == 0
+                         ? CPU_COUNT(&set)
+                         : 1;
+    char wide[48];
+    snprintf(wide, sizeof wide, "OMP_NUM_THREADS=%d",
+             4 * (cpus > 2 ? cpus : 2));
+    const char *env[] = {wide, "OMP_THREAD_LIMIT", "OMP_DYNAMIC", NULL};
+    tap_rerun("omp-wide", env, 2 * TIMEOUT_S + 30);
     return tap_end();
 }

@@ -37,6 +37,13 @@ void fb_cpu_blas_ran(int threads);
  * (its CPUs, OpenMP's thread limit), whatever the handle asks. */
 int fb_cpu_threads(fb_handle h, double flops);
 
+/* First thing in each thread of a parallel region whose threads call
+ * OpenBLAS: OpenBLAS's OpenMP build then runs each call on the calling
+ * thread, in a team of one as in a larger team, so a call runs on the
+ * threads it was given. (A pthreads OpenBLAS threads each call itself,
+ * whatever this says.) */
+void fb_cpu_blas_on_this_thread(void);
+
 /* The same for code that never calls OpenBLAS (the packed fp32 and bf16
  * kernels, the small-k and decode kernels): the handle's or OpenMP's
  * thread count whatever OpenBLAS's threading, since there is nothing of

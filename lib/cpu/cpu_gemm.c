@@ -143,6 +143,7 @@ fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
+        fb_cpu_blas_on_this_thread();
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         /* Contiguous runs of blocks, column-block major: consecutive
          * blocks share their B panel. */

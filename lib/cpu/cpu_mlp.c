@@ -157,6 +157,7 @@ fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
 
 #pragma omp parallel num_threads(pl.threads) if (pl.threads > 1)
     {
+        fb_cpu_blas_on_this_thread();
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         float *mine = ws + pl.per_thread * tid;
         float *yacc = mine + pl.off_y;

@@ -51,6 +51,17 @@ int fb_cpu_threads(fb_handle h, double flops)
     return fb_cpu_own_threads(h, flops);
 }
 
+void fb_cpu_blas_on_this_thread(void)
+{
+    /* A team of one is an inactive region, where omp_in_parallel() is 0:
+     * OpenBLAS's OpenMP build would start a team of its own there, of
+     * omp_get_max_threads() threads (OMP_NUM_THREADS, whatever the CPUs),
+     * made anew at every call since a nested team keeps no pool, and map
+     * a buffer for each first, more than fb_cpu_blas_buffers asked about.
+     * The setting is this implicit task's and ends with the region. */
+    omp_set_num_threads(1);
+}
+
 /* The CPUs this process may run on now (its affinity mask), at least 1. */
 static int cpus_available(void)
 {

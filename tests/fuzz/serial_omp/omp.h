@@ -1,6 +1,7 @@
 /*
  * omp.h -- the OpenMP queries the library makes, answered as a program
- * built without OpenMP would: one thread, never in a parallel region.
+ * built without OpenMP would: one thread, never in a parallel region
+ * (and a thread count set, which there is nothing to set).
  *
  * Only the clang builds of .ci/reliability.sh use it (the fuzzer and the
  * ThreadSanitizer build, both without -fopenmp): clang's own OpenMP
@@ -20,5 +21,6 @@ static inline int omp_get_num_threads(void) { return 1; }
 static inline int omp_get_max_threads(void) { return 1; }
 static inline int omp_in_parallel(void) { return 0; }
 static inline int omp_get_thread_limit(void) { return 1; }
+static inline void omp_set_num_threads(int n) { (void)n; }
 
 #endif /* FB_FUZZ_SERIAL_OMP_H */
