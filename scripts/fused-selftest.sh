@@ -30,13 +30,7 @@ out=${OUT:-fused-selftest-out}
 build=${FUSED_BUILD:-/tmp/fused-selftest-build}
 mkdir -p "$out" "$build"
 bin=$build/fused_selftest
-srcs=
-for f in lib/cuda/fused_*.cu lib/cuda/shape_rule.cu; do
-    case $f in
-    */fused_selftest.cu|*/fused_stub.cu) ;;
-    *) srcs="$srcs $f" ;;
-    esac
-done
+srcs=$(echo lib/cuda/fused/*.cu)  # every fused kernel and the shape rule
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 | tee "$out/gpu.txt"
 echo "== build (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 # One nvcc per file, in parallel (the tiny kernels alone are 48

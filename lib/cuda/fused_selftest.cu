@@ -37,7 +37,7 @@
 #include <functional>
 #include <string>
 #include <vector>
-#include "fused_internal.h"
+#include "fused/fused_internal.h"
 #include "device_math.cuh"
 
 /* ---- plumbing -------------------------------------------------------- */

@@ -21,8 +21,8 @@
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include "cuda_module.h"
-#include "fused.h"
-#include "lt_plan.h"
+#include "fused/fused.h"
+#include "lt/lt_plan.h"
 
 /* cuBLASLt's workspace: 32 MiB, NVIDIA's advice for Hopper (4 MiB is
  * enough before it). cuBLASLt has it alone: the fused kernels have their

@@ -1,10 +1,10 @@
 /*
  * fused_device.cuh -- device-side building blocks of the cuda-fused kernels:
  * cache-hinted loads, the bf16/fp16 tensor-core instruction, the grid
- * barrier of the one-launch MLP, L2 prefetch. Only included from
- * lib/cuda/fused_*.cu. The activations and the storage conversions are the
- * module's own (device_math.cuh), so every GPU path computes the same
- * function.
+ * barrier of the one-launch MLP, L2 prefetch. Only included from the
+ * .cu files of lib/cuda/fused. The activations and the storage
+ * conversions are the module's own (device_math.cuh), so every GPU path
+ * computes the same function.
  *
  * Everything here builds for sm_80 and up; code that needs sm_90 is inside
  * __CUDA_ARCH__ >= 900 with an sm_80 equivalent beside it.

@@ -51,7 +51,7 @@
 #include <string.h>
 #include "kernels.h"
 #include "lt_gemm.h"
-#include "result.h"
+#include "module/result.h"
 
 static cudaDataType_t data_type(fb_dtype t)
 {
