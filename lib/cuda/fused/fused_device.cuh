@@ -34,18 +34,6 @@ __device__ __forceinline__ uint4 ld_stream16(const void *p)
     return r;
 }
 
-/* 16 bytes of read-only data that neighbouring lanes of the same warp
- * finish reading from the same 32-byte sector (fp32 weights: one lane per
- * row, two 16-byte loads per sector): L1 keeps the sector between them. */
-__device__ __forceinline__ float4 ld_cached16(const float *p)
-{
-    float4 r;
-    asm("ld.global.nc.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
-        : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
-        : "l"(p));
-    return r;
-}
-
 /* ---- tensor cores ---------------------------------------------------- */
 
 /* D += A B, m16n8k16, fp32 accumulate. A row-major 16x16 (4 registers of
@@ -340,16 +328,6 @@ __device__ __forceinline__ void act_fast_all(fb_activation a, float (&v)[N])
 __host__ __device__ __forceinline__ int round_up_int(int x, int a)
 {
     return (x + a - 1) / a * a;
-}
-
-/* The warp's lane 0 takes the next work unit from a counter in shared
- * memory; every lane gets the number. */
-__device__ __forceinline__ int grab_unit(int *counter)
-{
-    int u = 0;
-    if ((threadIdx.x & 31) == 0)
-        u = atomicAdd(counter, 1);
-    return __shfl_sync(0xffffffffu, u, 0);
 }
 
 } /* namespace fbf */
