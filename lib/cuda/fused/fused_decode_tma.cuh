@@ -5,7 +5,7 @@
  *
  *   sacc[r][t] = sum_{kb <= c < ke} W[row0 + r][c] * X[t][c]
  *
- * Why (lib/cuda/FUSED_NOTES.md, section 1): the register engine
+ * Why (docs/decode-kernels.md): the register engine
  * (fused_decode_stream.cuh) keeps ~96 KB of loads in flight per SM with
  * 16-byte loads, eight rows x 64 bytes an instruction; at m = 16 it reached
  * 59 % of DRAM peak while L2 was 70 % busy, and every change that put more
