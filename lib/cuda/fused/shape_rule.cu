@@ -6,9 +6,10 @@
  * the launcher itself, dry run: no second copy of its conditions here) and
  * its shape class has a row in the table below: a class where the fused
  * kernel MEASURED faster than cuBLASLt + elementwise kernels (the chain
- * cuda-lt runs). Every row cites its benchmark line; everything without a
- * row goes to cuda-lt. Measured on Hopper only (cc 9.0), so the rows ask
- * for cc 9; Ampere and later generations go to cuda-lt until measured.
+ * cuda-lt runs). Every row names its benchmark, and docs/fused-kernels.md
+ * holds its numbers; everything without a row goes to cuda-lt. Measured
+ * on Hopper only (cc 9.0), so the rows ask for cc 9; Ampere and later
+ * generations go to cuda-lt until measured.
  */
 #include <stddef.h>
 #include "fused_internal.h"
@@ -28,7 +29,7 @@ struct Crossover {
     int64_t rows_max;   /* token rows (mlp m; the short side of a gemm) */
     int64_t kn_max;     /* mlp: k and n at most (ANY: no bound) */
     int64_t h_max;      /* mlp: h at most */
-    const char *source; /* the measurement */
+    const char *source; /* the benchmark (docs/fused-kernels.md) */
     int64_t rows_min;   /* token rows at least (0: no bound) */
     int mem_bus_max;    /* memory bus at most this many bits (0: any):
                            the H100 (5120) and the H200 (6144) are both
@@ -36,77 +37,45 @@ struct Crossover {
 };
 
 const Crossover table[] = {
-    /* The TMA engine (fused_decode_tma.cuh) against cuda-lt,
-     * fusedblas-bench (bench/gpu-bench.sh), H100, 2026-11-25 02:40 UTC,
-     * 4096->11008->4096: bf16 m=1 103.1 us against 115.1, m=4 103.3 /
-     * 116.3, m=16 108.8 / 111.6, m=32 117.4 / 120.4; f16 m=16 108.5 /
-     * 112.1 but m=32 118.0 / 114.3 (torch_compare.py, same run, bf16
-     * m=32: 118.8 / 115.3), so m <= 16. 768->3072->768 (weights 14 MB;
-     * the chain's launches dominate): bf16 m=1 18.7 / 30.7, m=16 20.7 /
-     * 30.6, m=32 23.5 / 29.6 (f16 alike), so m <= 32 where k, n <= 1024
-     * and h <= 4096. On an H200 (torch_compare.py, 03:00 UTC) cuda-lt
-     * is as fast or faster at 4096 wide: bf16 m=1 79.4 against 77.9, m=4
-     * 79.4 / 80.8, m=16 86.1 / 82.0, m=32 95.0 / 79.1; so the wide row
-     * holds for the H100's 5120-bit memory only. 768->3072->768 m=16 on
-     * the H200: 19.6 / 47.2. (The register engine, GPU run 3, H200: m <= 2
-     * at 4096 wide, 1.05x; since overtaken there by cuda-lt.) */
+    /* The decode MLP on the TMA engine (fused_decode_tma.cuh) beats
+     * cuda-lt up to 16 tokens at any width, on the H100's memory only (on
+     * an H200 cuda-lt is as fast at 4096 wide); at small widths, where the
+     * chain's launches dominate, up to 32 tokens on either GPU. */
     {DECODE_MLP, 9, B16, 16, ANY, ANY,
-     "fusedblas-bench, H100: decode mlp (TMA) m=1..16 1.03-1.13x", 0,
-     5120},
+     "fusedblas-bench, H100: decode mlp, TMA engine", 0, 5120},
     {DECODE_MLP, 9, B16, 32, 1024, 4096,
-     "fusedblas-bench, H100: decode mlp 768->3072->768 m<=32 1.26-1.64x",
-     0, 0},
-    /* fusedblas-bench, H200, 2026-11-22 06:44 and 09:33 UTC: mlp fp32 m=16
-     * 4096->11008->4096 cuda-fused 297.1 / 297.7 us against cuda-lt 312.4
-     * / 313.7 (1.05x; fused_selftest 298.2 vs 313.1). Both stream the
-     * same 541 MB; fewer tokens only take FMAs off the fused kernel, so
-     * m <= 16 (narrower widths are not measured in fp32). Measured with
-     * TF32 off (the default); the fused kernel is true fp32 either way. */
+     "fusedblas-bench, H100: decode mlp 768->3072->768", 0, 0},
+    /* fp32: both paths stream the same bytes and fewer tokens only take
+     * FMAs off the fused kernel, so up to 16 tokens (narrower widths are
+     * not measured in fp32). Measured with TF32 off (the default); the
+     * fused kernel is true fp32 either way. */
     {DECODE_MLP, 9, 1u << FB_DTYPE_F32, 16, ANY, ANY,
-     "fusedblas-bench, H200: decode mlp fp32 m=16 1.05x", 0, 0},
-    /* GPU run 3, H200, fused_selftest: mlp bf16 64->256->64 m=65536 2.64x,
-     * m=1048576 2.99x; f16 128->128->128 m=65536 2.07x. Not fp32
-     * (64->256->64 m=65536: 314.7 vs 295.6 us, 0.94x). Since the wgmma
-     * kernel (k, n <= 64; fusedblas-bench, H200, 2026-11-22 09:33 UTC):
-     * 64->256->64 30.2 us against cuda-lt 91.7 at m=65536, 64->64->64
-     * 21.3 against 69.2; 128->128->128 (mma.sync) 49.1 against 80.9. */
+     "fusedblas-bench, H200: decode mlp fp32 m=16", 0, 0},
+    /* The tiny MLP, 16-bit, whichever kernel its launcher picks
+     * (mma.sync or wgmma); not fp32, where cuda-lt was faster. */
     {TINY_MLP, 9, B16, ANY, ANY, ANY,
-     "GPU run 3, H200, fused_selftest: tiny mlp 16-bit 2.07-2.99x", 0, 0},
-    /* The TMA engine, fusedblas-bench, H100, 2026-11-25 02:40 UTC,
-     * linear 4096->11008 gelu_tanh bias against cuda-lt: bf16 1 token
-     * 37.6 us / 43.4, 4 tokens 38.1 / 41.8, 16 tokens 42.4 / 41.9 (f16
-     * 42.3 / 44.6; torch_compare.py 42.3 / 44.4: even), 32 tokens 49.2 /
-     * 46.1, so up to 4 tokens; the H100 only (H200, torch_compare.py,
-     * 03:00 UTC: 1 token 30.2 / 29.6, 4 tokens 30.6 / 31.7: even). Tiny
-     * Linear has no row (GPU run 3:
-     * 1024x32->64 0.62x, 65536x128->128 0.47x of cuBLAS + elementwise). */
+     "fused_selftest and fusedblas-bench, H200: tiny mlp 16-bit", 0, 0},
+    /* The decode gemm on the TMA engine, up to 4 tokens, on the H100's
+     * memory only (even on an H200). Tiny Linear has no row: slower than
+     * cuBLAS + elementwise. */
     {DECODE_GEMM, 9, B16, 4, ANY, ANY,
-     "fusedblas-bench, H100: linear 4096->11008 (TMA) 1-4 tokens 1.10-1.15x",
-     0, 5120},
-    /* The TMA + wgmma prefill pair (fused_prefill_wgmma.cu) against
-     * cuda-lt, torch_compare.py, H100, 2026-11-25 01:00 UTC: seed 8192 x
-     * 768->3072->768 bf16 199.8 us against 232.1 (PyTorch eager 262.4,
-     * torch.compile 225.8), f16 206.0 against 243.8; 256->256->256 at
-     * 65536 rows 120.4 against 156.6, at 1M rows 1635 against 2268. At
-     * 4096->11008->4096 it is no better than cuda-lt (1024 rows: 423.8
-     * against 412.9 us; 4096: 1631.6 against 1650.2; 8192: 3384.8
-     * against 3202.1), so k, n <= 1024 and h <= 4096; m >= 1024 (fewer
-     * rows are not measured). */
+     "fusedblas-bench, H100: linear 4096->11008, TMA engine", 0, 5120},
+    /* The prefill pair (fused_prefill_wgmma.cu) at the widths where it
+     * measured faster, k, n <= 1024 and h <= 4096 (at 4096 -> 11008 ->
+     * 4096 it is no better than cuda-lt), from 1024 rows (fewer are not
+     * measured). */
     {PREFILL_MLP, 9, B16, ANY, 1024, 4096,
-     "torch_compare.py, H100: prefill seed 1.16x cuda-lt, 1.31x eager",
-     1024, 0},
-    /* The Hopper GEMM engine (fused_gemm_sm90.cu) against cuBLAS, H100,
-     * bench/probes/gemm_sm90_probe.cu (docs/gemm-engine.md): the gated MLP
-     * 2048..8192 x 4096 -> 11008 / 14336 -> 4096 1.09-1.20x the cuBLAS
-     * chain; gemm + bias + gelu_tanh 2048..8192 rows x 4096 -> 11008 /
-     * 14336 1.03-1.46x cuBLAS + an elementwise pass (what cuda-lt runs for
-     * a 16-bit epilogue), but plain products at 0.84-0.97x cuBLAS alone:
-     * so gemms with an epilogue only (fb_fused_prefers_gemm). */
+     "torch_compare.py, H100: prefill seed 8192 x 768->3072->768", 1024,
+     0},
+    /* The Hopper GEMM engine (fused_gemm_sm90.cu, docs/gemm-engine.md):
+     * the gated MLP from 1024 rows; gemm from 512 rows and only with an
+     * epilogue beyond the plain product, since plain products are slower
+     * than cuBLAS alone (fb_fused_prefers_gemm). */
     {ENGINE_MLP, 9, B16, ANY, ANY, ANY,
-     "gemm_sm90_probe, H100: engine mlp 1.09-1.20x the cuBLAS chain", 1024,
+     "gemm_sm90_probe, H100: engine mlp against the cuBLAS chain", 1024,
      0},
     {ENGINE_GEMM, 9, B16, ANY, ANY, ANY,
-     "gemm_sm90_probe, H100: engine gemm+bias+gelu 1.03-1.46x cuBLAS+ew",
+     "gemm_sm90_probe, H100: engine gemm+bias+gelu against cuBLAS+ew",
      512, 0},
 };
 
