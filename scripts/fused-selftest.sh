@@ -1,15 +1,16 @@
 #!/bin/sh
-# fused-selftest.sh -- build and run the cuda-fused selftest on a GPU
-# machine: correctness of every fused kernel against a float64 reference,
-# compute-sanitizer (memcheck, racecheck) on the small shapes, the SASS
-# check, then the benchmark tables (fused vs cuBLAS + elementwise kernels,
-# and PyTorch eager when python3 has torch). Run from the repository root.
+# fused-selftest.sh -- build and run the cuda-fused selftest
+# (tests/fused_selftest.cu) on a GPU machine: correctness of every fused
+# kernel against a float64 reference, compute-sanitizer (memcheck,
+# racecheck) on the small shapes, the SASS check, then the benchmark
+# tables (fused vs cuBLAS + elementwise kernels, and PyTorch eager when
+# python3 has torch). Run from the repository root.
 #   scripts/fused-selftest.sh [--quick] [--no-sanitize] [--no-torch]
 #                             [--sanitize-only]
 # Logs (six files) go to $OUT, or ./fused-selftest-out; objects and the
 # binary to $FUSED_BUILD (default /tmp/fused-selftest-build), since only a
 # few files come back from the GPU machine. $FUSED_NVCCFLAGS goes to every
-# nvcc (A/B builds: -DFB_DECODE_LINE_LOADS=0). Order: build, SASS check,
+# nvcc (A/B builds of a variant under a macro). Order: build, SASS check,
 # PyTorch eager (not with --quick; bounded by 70 s), the selftest (its
 # benchmark table is the last thing it prints), then the sanitizers (slow,
 # each bounded by $SANITIZE_TIMEOUT seconds, default 100).
@@ -30,20 +31,14 @@ out=${OUT:-fused-selftest-out}
 build=${FUSED_BUILD:-/tmp/fused-selftest-build}
 mkdir -p "$out" "$build"
 bin=$build/fused_selftest
-srcs=
-for f in lib/cuda/fused_*.cu lib/cuda/shape_rule.cu; do
-    case $f in
-    */fused_selftest.cu|*/fused_stub.cu) ;;
-    *) srcs="$srcs $f" ;;
-    esac
-done
+srcs=$(echo lib/cuda/fused/*.cu)  # every fused kernel and the shape rule
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 | tee "$out/gpu.txt"
 echo "== build (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 # One nvcc per file, in parallel (the tiny kernels alone are 48
 # instantiations); -lineinfo: compute-sanitizer then names source lines.
 objs=; pids=
 : >"$out/build.log"
-for f in lib/cuda/fused_selftest.cu $srcs; do
+for f in tests/fused_selftest.cu $srcs; do
     o=$build/$(basename "$f" .cu).o
     objs="$objs $o"
     nvcc -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a \

@@ -1,12 +1,12 @@
-// gemm_sm90_probe.cu -- the Hopper GEMM engine (lib/cuda/fused_gemm_sm90.cu)
+// gemm_sm90_probe.cu -- the Hopper GEMM engine (lib/cuda/fused/fused_gemm_sm90.cu)
 // alone, against cuBLAS on the same buffers: correctness (every output
 // against cuBLAS's fp32 product with the same epilogue applied in fp32,
 // rounded once) and time (median of CUDA-event-timed runs). Not built by
 // make; on a Hopper GPU, from the top of a configured build tree's source:
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -DFB_HAVE_SM90A=1 \
 //     -Ilib/cuda -Ilib/common -Iinclude -o gemm_sm90_probe \
-//     bench/probes/gemm_sm90_probe.cu lib/cuda/fused_gemm_sm90.cu \
-//     lib/cuda/fused_tma_map.cu -lcublas && ./gemm_sm90_probe
+//     bench/probes/gemm_sm90_probe.cu lib/cuda/fused/fused_gemm_sm90.cu \
+//     lib/cuda/fused/fused_tma_map.cu -lcublas && ./gemm_sm90_probe
 // Arguments: none (checks, then times both modes), --check-only,
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
 // --ncu (one launch of each kernel, for ncu).
@@ -19,7 +19,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include "device_math.cuh"
-#include "fused_internal.h"
+#include "fused/fused_internal.h"
 
 #define CK(x)                                                                 \
     do {                                                                      \

@@ -1,7 +1,7 @@
 // tma_stream_probe.cu -- how fast one CTA per SM streams weight rows into
 // shared memory through the copy engine (TMA), by arrangement: the
-// evidence behind lib/cuda/fused_decode_tma.cuh's producer warp and box
-// widths (lib/cuda/FUSED_NOTES.md, section 1). Not built by make; on a
+// evidence behind lib/cuda/fused/fused_decode_tma.cuh's producer warp and
+// box widths (docs/decode-kernels.md). Not built by make; on a
 // Hopper GPU:
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a \
 //        -o tma_stream_probe bench/probes/tma_stream_probe.cu && ./tma_stream_probe

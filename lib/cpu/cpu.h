@@ -47,9 +47,8 @@ void fb_cpu_blas_on_this_thread(void);
 /* The same for code that never calls OpenBLAS (the packed fp32 and bf16
  * kernels, the small-k and decode kernels): the handle's or OpenMP's
  * thread count whatever OpenBLAS's threading, since there is nothing of
- * OpenBLAS's to oversubscribe. (With a pthreads OpenBLAS, a 16-core Xeon
- * ran the decode gemm 16 x 4096 -> 11008 on one thread: 18.6 ms against
- * OpenBLAS's 4.4.) */
+ * OpenBLAS's to oversubscribe (fb_cpu_threads would give them one thread
+ * under a pthreads OpenBLAS). */
 int fb_cpu_own_threads(fb_handle h, double flops);
 
 /* "openblas-openmp" when OpenBLAS runs each panel's GEMM on the calling

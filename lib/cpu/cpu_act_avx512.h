@@ -7,10 +7,9 @@
  * the same overflow-safe forms; see the comment there), with 2^n by
  * VSCALEFPS: exact down into the subnormals and saturating to 0 or Inf by
  * itself, where the portable code builds 2^n in two halves from integer
- * fields. Measured on Zen 5 (1024 x 32 -> 64, gelu_tanh, one thread, warm):
- * VDIVPS is cheaper here than VRCP14PS with a Newton step and the Inf
- * fix-up it needs (33.7 against 37.5 us), and rounding x log2e by
- * VRNDSCALEPS than by the 1.5 x 2^23 shifter (37.5 against 38.7).
+ * fields. VDIVPS measured cheaper here than VRCP14PS with a Newton step
+ * and the Inf fix-up it needs, and rounding x log2e by VRNDSCALEPS than
+ * by the 1.5 x 2^23 shifter (docs/cpu-kernels.md).
  * NaN propagates as in cpu_epilogue.c: MIN/MAX return their second operand
  * when either is NaN, so the clamps below put x second; comparisons with
  * NaN are false, so the selects keep it. At x = -Inf, where the forms give

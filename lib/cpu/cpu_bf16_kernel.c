@@ -36,8 +36,8 @@
 #endif
 
 /* Most k pairs per pass over a block: A's chunk (MR x 768 bf16 = 48 KiB
- * per panel) stays in L2, B's (NR x 768 = 18 KiB) in L1. 768 is the seed
- * MLP's k in one pass (6% faster there than 512 + 256). */
+ * per panel) stays in L2, B's (NR x 768 = 18 KiB) in L1. 768 takes the
+ * seed MLP's k in one pass, faster there than two (docs/cpu-kernels.md). */
 #define KC_PAIRS 384
 
 /* ---- availability ---------------------------------------------------------

@@ -223,8 +223,8 @@ FB_CLONES static void gate_clones(float *g, const float *u, const float *bg, con
 }
 
 /* Where AVX-512F runs, the same loops on cpu_act_avx512.h's activations
- * (VSCALEFPS for 2^n): gelu_tanh over 8192 x 3072 outputs of the packed
- * GEMM cost ~3.5 of 85 ms through the clones above. */
+ * (VSCALEFPS for 2^n), cheaper than the clones above, which build 2^n from
+ * integer fields (docs/cpu-kernels.md). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "cpu_act_avx512.h"
 #define FB_EPILOGUE_AVX512 1

@@ -5,9 +5,9 @@
  * Why: OpenBLAS picks its kernels by core, and where it runs its AVX2
  * ones on an AVX-512 CPU (OPENBLAS_CORETYPE=Haswell, as on the machine
  * the benchmarks run on, or a core it does not know), sgemm reaches half
- * of what the FMA units give (about 250 against 500 GFLOP/s on two Zen 5
- * cores). Where OpenBLAS has its AVX-512 kernels it stays: it is as fast,
- * and it is the reference.
+ * of what the FMA units give. This kernel also measured faster than
+ * OpenBLAS's AVX-512 kernels, so auto takes it wherever AVX-512F runs
+ * (fb_cpu_f32_kernel_chosen; docs/cpu-kernels.md).
  *
  * The same design as the bf16 kernel (cpu_bf16_gemm.c): op(A) in 32-row
  * panels and op(B) in 12-column panels (any transpose and leading
@@ -51,9 +51,8 @@ int fb_cpu_f32_kernel_chosen(fb_handle h)
         fb_log(h, "fp32 GEMM: OpenBLAS (FUSEDBLAS_CPU_SGEMM=openblas)");
         return 0;
     }
-    /* Measured faster than OpenBLAS's own AVX-512 kernels (Cooperlake)
-     * on both machines it ran on, Zen 5 and Zen 4, GEMMs and MLPs alike
-     * (bench/RESULTS.md); with an AVX2 OpenBLAS, by nearly 2x. */
+    /* Faster than OpenBLAS's AVX-512 kernels as well as its AVX2 ones,
+     * GEMMs and MLPs alike (docs/cpu-kernels.md). */
     const char *core = openblas_get_corename();
     fb_log(h, "fp32 GEMM: AVX-512F kernel (OpenBLAS core %s)",
            core != NULL ? core : "?");
@@ -116,9 +115,8 @@ int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
      * the blocks ordered so that consecutive ones share its panels: it is
      * then read from memory once and its packed panels stay in L2/L3,
      * while the whole one (small) is re-read from cache. Packing the
-     * large one whole sent it out to memory and back once per block of
-     * the other side (512 x 1024 x 4096: 201 against 248 GFLOP/s of the
-     * bare kernel on one core). */
+     * large one whole sends it out to memory and back once per block of
+     * the other side (docs/cpu-kernels.md). */
     const int a_whole = m <= n;
     const int64_t ldacc = b.ap * FB_F32_MR;
     const int64_t astride = fb_f32_panel_elems(k, FB_F32_MR);

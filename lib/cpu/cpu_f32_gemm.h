@@ -20,10 +20,9 @@
  *                                 cpu_f32_small_k.h);
  *   FUSEDBLAS_CPU_SGEMM=packed    this kernel, even for a small k;
  *   FUSEDBLAS_CPU_SGEMM=openblas  never;
- *   unset, empty or auto          as own: on two AMD machines (Zen 4
- *                                 and 5) it ran faster than OpenBLAS's
- *                                 AVX-512 kernels, and about 2x its
- *                                 AVX2 ones.
+ *   unset, empty or auto          as own: it ran faster than
+ *                                 OpenBLAS's AVX-512 and AVX2 kernels
+ *                                 (docs/cpu-kernels.md).
  * Any other value is an invalid environment, in which nothing runs.
  * Logged under FUSEDBLAS_VERBOSE. */
 int fb_cpu_f32_kernel_chosen(fb_handle h);

@@ -45,8 +45,8 @@ void fb_f32_pack(const fb_f32_operand *x, int64_t rows, int64_t k, int r,
  * (32-row panels on a 64-byte boundary; the rest as fb_f32_pack): for
  * operands packed larger than the last-level cache, which are read back
  * from memory anyway. The stores then skip reading each line first and
- * evict nothing: packing the fp32 prefill MLP's three weights (540 MB)
- * took 55-70 ms with ordinary stores, 24-30 ms with these. */
+ * evict nothing, which about halves the packing time of such operands
+ * (docs/cpu-kernels.md). */
 void fb_f32_pack_streamed(const fb_f32_operand *x, int64_t rows, int64_t k,
                           int r, int64_t q0, int64_t q1, float *dst);
 

@@ -29,9 +29,8 @@
 #include "cpu_f32_kernel.h"
 
 /* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
- * 32-row panels of Wg, Wu), as the bf16 MLP. Measured best of 96..192
- * rows and 256..512 columns (1024 x 4096 -> 11008 -> 4096: 96 x 256 670
- * ms, 192 x 256 772, 96 x 384 735; the seed MLP alike within 5%). */
+ * 32-row panels of Wg, Wu), as the bf16 MLP: the best measured of 96..192
+ * rows and 256..512 columns (docs/cpu-kernels.md). */
 #define ROW_PANELS 8
 #define HIDDEN_PANELS 8
 #define MB (ROW_PANELS * FB_F32_NR)
@@ -60,7 +59,7 @@ typedef struct mlp_scratch {
 /* Floats between the columns (tokens) of the Y accumulators: Wd's rows
  * and 16 more, so that the 12 columns of a tile do not fall in one L1 set
  * when n is a multiple of 1024 (a 16 KiB stride: 24 lines in 2 sets of a
- * 12-way L1; 4096 -> 11008 -> 4096 ran its down projection 35% slower). */
+ * 12-way L1, which slows the down projection: docs/cpu-kernels.md). */
 static int64_t y_ld(int64_t dpanels)
 {
     return dpanels * FB_F32_MR + 16;

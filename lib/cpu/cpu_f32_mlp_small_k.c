@@ -8,8 +8,7 @@
  * Why: the packed MLP (cpu_f32_mlp.c) packs X, runs gate and up into
  * accumulator blocks, gates them in a separate pass, packs H and runs the
  * down projection; at k = 64 and h = 256 those passes cost about as much
- * as the products (0.64x-0.73x oneDNN's chain of matmuls with post-ops on
- * the tiny MLPs). Here:
+ * as the products (docs/cpu-kernels.md). Here:
  *  - Wg and Wu share packed panels, 16 rows of each (fb_f32_pack_lanes),
  *    so one 32 x 12 tile holds the gate and up products of the same 16
  *    hidden units and 12 rows of X, and H = act(G + bg) (U + bu) is made

@@ -4,11 +4,11 @@
  * (alpha, beta C, bias, activation) in registers and stored to C once.
  *
  * Why: at k = 32 (the seed's Linear, row-major 1024 x 32 -> 64) the packed
- * kernel (cpu_f32_gemm.c) spent, by perf on one thread, 33 % of its time
- * packing op(B) (the layer's input) into panels, 32 % in the separate
- * bias + activation pass over its accumulator block, 5 % copying that
- * block into C, and only 22 % multiplying: with so few products per
- * element, packing and a second pass cost as much as the arithmetic.
+ * kernel (cpu_f32_gemm.c) spends more time packing op(B) (the layer's
+ * input) into panels and in the separate bias + activation pass over its
+ * accumulator block than multiplying (perf: docs/cpu-kernels.md): with so
+ * few products per element, packing and a second pass cost as much as
+ * the arithmetic.
  * Here op(B) is not packed: a column of op(B) is k floats, so a tile's
  * 12 columns are a few cache lines (at most 24 KiB) that the broadcasts
  * read in place. It turned out faster than the packed kernel up to
@@ -73,10 +73,8 @@ typedef struct tile_out {
 } tile_out;
 
 /* Loads and stores of a tile column's 16-row halves: unmasked when all
- * rows are live. On Zen 5 a masked store that misses the cache costs
- * several times an unmasked one: with masked stores throughout, the
- * 1024 x 32 -> 64 case on cold buffers ran 60 us on one thread, 26 us
- * when C alone stayed in cache, and 45 us with these. */
+ * rows are live, since a masked store that misses the cache costs several
+ * times an unmasked one (docs/cpu-kernels.md). */
 FB_AVX512_INLINE __m512 load_rows(const float *x, __mmask16 live)
 {
     return live == 0xffffu ? _mm512_loadu_ps(x)
@@ -240,9 +238,8 @@ static b_cols edge_cols(const fb_gemm_problem *p, int64_t j0, int cols,
  * panel by column panel, and within that the block's row panels. A column
  * panel's few lines of op(B) then stay in L1 across its row panels, and
  * the block of op(A) in L2 across the column panels; op(B) is read once
- * per block. Without the blocks, op(A) came from L3 or memory for every
- * column panel once it outgrew L2 (512 x 256 -> 16384: 13.9 ms against
- * the packed kernel's 11.6). */
+ * per block. Without the blocks, op(A) comes from L3 or memory for every
+ * column panel once it outgrows L2 (docs/cpu-kernels.md). */
 typedef struct tile_order {
     int64_t apanels, bpanels, block;
 } tile_order;

@@ -9,12 +9,9 @@
 #include "handle.h"
 #include "problem.h"
 
-/* The largest k the path takes. Measured against the packed kernel on
- * two Zen 5 cores (gelu_tanh, row-major m x k -> n): faster at every k up
- * to 512 (1024 x 32 -> 64: 23.5 against 28.2 us; 2048 x 256 -> 2048:
- * 5.33 against 5.84 ms; 1024 x 512 -> 1024: 2.46 against 2.80 ms;
- * 512 x 512 -> 4096 even), slower from k = 1024 (512 x 1024 -> 4096:
- * 10.6 against 10.0 ms), where one pass over all of k no longer keeps a
+/* The largest k the path takes. Against the packed kernel it measured
+ * faster at every k up to 512 and slower from k = 1024
+ * (docs/cpu-kernels.md), where one pass over all of k no longer keeps a
  * tile's operands in L1 and L2 and the packed kernel's k chunks do. */
 #define FB_SMALL_K_MAX 512
 
@@ -23,8 +20,7 @@
  * "packed" (which forces the packed kernel, cpu_f32_gemm.h). Unlike
  * the packed kernel it is chosen whatever OpenBLAS's core: it also beat
  * OpenBLAS's AVX-512 sgemm with a separate epilogue pass at every shape
- * measured (1024 x 32 -> 64: 18.0 against 23.6 us; 8192 x 128 -> 3072:
- * 17.0 against 20.9 ms). */
+ * measured (docs/cpu-kernels.md). */
 int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p);
 
 /* AVX-512F runs and FUSEDBLAS_CPU_SGEMM allows the small-k kernels (it is

@@ -14,8 +14,8 @@
  * Not through OpenBLAS: the decode form (few tokens) on the small-m kernel
  * (cpu_small_m.c), bf16 on the AVX512-BF16 kernel (cpu_bf16_gemm.c), fp32
  * with a small k on the in-place kernel (cpu_f32_small_k.c), and other
- * fp32 on our AVX-512F kernel where OpenBLAS's own for this core lacks
- * AVX-512 (cpu_f32_gemm.c says when).
+ * fp32 on our AVX-512F kernel wherever AVX-512F runs, unless
+ * FUSEDBLAS_CPU_SGEMM asks for OpenBLAS (cpu_f32_gemm.h).
  *
  * fp16 and bf16 operands are converted block by block into fp32 panels in
  * the handle's workspace; the GEMM runs in fp32 (fp32 accumulation) into a

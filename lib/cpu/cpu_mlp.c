@@ -40,12 +40,10 @@
 /* Rows per block when threads split rows, and the chunk of hidden width:
  * hc x k weight elements (4 MiB of fp32 per projection), at most 2048
  * columns. OpenBLAS packs each weight chunk once per row block, so the
- * blocks must be tall: with 64-row blocks and 1 MiB chunks the seed MLP
- * (8192 x 768 -> 3072 -> 768, fp32) ran at 0.84x the unfused chain of
- * three whole GEMMs, and at 0.65x with OpenBLAS's AVX-512 kernels; with
- * 512 x 1365 it runs at 1.0x (both kernels), the prefill MLP (1024 x 4096
- * -> 11008) at 0.97x (was 0.78x). G and U (2.8 MB each at the seed's
- * widths) then live in L3, not L2: the packing saved is worth more. */
+ * blocks must be tall: short blocks with small chunks ran well behind the
+ * unfused chain of three whole GEMMs, these keep up with it
+ * (docs/cpu-kernels.md). G and U (2.8 MB each at the seed's widths) then
+ * live in L3, not L2: the packing saved is worth more. */
 #define ROWS_PER_BLOCK 512
 #define CHUNK_ELEMS (1024 * 1024)
 #define MAX_CHUNK 2048

@@ -70,15 +70,11 @@ static inline fb_packed_block fb_packed_block_at(const fb_packed_blocking *b,
 
 /* The MLPs' row blocks, handed out in turn from a queue of X's panels:
  * a thread takes its next block when it has finished the last, so a
- * thread that runs slower (a vCPU the hypervisor shares: on the 2-core
- * VM one thread ran its equal share of the seed MLP 10 % slower than the
- * other) takes fewer. Blocks are at most fb_row_queue.most panels, and
- * shrink towards the end (what is left over twice the threads, down to a
- * quarter of the most) so that the threads finish together: with half
- * the most, the fp32 prefill MLP's threads still finished 60 ms apart
- * (1252 against 1314 ms), with a quarter within 10 ms. Fixed blocks dealt
- * out ahead left one thread a block more (1024 rows: 11 blocks of 96,
- * 480 rows against 544).
+ * thread that runs slower (a vCPU the hypervisor shares) takes fewer.
+ * Blocks are at most fb_row_queue.most panels, and shrink towards the end
+ * (what is left over twice the threads, down to a quarter of the most) so
+ * that the threads finish together; fixed blocks dealt out ahead leave
+ * one thread a block more (docs/cpu-kernels.md).
  *
  * The blocks themselves are the same on every run: the n-th take has
  * the same first panel and size whichever thread makes it, so a result

@@ -56,10 +56,8 @@
  * evicts the current chunk's w and the x rows the later groups still
  * need; the rows are also a multiple of 4 KiB apart, so both chunks crowd
  * the same L1 sets. Into L2 the lines are still there long before use,
- * and L1 keeps the working set (Zen 4, both threads, 4096 -> 11008 -> 4096
- * bf16 MLP, same run, then 4 KiB VDPBF16PS chunks: 1 token 9.4 -> 8.1 ms,
- * 4: 9.8 -> 8.3, 16: 16.1 -> 14.1). fp32 weights lose with it (2 threads,
- * 32 tokens: 60 -> 63 ms). */
+ * and L1 keeps the working set; fp32 weights lose with it
+ * (docs/cpu-kernels.md). */
 #ifndef PF_HINT_F32
 #define PF_HINT_F32 _MM_HINT_T0
 #endif
@@ -71,12 +69,9 @@
  * longer chunks, at most CHUNK_BYTES_16 (FMA form) or CHUNK_BYTES_DP
  * (VDPBF16PS), k cut into equal ones of whole lines. Their prefetch lands
  * in L2 (PF_HINT_16), which keeps up with the groups re-reading w from
- * there, so each chunk boundary costs more than L1 residency saves; a
- * short last chunk (4096 + 1408 values at k = 5504) cost the most. Zen 4,
- * one core, same run, 5504 x 4096 and 4096 x 5504 against 2 KiB (FMA) and
- * 4 KiB (VDPBF16PS) chunks cut from the front: bf16 FMA form, 1-7 tokens,
- * 8 KiB: 0-23% faster; VDPBF16PS, 8-32 tokens, whole rows up to k = 8192:
- * 7-14% faster. */
+ * there, so each chunk boundary costs more than L1 residency saves, and
+ * a short last chunk (4096 + 1408 values at k = 5504) costs the most
+ * (docs/cpu-kernels.md). */
 #ifndef CHUNK_BYTES
 #define CHUNK_BYTES 2048
 #endif
@@ -331,16 +326,13 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
     const int wrb = wt == W_DP ? WR_DP : WR;
     __m512 buf[GROUPS][WR][XR];
     __m512i wmin = _mm512_set1_epi16(-1);
-    /* Software prefetch pays everywhere (one core, thread CPU time: 20-40%
-     * at 16 and 32 tokens, 10-30% at 1-4 with 16-bit weights) except for
-     * fp32 weights and one group (1-4 tokens), where there is so little
-     * arithmetic per line that the prefetch instructions cost more than
-     * the hardware prefetcher leaves to gain (1 token: 2.4 ms without,
-     * 3.3 ms with; 4 tokens: 3.4 against 3.6 ms). */
+    /* Software prefetch pays everywhere except for fp32 weights and one
+     * group (1-4 tokens), where there is so little arithmetic per line
+     * that the prefetch instructions cost more than the hardware
+     * prefetcher leaves to gain (docs/cpu-kernels.md). */
     const int prefetch = wt != W_F32 || groups > 1;
     /* Chunks keep w in L1 for the groups after the first, and pace the
-     * prefetch; with one group and no prefetch they are only overhead
-     * (one core, 1 token: 2.5 ms with, 2.2 ms without). */
+     * prefetch; with one group and no prefetch they are only overhead. */
     int64_t kcmax = groups == 1 && !prefetch ? k
                     : wt == W_DP                ? CHUNK_BYTES_DP / es
                     : wt == W_F32               ? CHUNK_BYTES / es

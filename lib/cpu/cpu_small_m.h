@@ -33,8 +33,7 @@ void fb_cpu_small_m_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
 /* The row stride, in elements of es bytes, for a panel of x rows of k
  * values: whole cache lines plus three. Weight rows are often a multiple
  * of 4 KiB apart (k = 4096), so that all of them map to the same L1 sets;
- * x rows as far apart would crowd those sets too (measured: 10-15% at 16
- * and 32 tokens, one core). */
+ * x rows as far apart would crowd those sets too. */
 int64_t fb_cpu_small_m_panel_ld(int64_t k, int64_t es);
 
 /* The same kernel on VDPBF16PS for bf16 x and w: two products per lane
@@ -45,9 +44,7 @@ int fb_cpu_small_m_dp_available(void);
 
 /* Rows of x from which VDPBF16PS pays: below, one or two groups of x rows
  * leave the FMA form memory-bound, and the VDPBF16PS form's minimum
- * tracking costs more than its arithmetic saves (one core, 5504 x 4096
- * bf16: 1 token 1.22 against 1.33 ms, 5: 1.49 / 1.73, 8: 1.81 / 1.81,
- * 12: 2.74 / 1.82). */
+ * tracking costs more than its arithmetic saves (docs/cpu-kernels.md). */
 #define FB_SMALL_M_DP_MIN_ROWS 8
 
 /* The smallest exponent field (0..255; 0: a denormal) among the non-zero

@@ -27,10 +27,9 @@
  *     next tile at once;
  *   - dual only, warps 1..3 of warpgroup 0: H = act(G + bg) .* (U + bu)
  *     from the staging buffers, a row of H a warp (8-byte stores), while
- *     the tensor cores run the next tile. (With the epilogue on the
- *     computing warpgroups, its activations -- two MUFU each, ~1.2 us a
- *     tile -- stalled the tensor cores: seed dual GEMM 155.5 against
- *     144.0 us, 4096 x 4096 -> 11008 1118 against 1049, H100.)
+ *     the tensor cores run the next tile. (On the computing warpgroups,
+ *     the epilogue's activations, two MUFU operations each, stall the
+ *     tensor cores: docs/prefill-pair.md.)
  * Stages: dual 3 x 48 KiB (+ 2 x 33 KiB of staging), single 6 x 32 KiB
  * or 4 x 48 KiB.
  *
@@ -40,11 +39,10 @@
  * otherwise (the down projection: H is 50 MB, Wd 4.7 MB) they walk across
  * the output columns under one row tile of A.
  *
- * Two numbers, seed (m = 8192, 768 -> 3072 -> 768, bf16): dual GEMM
- * 77.3 GFLOP + down 38.7 GFLOP = 116 GFLOP -> 147 us at 790 TFLOP/s;
- * bytes X 12.6 + weights 14.2 + H 50.3 written and read + Y 12.6 = 140 MB
- * (33 us at 4.2 TB/s): arithmetic-bound. PyTorch eager 240 us on an H200,
- * its three cuBLAS GEMMs alone 193 us; the goal (1.2x eager) is <= 200 us.
+ * Arithmetic-bound at the sizes it takes (even with H written and read
+ * back): the GEMMs must run at cuBLAS's rate, and the gain is the
+ * elementwise passes over H that the eager chain makes. The two numbers
+ * and the measurements: docs/prefill-pair.md.
  */
 #include <stdio.h>
 #include <string.h>
@@ -259,9 +257,9 @@ __device__ __forceinline__ void pw_epilogue_warps(const PwArgs<T> &a,
 #endif /* FB_WGMMA_BODY */
 
 /* ACT: the gate's activation, fixed at compile time so that the epilogue
- * is one straight run of code (with the activation chosen at run time it
- * carried all five in each of its 16 unrolled steps: 11.5 k SASS
- * instructions, and 468 against 742 TFLOP/s at k = 768 and 4096, H100). */
+ * is one straight run of code (chosen at run time, all five would sit in
+ * each of its 16 unrolled steps, which costs most where k is small:
+ * docs/prefill-pair.md). */
 template <typename T, bool DUAL, int BROWS, int ACT>
 __global__ void __launch_bounds__(kPwThreads, 1)
     prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a,

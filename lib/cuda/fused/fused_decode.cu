@@ -27,24 +27,19 @@
  *            (a counter), each adds the HS partials in stripe order for
  *            1/HS of the range's rows, adds bd, writes Y.
  *   Why not keep each CTA's H slice on chip and reduce all of Y with
- *   atomics (G x m x n adds: 8.6 M at m = 16, 35 MB through L2 atomics)?
- *   The H round trip costs m h bytes out and about 10 MB of L2 reads in,
- *   and the stripes keep the cross-CTA reduction to HS x m x n.
+ *   atomics? That is G x m x n atomic adds through L2, far more traffic
+ *   than H's round trip (m h bytes out, read back from L2), and the
+ *   stripes keep the cross-CTA reduction to HS x m x n.
  *
- *   Floor, bf16, m = 16, 4096 -> 11008 -> 4096: 2 m (3 k h) = 4.3 GFLOP
- *   (tensor cores: ~5 us, never the limit); bytes: weights 3 k h 2 =
- *   270.5 MB + X, H, Y < 1 MB, so 270.5 MB / copy bandwidth:
- *   ~63 us on an H200 (4.3 TB/s measured copy), ~90 us on an H100
- *   (3.0 TB/s). fp32: 541 MB -> ~126 us / ~180 us; its FLOPs on the CUDA
- *   cores (4.3 GFLOP / ~60 TFLOP/s = ~72 us at m = 16, twice at m = 32)
- *   come close to the memory time, so fp32 m = 32 is arithmetic-bound.
+ *   The weights' bytes over the copy bandwidth set the floor (tensor
+ *   cores are never the limit); fp32's FMAs on the CUDA cores come close
+ *   to the memory time, so fp32 at m = 32 is arithmetic-bound. The two
+ *   numbers per shape and what was measured: docs/decode-kernels.md.
  *
  * gemm_decode: gemm_bias_act where one side of C has at most 32 columns
  * (tokens) and the other operand's rows are contiguous in k (nn.Linear's
  * weight): the phase-1 engine with the gemm epilogue, a plain launch (no
  * barrier: each CTA owns whole output rows).
- *   Floor, bf16, 16 x 4096 -> 11008: 1.44 GFLOP; 90.2 MB of weights:
- *   ~21 us (H200), ~30 us (H100).
  */
 #include <stdio.h>
 #include <string.h>
@@ -580,11 +575,8 @@ static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
 
 /* The widest box (256, 128, then 64 columns) with which at least three
  * stages fit, or tune->tma_box_cols. Wider boxes mean fewer, longer
- * requests per row: H100 probe (selftest, 2026-11-25), 64 / 128 / 256
- * columns: decode gemm 16 x 4096 -> 11008 58.3 / 49.2 / 47.3 us, MLP
- * 768 -> 3072 -> 768 at m = 16 21.9 / 18.9 / 17.8 us, MLP 4096 -> 11008
- * -> 4096 at m = 1 103.9 / 104.0 / 103.4 us (no difference where the
- * stages are big anyway). */
+ * requests per row; they measured faster where stages are small and no
+ * slower elsewhere (docs/decode-kernels.md). */
 static bool tma_layout(TmaLayout *L, size_t sacc, size_t stage_rows,
                        int need, int m, size_t esz, size_t budget,
                        const fbf_tuning *tune)
@@ -630,14 +622,9 @@ static int tma_stripes(int G, int n, int box1, size_t need_ws_h,
  * as 4 MB) and whose H stripe fits in shared memory with the
  * accumulators. Each stripe also costs about 1/60 of Wd's bytes: more
  * stripes mean shorter contiguous runs of every Wd row, streamed less
- * efficiently, and more CTAs in each range's reduction. Fitted to the
- * H200 sweeps (selftest, GPU sessions 5-6 of 2026-11-22), bf16 4096 ->
- * 11008 -> 4096: m = 16 now picks hs 4, 90.1 us against 97.9 for hs 11
- * (which the bytes alone chose); m = 4 hs 3, 82.8 against 84.8 for hs 11
- * (hs 1, the best there, 81.2); m = 1 keeps hs 1 (78.2). 768 -> 3072 ->
- * 768, m = 16 (Wd 4.7 MB) keeps hs 11: the sweep there is flat within
- * noise (26.8-29.9 us), and a flat 1.5 MB a stripe (hs 3) measured 28.8
- * against 28.1. */
+ * efficiently, and more CTAs in each range's reduction. That cost is
+ * fitted to the selftest's stripe sweeps on an H200
+ * (docs/decode-kernels.md). */
 static int reg_stripes(int G, int m, int h, int n, size_t esz, size_t sacc1,
                        int warps, size_t budget, size_t hbytes,
                        size_t ws_avail, const fbf_tuning *tune)

@@ -35,7 +35,7 @@
 #include "kernels.h"
 #include "lt_gemm.h"
 #include "lt_mlp.h"
-#include "result.h"
+#include "module/result.h"
 
 /* The part of a stage's path after "cuda-lt/", up to the first blank. */
 static void stage_name(const fb_cuda_result *r, char *out, size_t len)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
-#include "kernels.h"
+#include "lt/kernels.h"
 #include "result.h"
 
 fb_device_scope::fb_device_scope(int device)

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <cublasLt.h>
-#include "ctx.h"
+#include "module/ctx.h"
 
 /* One column-major GEMM by cublasLtMatmul on the context's stream:
  *     D <- epi(alpha op(A) op(B) + beta D [+ bias per row])

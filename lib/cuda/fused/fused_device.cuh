@@ -1,10 +1,10 @@
 /*
  * fused_device.cuh -- device-side building blocks of the cuda-fused kernels:
  * cache-hinted loads, the bf16/fp16 tensor-core instruction, the grid
- * barrier of the one-launch MLP, L2 prefetch. Only included from
- * lib/cuda/fused_*.cu. The activations and the storage conversions are the
- * module's own (device_math.cuh), so every GPU path computes the same
- * function.
+ * barrier of the one-launch MLP, L2 prefetch. Only included from the
+ * .cu files of lib/cuda/fused. The activations and the storage
+ * conversions are the module's own (device_math.cuh), so every GPU path
+ * computes the same function.
  *
  * Everything here builds for sm_80 and up; code that needs sm_90 is inside
  * __CUDA_ARCH__ >= 900 with an sm_80 equivalent beside it.
@@ -30,18 +30,6 @@ __device__ __forceinline__ uint4 ld_stream16(const void *p)
     uint4 r;
     asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    return r;
-}
-
-/* 16 bytes of read-only data that neighbouring lanes of the same warp
- * finish reading from the same 32-byte sector (fp32 weights: one lane per
- * row, two 16-byte loads per sector): L1 keeps the sector between them. */
-__device__ __forceinline__ float4 ld_cached16(const float *p)
-{
-    float4 r;
-    asm("ld.global.nc.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
-        : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
         : "l"(p));
     return r;
 }
@@ -340,16 +328,6 @@ __device__ __forceinline__ void act_fast_all(fb_activation a, float (&v)[N])
 __host__ __device__ __forceinline__ int round_up_int(int x, int a)
 {
     return (x + a - 1) / a * a;
-}
-
-/* The warp's lane 0 takes the next work unit from a counter in shared
- * memory; every lane gets the number. */
-__device__ __forceinline__ int grab_unit(int *counter)
-{
-    int u = 0;
-    if ((threadIdx.x & 31) == 0)
-        u = atomicAdd(counter, 1);
-    return __shfl_sync(0xffffffffu, u, 0);
 }
 
 } /* namespace fbf */

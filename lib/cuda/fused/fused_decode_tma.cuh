@@ -5,26 +5,20 @@
  *
  *   sacc[r][t] = sum_{kb <= c < ke} W[row0 + r][c] * X[t][c]
  *
- * Why (lib/cuda/FUSED_NOTES.md, section 1): the register engine
- * (fused_decode_stream.cuh) keeps ~96 KB of loads in flight per SM with
- * 16-byte loads, eight rows x 64 bytes an instruction; at m = 16 it reached
- * 59 % of DRAM peak while L2 was 70 % busy, and every change that put more
- * requests on L2 (a rolling prefetch, whole-line loads) was slower. Here
- * one thread asks the copy engine for a box of 64, 128 or 256 columns x
- * all the CTA's rows (128-512 bytes of each row: whole lines) per matrix
- * and stage, so a stage of 21-43 KB is one or two requests, and the bytes
- * in flight cost no registers.
+ * Why: the register engine (fused_decode_stream.cuh) is held back by the
+ * number of L2 requests (eight rows x 64 bytes, half a line a row, per
+ * load instruction), and putting more requests on L2 only slowed it (the
+ * measurements: docs/decode-kernels.md). Here one thread asks the copy
+ * engine for a box of 64, 128 or 256 columns x all the CTA's rows (whole
+ * 128-byte lines of each row) per matrix and stage, so a stage is one or
+ * two requests, and the bytes in flight cost no registers.
  *
  * Ring: S stages (up to kTmaMaxStages), each with a "full" mbarrier (the
  * copy engine completes its bytes) and an "empty" one (each computing warp
  * arrives once it has read the stage). One extra warp, the producer, asks
- * for stages as slots come free; the computing warps only wait for data.
- * (A first version let thread 0 produce between its own steps: every step
- * then waited for the slowest warp and for the wake-up from two barrier
- * waits, ~1.3 us a step whatever S was, and the decode gemm streamed at
- * 1.1 TB/s. A standalone probe of the two arrangements on an H100, 90 MB of
- * 8 KB rows, boxes of 64 columns x 84 rows, 8 stages: 2.46 TB/s with the
- * producer warp.) The ring's counters run on across passes, so the
+ * for stages as slots come free; the computing warps only wait for data
+ * (a computing thread that also produced would make every step wait for
+ * the slowest warp). The ring's counters run on across passes, so the
  * producer can ask for the next pass's first stages before the current
  * one is done (the MLP does so before its grid barrier).
  *
@@ -37,8 +31,8 @@
  * 16 bytes at the same columns (the register engine's k order, so the same
  * mma16816 calls). The row pitch (the box's 128-512 bytes, a multiple of
  * 128) puts rows g and g + 1 on the same banks: a 2-way conflict on a few
- * dozen shared loads a warp a stage, against the ~1 us the stage takes to
- * arrive; not worth a swizzle.
+ * dozen shared loads a warp a stage, small against the time the stage
+ * takes to arrive; not worth a swizzle.
  *
  * Token rows: X is staged into shared memory chunk by chunk (stage_tokens,
  * by the computing warps, synchronised among themselves by a named

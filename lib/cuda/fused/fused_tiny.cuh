@@ -88,31 +88,6 @@ __device__ __forceinline__ void tiny_load_frags(uint4 (&xa)[MT][KQ],
         }
 }
 
-/* acc[mt][0..1] += X_tile W[r0 + 0..15]^T for the 16 weight rows r0..;
- * w in shared memory, stride ld. */
-template <typename T, int KQ, int MT>
-__device__ __forceinline__ void tiny_layer1(float (&acc)[MT][2][4],
-                                            const uint4 (&xa)[MT][KQ],
-                                            const uint4 (&xb)[MT][KQ],
-                                            const T *w, int ld, int r0)
-{
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int q = 0; q < KQ; ++q)
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-            const uint4 b = *reinterpret_cast<const uint4 *>(
-                w + (r0 + 8 * nt + g) * ld + 32 * q + 8 * t);
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                mma16816<T>(acc[mt][nt], xa[mt][q].x, xb[mt][q].x,
-                            xa[mt][q].y, xb[mt][q].y, b.x, b.y);
-                mma16816<T>(acc[mt][nt], xa[mt][q].z, xb[mt][q].z,
-                            xa[mt][q].w, xb[mt][q].w, b.z, b.w);
-            }
-        }
-}
-
 /* ---- host side ------------------------------------------------------- */
 
 struct TinyKernelState {

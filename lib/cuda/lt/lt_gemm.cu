@@ -14,14 +14,12 @@
  *     16-byte boundary (its heuristic is documented to look at the bias
  *     pointer, but a misaligned bias is rare enough that not depending on
  *     that costs nothing);
- *   - its GELU / GELU_BIAS (the tanh form) is NOT used for gelu_tanh.
- *     fp32 outputs: it was off by up to 2.8e-6 |x| on an H200 (GPU run 1),
- *     47 x 2^-24 |x|, where the contract promises 8 x 2^-24 |x| (the CPU
- *     backend's identities, which device_math.cuh evaluates). fp16/bf16
- *     outputs (GPU run 3): errors of 1.1 to 1.5 half-ulps, e.g. bf16 9.625
- *     where the exact value is 9.579 (half ulp 0.031), fp16 0.94385 for
- *     0.94332: the epilogue evidently rounds the pre-activation to the
- *     output type before the GELU, a double rounding the contract forbids.
+ *   - its GELU / GELU_BIAS (the tanh form) is NOT used for gelu_tanh:
+ *     on fp32 outputs it is several times less accurate than the
+ *     contract's 8 x 2^-24 |x| (the CPU backend's identities, which
+ *     device_math.cuh evaluates), and on fp16/bf16 outputs it evidently
+ *     rounds the pre-activation to the output type before the GELU, a
+ *     double rounding the contract forbids (docs/cublaslt-path.md).
  * 2. Otherwise the rest of the epilogue is our kernel's (kernels.h): relu
  *    (cuBLASLt's RELU is max(x, 0), which turns NaN into 0; docs/DESIGN.md
  *    keeps NaN), gelu_erf and silu (no epilogue offers them), bias per
@@ -38,8 +36,7 @@
  *     reading the 16-bit C only when beta != 0, with one rounding at the
  *     store. The buffer is FB_CTX_ACCUM_BYTES at most (ctx.h): larger
  *     calls run in tiles of columns, a GEMM and an epilogue launch each.
- *     Storing a 16-bit D and re-reading it would round twice (GPU run 1:
- *     fp16 relu errors of 2 to 3 half-ulps).
+ *     Storing a 16-bit D and re-reading it would round twice.
  * 3. If cuBLASLt has no algorithm for the operands (alignment: the
  *    heuristic is told every pointer's and leading dimension's true
  *    alignment, and so never returns a kernel that would fault), a plain
@@ -51,7 +48,7 @@
 #include <string.h>
 #include "kernels.h"
 #include "lt_gemm.h"
-#include "result.h"
+#include "module/result.h"
 
 static cudaDataType_t data_type(fb_dtype t)
 {
@@ -523,12 +520,9 @@ static fb_status gemm_16(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     const fb_epilogue *ep = &p->ep;
     /* A bias goes through the accumulator too: cuBLASLt's BIAS epilogue on
      * a 16-bit D evidently rounds alpha A B (+ beta C) to the output type
-     * before adding the bias. GPU run 4: fp16 with beta = 1.3 off by up to
-     * 4 half-ulps (-0.16309 for -0.16345); GPU run 5: bf16, beta = 0,
-     * -2.3125 for -2.3232 (half ulp 0.0078). The same holds for beta C
-     * (GPU run 8: fp16, beta = 1, no bias, off by more than half an ulp).
-     * Only the plain product (no bias, no activation, beta 0) is
-     * cuBLASLt's alone. */
+     * before adding the bias, and the same holds for beta C
+     * (docs/cublaslt-path.md). Only the plain product (no bias, no
+     * activation, beta 0) is cuBLASLt's alone. */
     if (ep->bias != NULL || ep->act != FB_ACT_NONE || p->beta != 0.0f)
         return gemm_via_accum(ctx, p, math, NULL, r);
 

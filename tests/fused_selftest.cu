@@ -1,7 +1,8 @@
 /*
  * fused_selftest.cu -- standalone check and benchmark of the cuda-fused
- * kernels (not part of the module; scripts/fused-selftest.sh builds it
- * with nvcc together with lib/cuda/fused_*.cu and runs it on a GPU).
+ * kernels (not part of the module nor of make check:
+ * scripts/fused-selftest.sh builds it with nvcc together with the .cu
+ * files of lib/cuda/fused and runs it on a GPU).
  *
  * Checks: every case runs through fb_fused_mlp / fb_fused_gemm on fresh
  * random inputs (seed printed) with the output poisoned (NaN) and the
@@ -37,7 +38,7 @@
 #include <functional>
 #include <string>
 #include <vector>
-#include "fused_internal.h"
+#include "fused/fused_internal.h"
 #include "device_math.cuh"
 
 /* ---- plumbing -------------------------------------------------------- */

@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "ctx.h"
-#include "fused.h"
-#include "kernels.h"
-#include "lt_gemm.h"
-#include "lt_mlp.h"
+#include "fused/fused.h"
+#include "lt/kernels.h"
+#include "lt/lt_gemm.h"
+#include "lt/lt_mlp.h"
 #include "result.h"
 #include "staging.h"
 

@@ -5,7 +5,7 @@
 #ifndef FB_CUDA_LT_MLP_H
 #define FB_CUDA_LT_MLP_H
 
-#include "ctx.h"
+#include "module/ctx.h"
 
 /* Y = (act_g(X Wg^T + bg) .* (X Wu^T + bu)) Wd^T + bd on device pointers,
  * intermediates in the context's scratch. Sets r->ran and r->path

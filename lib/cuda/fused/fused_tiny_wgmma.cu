@@ -4,14 +4,14 @@
  * holds (448), 16-bit data.
  *
  * Why a second tiny kernel: the mma.sync one (fused_tiny_mlp.cu) is held
- * by dependent chains, not by a pipe (ncu: 46 % of issue slots busy, four
- * warps a scheduler): every 16 hidden units it loads B fragments from
- * shared memory into registers, issues 2 x 4 HMMAs per 16 rows, waits on
- * them, then runs the activation. wgmma reads both operands of the gate
- * and up products from shared memory (no register staging, no LDS per
- * fragment), runs asynchronously for a 64-row warpgroup tile, and keeps
- * the register budget for two accumulators; three warpgroups per SM
- * overlap one's activation with the others' tensor work.
+ * by dependent chains, not by a pipe: every 16 hidden units it loads B
+ * fragments from shared memory into registers, issues 2 x 4 HMMAs per 16
+ * rows, waits on them, then runs the activation. wgmma reads both
+ * operands of the gate and up products from shared memory (no register
+ * staging, no LDS per fragment), runs asynchronously for a 64-row
+ * warpgroup tile, and keeps the register budget for two accumulators;
+ * three warpgroups per SM overlap one's activation with the others'
+ * tensor work.
  *
  * Per warpgroup and 64-row tile, for each chunk c of CW = 64 (or 32)
  * hidden units:
@@ -32,16 +32,9 @@
  *   X:   per warpgroup, two 64 x 64 tiles                16 KiB
  *   biases (fp32, zero-padded).
  *
- * Two numbers, bf16 64 -> 256 -> 64, m = 65536: 6.44 GFLOP (~8 us at the
- * dense rate); 16.8 MB of X + Y; 16.8 M activations, two MUFU ops each:
- * ~8 us of the SFU alone. Eager 108 us (H200), goal <= 27 us.
- *
- * Measured (H200, fused_selftest, 2026-11-22): 30.0 us against 38.7 for
- * the mma.sync kernel and 110.2 for PyTorch eager in the same run
- * (3.67x); m = 1M rows 309.5 us (eager 1217: 3.93x). Rows against time:
- * m = 1 9.8 us, 8448 14.6, 32768 20.6, 65536 29.8: a launch costs ~10 us
- * before its first row (weights into shared memory, one tile's chain of
- * dependent wgmma and activation), then ~9.2 us per 32768 rows.
+ * A launch pays a fixed start-up (every CTA loads the weights into shared
+ * memory, then one tile's chain of dependent wgmma and activation) before
+ * rows stream at a steady rate; measurements: docs/tiny-kernels.md.
  */
 #include <stdio.h>
 #include <string.h>
@@ -117,11 +110,10 @@ __device__ __forceinline__ void wg_gate_up(float (&d)[CW], uint64_t dx,
  * d[4 b + q], up in d[CW / 2 + 4 b + q]; k-step s of the down product
  * takes accumulator blocks 2 s (a0, a1) and 2 s + 1 (a2, a3), and reads
  * Wd's 64-unit tile c CW / 64 from k-step (c CW % 64) / 16 + s.
- * (Issuing chunk c + 1's gate/up product before chunk c's activation, in
- * a second accumulator at two warpgroups a CTA, measured 37.0 us against
- * 29.9 for three warpgroups without: ptxas serialises the wgmmas around
- * the reads of the other accumulator, and 255 registers spill. H200,
- * 64-256-64, m = 65536, 2026-11-22.) */
+ * (Not pipelined across chunks: issuing chunk c + 1's gate/up product
+ * before chunk c's activation, in a second accumulator, makes ptxas
+ * serialise the wgmmas around the reads of the other accumulator and
+ * spill at 255 registers; it measured slower, docs/tiny-kernels.md.) */
 template <typename T, int CW>
 __device__ __forceinline__ void wg_chunk(float (&d)[CW], int c,
                                          uint32_t wdt_s, const float *bg_s,
@@ -202,9 +194,8 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
 
     /* Every weight once, swizzled, zero outside h x k and n x h: WGU as
      * tiles of 2 CW rows (CW gate units, then the same CW up units), WD
-     * as 64-unit tiles. (Loading them in per-block cp.async groups, the
-     * first tile starting on block 0 while the rest arrived, measured
-     * slower: 34.4 against 30.0 us, H200, 2026-11-22.) */
+     * as 64-unit tiles, all before the first tile (starting on the first
+     * block while the rest arrive measured slower: docs/tiny-kernels.md). */
     for (int i = tid; i < chunks * 128 * 8; i += 128 * GROUPS) {
         const int row = i >> 3, j = i & 7;
         const int cc = row / (2 * CW), r = row % (2 * CW);
@@ -325,10 +316,9 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
     return st;
 }
 
-/* 3 (and 0): three warpgroups per CTA, chunks of 64 hidden units; 4: two
- * warpgroups; 5: four warpgroups, chunks of 32 (half the accumulators, 128
- * registers). 64-256-64, m = 65536, H200: 30.0 / 34.9 / 30.3 us (three
- * warpgroups with chunks of 32: 34.0). */
+/* 3 (and 0): three warpgroups per CTA, chunks of 64 hidden units, the
+ * fastest measured (docs/tiny-kernels.md); 4: two warpgroups; 5: four
+ * warpgroups, chunks of 32 (half the accumulators, 128 registers). */
 template <typename T>
 static fb_status tiny_wgmma_variant(int v, const fb_fused_env *env,
                                     const fb_mlp_problem *p,

@@ -15,24 +15,14 @@
  * shared or device memory. The next tile's X is copied (cp.async) into
  * the warp's buffer while the current tile computes.
  *
- *   Two numbers, bf16 64 -> 256 -> 64, m = 65536: FLOP 2 m (3 k h) =
- *   6.44 G -> ~8 us at the ~790 TFLOP/s dense rate (mma.sync reaches
- *   perhaps 2/3 of it: ~12 us); bytes: X + Y = 16.8 MB + weights 96 KB
- *   -> 3.9 us (H200). Compute-bound; plus m h = 16.8 M activations (the
- *   sigmoid forms, ~10 instructions each). Eager: 108 us (H200); goal
- *   <= 27 us. Prediction: 14-18 us.
- *
- *   v1 measured 46 us (ncu, GPU session 2 of 2026-11-22): 8 warps of 242
- *   registers, 45 % of issue slots busy, 20 M instructions, of which
- *   HMMA 8 %: the activation with non-ftz MUFU fix-ups, runtime strides
- *   in every fragment address. v2: ftz MUFUs, compile-time strides, Wd in
- *   16-column blocks (one 8-byte read per down HMMA), mma not volatile,
- *   and MT = 1 x 16 warps where 128 registers suffice: ~190 instructions
- *   per 16 hidden units x 16 rows (SASS) against ~300 before. Measured
- *   (session 4): 39.5 us, start-up ~16 us of it (Wd copied by plain
- *   loads; now cp.async). v3: X tiles stored as the A operand's register
- *   quads (tiny_copy_x_pairs), which removes 64 moves per 16 hidden
- *   units: ~155 instructions.
+ *   The kernel is bound by instruction issue (the matrix products and one
+ *   activation per hidden unit and row), so what keeps the instruction
+ *   count down: the MUFU forms without denormal fix-ups (.ftz),
+ *   compile-time strides, Wd in 16-column blocks (one 8-byte read per
+ *   down HMMA), mma not volatile, 16 warps of one 16-row tile where 128
+ *   registers suffice, and X tiles stored as the A operand's register
+ *   quads (tiny_copy_x_pairs). Versions and measurements:
+ *   docs/tiny-kernels.md.
  *
  * fp32 data: fused_tiny_f32.cu.
  */
@@ -114,9 +104,8 @@ __device__ __forceinline__ void tiny_copy_x_pairs(uint32_t *xs, const T *x,
  * (g, t) finds both B registers of its down-projection HMMA (columns 2t,
  * 2t+1 and 2t+8, 2t+9 of row g) in one 8-byte word, and the warp's 32
  * words are 256 contiguous bytes (two conflict-free wavefronts). Zero
- * outside n x h. 4-byte cp.async, not yet waited for (plain loads here
- * were a dependent load-store chain per thread: ~10 us of start-up in GPU
- * session 3). */
+ * outside n x h. 4-byte cp.async, not yet waited for (plain loads would
+ * be a dependent load-store chain per thread, a long start-up). */
 template <typename T, int NPAD>
 __device__ __forceinline__ void tiny_copy_wd(uint32_t *dst, const T *wd,
                                              int n, int h, int hpad)
@@ -293,10 +282,10 @@ __global__ void __launch_bounds__(S::THREADS, 1)
                 yacc[mt][j][0] = yacc[mt][j][1] = yacc[mt][j][2] =
                     yacc[mt][j][3] = 0.0f;
 
-        /* Blocks of 16 hidden units. (Issuing block b + 1's gate/up
-         * before block b's activation, at 12 warps of 160 registers to
-         * hold both, measured 44.5 us against 38.7 for this at 16 warps:
-         * H200, 64-256-64, m = 65536, GPU session 5 of 2026-11-22.) */
+        /* Blocks of 16 hidden units, one at a time: issuing block b + 1's
+         * gate/up before block b's activation needs 12 warps of 160
+         * registers to hold both, which measured slower than this at 16
+         * warps (docs/tiny-kernels.md). */
         for (int hb = 0; hb < a.hpad; hb += 16) {
             float gacc[MT][2][4], uacc[MT][2][4];
             tiny_gate_up<T, S>(hb, af, wg_l, wu_l, gacc, uacc);
@@ -371,7 +360,7 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
 }
 
 /* The configuration: tune->tiny_variant 1 = MT as the registers allow at
- * 8 warps (the first version), 2 = MT 1 at 16 warps; 0 = the default:
+ * 8 warps, 2 = MT 1 at 16 warps; 0 = the default:
  * variant 2 where it fits in 128 registers without spilling (k <= 128 and
  * n <= 64: nvcc 13 for sm_90 spills beyond) and its shared memory fits,
  * else 1. */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "device_math.cuh"
 #include "kernels.h"
-#include "result.h"
+#include "module/result.h"
 
 namespace {
 

@@ -21,18 +21,14 @@
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include "cuda_module.h"
-#include "fused.h"
-#include "lt_plan.h"
+#include "fused/fused.h"
+#include "lt/lt_plan.h"
 
 /* cuBLASLt's workspace: 32 MiB, NVIDIA's advice for Hopper (4 MiB is
  * enough before it). cuBLASLt has it alone: the fused kernels have their
  * own (FB_FUSED_WORKSPACE_BYTES), since what cuBLASLt may keep in its
  * workspace between calls (split-k / stream-k state) is not ours to
- * overwrite. Made separate after one unexplained wrong column from a bf16
- * cuBLASLt GEMM in a shared-workspace build (GPU session 6, 2026-11-22,
- * test_gpu 6682, m = 4096, n = 3, k = 777); the same build passed test_gpu
- * in two reruns and in five earlier runs, so the sharing is a suspect,
- * not an established cause. */
+ * overwrite (docs/cublaslt-path.md says what made them separate). */
 #define FB_CTX_WORKSPACE_BYTES ((size_t)32 << 20)
 
 /* The fp32 accumulator a 16-bit cuBLASLt call is tiled to when our

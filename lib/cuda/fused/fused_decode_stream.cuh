@@ -348,9 +348,8 @@ __device__ void stream_pass(const StreamJob<T> &J)
  * every later partner started inside the tile (slot 0). Warps with empty
  * ranges (S < W) emitted nothing and are skipped. The sum runs in warp
  * order, as stream_pass's slots were meant to be added: deterministic.
- * (GPU run 3: the previous per-element form, four 64-bit divisions per
- * (tile, row, token), cost ~1 us per 384 elements on the CTA's critical
- * path: ~30 us of the m = 16 MLP.) */
+ * (Finding partners per element instead puts 64-bit divisions on the
+ * CTA's critical path for every (tile, row, token): docs/decode-kernels.md.) */
 template <typename T, int NTOK, bool PAIRED>
 __device__ void reduce_slots(const StreamJob<T> &J)
 {
