@@ -138,6 +138,13 @@ FB_EXPORT fb_status fb_set_cuda_device(fb_handle handle, int device);
 /* A cudaStream_t, passed as void * so that this header needs no CUDA.
  * NULL is the legacy default stream. */
 FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream);
+/* Run later calls on the implementation of this name (the start of the
+ * path fb_handle_last_path reports, e.g. "cpu/f32-avx512",
+ * "cuda-fused/mlp_decode", "cuda-lt"), within the backend the call goes
+ * to; a call it does not apply to returns FB_STATUS_NOT_SUPPORTED. NULL:
+ * the backend's own choice (the default). */
+FB_EXPORT fb_status fb_set_implementation(fb_handle handle,
+                                          const char *name);
 
 /* What the last call on this handle did. */
 FB_EXPORT fb_status fb_handle_last_status(fb_handle handle);

@@ -647,6 +647,7 @@ static void check_gemm(Device &dev, const GemmCase &c, uint64_t seed,
     p.transb = c.transb;
     p.m = c.m; p.n = c.n; p.k = c.k;
     p.alpha = c.alpha; p.beta = c.beta;
+    fb_gemm_decide(&p);
     const int64_t arows = c.transa ? c.k : c.m, acols = c.transa ? c.m : c.k;
     const int64_t brows = c.transb ? c.n : c.k, bcols = c.transb ? c.k : c.n;
     p.lda = arows + c.pad;
@@ -1180,6 +1181,7 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
         p.transb = 0;
         p.m = out; p.n = tokens; p.k = k;
         p.alpha = 1.0f; p.beta = 0.0f;
+        fb_gemm_decide(&p);
         p.a = ws[i]; p.lda = k;
         p.b = xs[i]; p.ldb = k;
         p.c = ys[i]; p.ldc = out;

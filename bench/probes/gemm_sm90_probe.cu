@@ -185,6 +185,7 @@ static bool check_gemm(cublasHandle_t cb, const fb_fused_env &env, int R,
     p.n = R;
     p.k = K;
     p.alpha = alpha;
+    fb_gemm_decide(&p);
     p.beta = beta;
     p.a = w;
     p.lda = K;
@@ -246,6 +247,7 @@ static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
     p.n = R;
     p.k = K;
     p.alpha = 1.0f;
+    fb_gemm_decide(&p);
     p.a = w;
     p.lda = K;
     p.b = x;
@@ -301,6 +303,7 @@ static void profile_once(cublasHandle_t cb, const fb_fused_env &env, int R,
     p.n = R;
     p.k = K;
     p.alpha = 1.0f;
+    fb_gemm_decide(&p);
     p.a = w;
     p.lda = K;
     p.b = x;

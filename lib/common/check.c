@@ -259,6 +259,7 @@ void fb_gemm_normalise(const fb_gemm_call *c, fb_gemm_problem *p)
     p->k = c->k;
     p->ep.bias = c->bias;
     p->ep.act = c->act;
+    p->weight_is_a = c->layout == FB_ROW_MAJOR;
     if (c->layout == FB_COL_MAJOR) {
         p->m = c->m, p->n = c->n;
         p->a = c->a, p->lda = c->lda, p->transa = ta;
@@ -272,6 +273,7 @@ void fb_gemm_normalise(const fb_gemm_call *c, fb_gemm_problem *p)
         p->b = c->a, p->ldb = c->lda, p->transb = ta;
         p->ep.bias_per_row = 1;
     }
+    fb_gemm_decide(p);
 }
 
 int fb_check_mlp(const fb_mlp_problem *p, char *msg, size_t len)

@@ -18,8 +18,16 @@
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 1
+#define FB_CUDA_MODULE_ABI 2
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
+
+/* The module's implementations by name, for fb_set_implementation: the
+ * library knows them without loading the module, and the module's table
+ * (lib/cuda/module/impls.cu) uses these names. */
+#define FB_CUDA_IMPL_NAMES                                                     \
+    "cuda-fused/gemm_tiny", "cuda-fused/gemm_decode", "cuda-fused/gemm_sm90", \
+        "cuda-fused/mlp_tiny", "cuda-fused/mlp_decode",                        \
+        "cuda-fused/mlp_prefill_wgmma", "cuda-fused/mlp_sm90", "cuda-lt"
 
 /* Per-handle CUDA state, owned by the module: device, stream, cuBLASLt
  * handle, plan cache, workspaces. */

@@ -2,6 +2,7 @@
  * dispatch.c -- from a checked call to one backend, and back to a status.
  */
 #include <stdio.h>
+#include <string.h>
 #include "cpu.h"
 #include "cuda_loader.h"
 #include "device_memory.h"
@@ -29,12 +30,16 @@ fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
         return st;
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
-        st = fb_cpu_gemm(h, p, path, sizeof path);
+        st = fb_cpu_gemm(h, p, fb_handle_forced(h), path, sizeof path);
         if (st != FB_STATUS_SUCCESS)
             return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
         fb_handle_ran(h, FB_BACKEND_CPU, path);
         return st;
     }
+    if (fb_handle_forced(h) != NULL)
+        return fb_handle_fail(h, FB_STATUS_NOT_SUPPORTED, 0,
+                              "%s: this CUDA module takes no forced "
+                              "implementation", routine);
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->gemm(h->cuda, p, r.backend, h->math, &res);
     return finish_cuda(h, routine, st, &res);
@@ -50,15 +55,30 @@ fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
         return st;
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
-        st = fb_cpu_mlp(h, p, path, sizeof path);
+        st = fb_cpu_mlp(h, p, fb_handle_forced(h), path, sizeof path);
         if (st != FB_STATUS_SUCCESS)
             return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
         fb_handle_ran(h, FB_BACKEND_CPU, path);
         return st;
     }
+    if (fb_handle_forced(h) != NULL)
+        return fb_handle_fail(h, FB_STATUS_NOT_SUPPORTED, 0,
+                              "%s: this CUDA module takes no forced "
+                              "implementation", routine);
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->mlp(h->cuda, p, r.backend, h->math, &res);
     return finish_cuda(h, routine, st, &res);
+}
+
+int fb_implementation_known(const char *name)
+{
+    static const char *const cuda[] = {FB_CUDA_IMPL_NAMES};
+    if (fb_cpu_knows(name))
+        return 1;
+    for (size_t i = 0; i < sizeof cuda / sizeof cuda[0]; i++)
+        if (strcmp(name, cuda[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -20,6 +20,10 @@ typedef struct fb_operand {
     int pos;
 } fb_operand;
 
+/* Non-zero if name is an implementation of some backend (the CPU
+ * backend's tables, the CUDA module's), without loading the module. */
+int fb_implementation_known(const char *name);
+
 fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
                            const fb_gemm_problem *p, const fb_operand *ops,
                            int nops);

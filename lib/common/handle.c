@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_loader.h"
+#include "dispatch.h"
 #include "env.h"
 #include "handle.h"
 #include "log.h"
@@ -151,6 +152,22 @@ FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream)
         if (m != NULL)
             m->ctx_set_stream(h->cuda, stream);
     }
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_implementation(fb_handle handle,
+                                          const char *name)
+{
+    SETTER_BEGIN(handle, st);
+    if (name == NULL) {
+        h->implementation[0] = '\0';
+        return FB_STATUS_SUCCESS;
+    }
+    if (!fb_implementation_known(name))
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_set_implementation: no implementation is "
+                              "named \"%.64s\"", name);
+    snprintf(h->implementation, sizeof h->implementation, "%s", name);
     return FB_STATUS_SUCCESS;
 }
 

@@ -9,11 +9,16 @@
 #include "handle.h"
 #include "problem.h"
 
-/* Run a checked call; path receives what ran, or why it failed. */
-fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
-                      size_t len);
-fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
-                     size_t len);
+/* Run a checked call on the first implementation that takes it
+ * (cpu_impl.h), or on the one named forced (FB_STATUS_NOT_SUPPORTED if it
+ * does not take the call); path receives what ran, or why it failed. */
+fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p,
+                      const char *forced, char *path, size_t len);
+fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p,
+                     const char *forced, char *path, size_t len);
+
+/* Non-zero if name is one of the CPU backend's implementations. */
+int fb_cpu_knows(const char *name);
 
 /* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds).
  * Asked only where OpenBLAS is about to be called: a leading dimension

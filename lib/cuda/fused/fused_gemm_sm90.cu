@@ -705,7 +705,7 @@ fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
         return FB_STATUS_NOT_SUPPORTED;
     if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
         return FB_STATUS_NOT_SUPPORTED;
-    if (!p->transa || p->transb || p->alpha == 0.0f ||
+    if (!p->transa || p->transb || !p->multiply ||
         !ge_dims_ok(p->m, p->n, p->k) || !ge_operand_ok(p->a, p->lda) ||
         !ge_operand_ok(p->b, p->ldb) || p->ldc >= ((int64_t)1 << 40))
         return FB_STATUS_NOT_SUPPORTED;

@@ -121,7 +121,7 @@ int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
     const int64_t tokens = p->m < p->n ? p->m : p->n;
     /* gemm_tiny has no row (measured slower); only decode is asked. The
      * fused entry point's own refusals (alpha == 0, k == 0) apply too. */
-    if (p->alpha == 0.0f || p->k == 0)
+    if (!p->multiply)
         return 0;
     if (fbf_tiny_gemm(env, p, &dry, NULL, 0) == FB_STATUS_SUCCESS)
         return 0;

@@ -135,7 +135,7 @@ static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
     fb_fused_env env;
     fb_ctx_fused_env(ctx, math, &env);
     if (path == FB_BACKEND_CUDA_FUSED && q->m > 0 && q->n > 0 &&
-        (q->k == 0 || q->alpha == 0.0f)) {
+        !q->multiply) {
         /* Nothing to multiply (A and B are not referenced): the whole call
          * is its epilogue, C <- act(beta C + bias), one launch of our own
          * kernel -- the fused path's answer as much as the Lt path's. */
