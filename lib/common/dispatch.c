@@ -9,23 +9,14 @@
 #include "dispatch.h"
 #include "log.h"
 
-typedef struct route {
-    fb_backend backend; /* CPU, or a GPU path for the module */
-    const fb_cuda_module *cuda;
-} route;
-
-static fb_status choose(fb_handle h, const char *routine,
-                        const fb_operand *ops, int nops, route *r);
 static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m);
-static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
-                             const fb_cuda_result *res);
 
 fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
                            const fb_gemm_problem *p, const fb_operand *ops,
                            int nops)
 {
-    route r;
-    fb_status st = choose(h, routine, ops, nops, &r);
+    fb_route r;
+    fb_status st = fb_dispatch_choose(h, routine, ops, nops, &r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (r.backend == FB_BACKEND_CPU) {
@@ -36,21 +27,18 @@ fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
         fb_handle_ran(h, FB_BACKEND_CPU, path);
         return st;
     }
-    if (fb_handle_forced(h) != NULL)
-        return fb_handle_fail(h, FB_STATUS_NOT_SUPPORTED, 0,
-                              "%s: this CUDA module takes no forced "
-                              "implementation", routine);
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
-    st = r.cuda->gemm(h->cuda, p, r.backend, h->math, &res);
-    return finish_cuda(h, routine, st, &res);
+    st = r.cuda->gemm(h->cuda, p, r.backend, h->math, fb_handle_forced(h),
+                      &res);
+    return fb_dispatch_finish_cuda(h, routine, st, &res);
 }
 
 fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
                           const fb_mlp_problem *p, const fb_operand *ops,
                           int nops)
 {
-    route r;
-    fb_status st = choose(h, routine, ops, nops, &r);
+    fb_route r;
+    fb_status st = fb_dispatch_choose(h, routine, ops, nops, &r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (r.backend == FB_BACKEND_CPU) {
@@ -61,13 +49,10 @@ fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
         fb_handle_ran(h, FB_BACKEND_CPU, path);
         return st;
     }
-    if (fb_handle_forced(h) != NULL)
-        return fb_handle_fail(h, FB_STATUS_NOT_SUPPORTED, 0,
-                              "%s: this CUDA module takes no forced "
-                              "implementation", routine);
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
-    st = r.cuda->mlp(h->cuda, p, r.backend, h->math, &res);
-    return finish_cuda(h, routine, st, &res);
+    st = r.cuda->mlp(h->cuda, p, r.backend, h->math, fb_handle_forced(h),
+                     &res);
+    return fb_dispatch_finish_cuda(h, routine, st, &res);
 }
 
 int fb_implementation_known(const char *name)
@@ -98,8 +83,8 @@ static int first_device_operand(const fb_operand *ops, int nops)
 
 /* The module is loaded here, the first time a call needs it: a CUDA
  * backend named, or device memory under auto. A CPU call never loads it. */
-static fb_status choose(fb_handle h, const char *routine,
-                        const fb_operand *ops, int nops, route *r)
+fb_status fb_dispatch_choose(fb_handle h, const char *routine,
+                             const fb_operand *ops, int nops, fb_route *r)
 {
     char why[256];
     const fb_cuda_module *m = NULL;
@@ -169,8 +154,8 @@ static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m)
     return FB_STATUS_SUCCESS;
 }
 
-static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
-                             const fb_cuda_result *res)
+fb_status fb_dispatch_finish_cuda(fb_handle h, const char *routine,
+                                  fb_status st, const fb_cuda_result *res)
 {
     if (st != FB_STATUS_SUCCESS)
         return fb_handle_fail(h, st, 0, "%s: %s", routine, res->message);
