@@ -23,6 +23,8 @@ struct fb_handle_s {
     char implementation[48]; /* fb_set_implementation's; "" if none */
     /* CUDA state, made on first GPU call */
     fb_cuda_ctx *cuda;
+    /* the handle's live plans (plan.c), destroyed with it */
+    struct fb_plan_s *plans;
     /* host workspace for the CPU backend, grown on demand, 64-byte aligned */
     void *ws;
     size_t ws_bytes;

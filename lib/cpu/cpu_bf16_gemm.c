@@ -165,6 +165,10 @@ static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
         return 0;
     fb_bf16_operand opa, opb;
     operands(p, &opa, &opb);
+    /* A plan being made (no X yet): X is judged at each call, the weights
+     * once they are packed. */
+    if ((p->weight_is_a ? opb.base : opa.base) == NULL && c->packed == NULL)
+        return 1;
     const int packed_w = c->packed != NULL ? *(const int *)c->packed : -1;
     const int ea = c->packed != NULL && p->weight_is_a
                        ? packed_w

@@ -92,8 +92,8 @@ int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
     const int64_t lines = x->k_contiguous ? rows : k;
     const int64_t len = x->k_contiguous ? k : rows;
     int lo = 255;
-    if (lines <= 0 || len <= 0)
-        return lo;
+    if (x->base == NULL || lines <= 0 || len <= 0)
+        return lo; /* no values (a plan's X, not known yet) */
 #pragma omp parallel for num_threads(threads) schedule(static) \
     reduction(min : lo) if (threads > 1 && lines * len >= ((int64_t)1 << 16))
     for (int64_t i = 0; i < lines; i += 64) {

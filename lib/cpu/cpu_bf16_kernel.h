@@ -40,7 +40,7 @@ int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
 
 /* The smallest exponent field among the non-zero elements of the rows x k
  * operand x, as fb_bf16_pack would return it, without packing: on up to
- * threads threads. Any CPU. */
+ * threads threads. Any CPU. 255 (none) for a NULL base. */
 int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
                       int threads);
 

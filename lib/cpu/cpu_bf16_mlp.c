@@ -238,6 +238,10 @@ static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
     if (p->dtype != FB_DTYPE_BF16 || p->m <= MIN_ROWS || p->k <= 0 ||
         p->h <= 0 || !fb_cpu_bf16_available())
         return 0;
+    /* A plan being made (no X yet): X is judged at each call, the weights
+     * once they are packed. */
+    if (p->x == NULL && c->packed == NULL)
+        return 1;
     int e[3];
     if (c->packed != NULL) {
         memcpy(e, c->packed, sizeof e);

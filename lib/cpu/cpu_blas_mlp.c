@@ -20,10 +20,10 @@
  *    weights; partial Y sums are per thread and added at the end.
  *
  * fp16/bf16: X blocks and weight chunks are converted into fp32 panels in
- * the workspace; H is rounded to the input type before the down
- * projection, as a framework that stores H in that type does. fp32 X
- * blocks are copied the same way when ldx does not fit OpenBLAS's
- * integer.
+ * the workspace (a plan converts the weights whole, once: pack); H is
+ * rounded to the input type before the down projection, as a framework
+ * that stores H in that type does. fp32 X blocks are copied the same way
+ * when ldx does not fit OpenBLAS's integer.
  */
 #include "config.h"
 #include <cblas.h>
@@ -59,13 +59,16 @@ typedef struct plan {
                              X, or an ldx OpenBLAS cannot take) */
     /* per-thread workspace, in floats */
     int64_t off_x, off_wg, off_wu, off_wd, off_g, off_u, off_y, per_thread;
+    const float *w32;     /* 16-bit weights converted whole (a plan's):
+                             Wg, Wu, Wd in fp32, or NULL */
 } plan;
 
 typedef struct biases {
     const float *bg, *bu, *bd; /* fp32 views; NULL if absent */
 } biases;
 
-static plan make_plan(const fb_mlp_problem *p, int threads);
+static plan make_plan(const fb_mlp_problem *p, int threads,
+                      const float *w32);
 static void run_rows(const fb_mlp_problem *p, const plan *pl,
                      const biases *bs, float *ws, int64_t r0, int64_t r1,
                      int64_t c0, int64_t c1, float *yacc, int64_t ldyacc,
@@ -87,8 +90,9 @@ static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
 /* The threads' blocks, then the biases in fp32 (16-bit). */
 static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
 {
-    (void)packed;
-    const plan pl = make_plan(p, threads);
+    /* Sizes only: the packed weights need no room, wherever they are. */
+    static const float somewhere;
+    const plan pl = make_plan(p, threads, packed ? &somewhere : NULL);
     const int64_t nbias = p->dtype != FB_DTYPE_F32 ? 2 * p->h + p->n : 0;
     return ((size_t)pl.per_thread * (size_t)pl.threads + (size_t)nbias +
             64) * sizeof(float);
@@ -97,7 +101,7 @@ static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
 static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
                      char *path, size_t len)
 {
-    const plan pl = make_plan(p, c->threads);
+    const plan pl = make_plan(p, c->threads, c->packed);
     const int wide = p->dtype != FB_DTYPE_F32;
     const int64_t nbias = wide ? 2 * p->h + p->n : 0;
     float *ws = c->ws;
@@ -155,9 +159,11 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static plan make_plan(const fb_mlp_problem *p, int threads)
+static plan make_plan(const fb_mlp_problem *p, int threads,
+                      const float *w32)
 {
     plan pl;
+    pl.w32 = w32;
     const int64_t k = p->k > 0 ? p->k : 1;
     pl.hc = CHUNK_ELEMS / k;
     if (pl.hc < 16)
@@ -192,9 +198,10 @@ static plan make_plan(const fb_mlp_problem *p, int threads)
         o += ((count) + 15) / 16 * 16;                                         \
     } while (0)
     TAKE(off_x, pl.copy_x ? pl.mb * k : 0);
-    TAKE(off_wg, wide ? pl.hc * k : 0);
-    TAKE(off_wu, wide ? pl.hc * k : 0);
-    TAKE(off_wd, wide ? p->n * pl.hc : 0);
+    const int convert = wide && w32 == NULL;
+    TAKE(off_wg, convert ? pl.hc * k : 0);
+    TAKE(off_wu, convert ? pl.hc * k : 0);
+    TAKE(off_wd, convert ? p->n * pl.hc : 0);
     TAKE(off_g, pl.mb * pl.hc);
     TAKE(off_u, pl.mb * pl.hc);
     /* Yacc: one row block when rows are split, all rows otherwise. */
@@ -244,7 +251,11 @@ static void run_rows(const fb_mlp_problem *p, const plan *pl,
             const float *wu = at(p->wu, p->dtype, h0 * k);
             const float *wd = at(p->wd, p->dtype, h0);
             int64_t ldwd = p->h;
-            if (wide) {
+            if (wide && pl->w32 != NULL) {
+                wg = pl->w32 + h0 * k;
+                wu = pl->w32 + p->h * k + h0 * k;
+                wd = pl->w32 + 2 * p->h * k + h0;
+            } else if (wide) {
                 float *cg = ws + pl->off_wg, *cu = ws + pl->off_wu;
                 float *cd = ws + pl->off_wd;
                 /* Converted per (row block, chunk): with rows split that
@@ -305,5 +316,26 @@ static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
                 (blasint)ldw, accumulate ? 1.0f : 0.0f, out, (blasint)ldo);
 }
 
+/* 16-bit weights in fp32, Wg, Wu, then Wd: what every call would convert
+ * chunk by chunk (the same values, so the same bits). fp32 weights are
+ * read where they lie. */
+static size_t pack_bytes(const fb_mlp_problem *p)
+{
+    if (p->dtype == FB_DTYPE_F32)
+        return 0;
+    return (size_t)(2 * p->h * p->k + p->n * p->h) * sizeof(float);
+}
+
+static void pack(const fb_mlp_problem *p, int threads, void *dst)
+{
+    float *w = dst;
+    const int64_t hk = p->h * p->k;
+    (void)threads;
+    fb_cpu_to_f32(p->dtype, p->wg, w, hk);
+    fb_cpu_to_f32(p->dtype, p->wu, w + hk, hk);
+    fb_cpu_to_f32(p->dtype, p->wd, w + 2 * hk, p->n * p->h);
+}
+
 const fb_cpu_mlp_impl fb_cpu_mlp_openblas = {
-    "cpu/openblas", FB_CPU_BLAS_THREADS, applies, workspace, NULL, NULL, run};
+    "cpu/openblas", FB_CPU_BLAS_THREADS, applies, workspace, pack_bytes, pack,
+    run};
