@@ -23,7 +23,7 @@ lib=$build/.libs/libfusedblas.so
 FUSEDBLAS_CUDA_MODULE=${FUSEDBLAS_CUDA_MODULE:-$build/lib/cuda/.libs/fusedblas_cuda.so}
 export FUSEDBLAS_CUDA_MODULE
 if test ! -x "$bench"; then
-  echo "gpu-bench.sh: $bench not built (run make first)" >&2
+  echo "gpu-bench.sh: $bench not built (run make check or make bench first)" >&2
   exit 2
 fi
 if test ! -f "$FUSEDBLAS_CUDA_MODULE"; then
