@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench.h -- what the parts of fusedblas-bench share: a workload ("case"),
  * the options, the machine's measured ceilings, and one measured result

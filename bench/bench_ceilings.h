@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_ceilings.h -- measure what the machine can do at best, so that
  * each result can be reported as a fraction of its roofline.

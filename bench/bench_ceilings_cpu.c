@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_ceilings_cpu.c -- the CPU's measured ceilings.
  *

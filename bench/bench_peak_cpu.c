@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_peak_cpu.c -- the CPU's arithmetic peak per data type, measured:
  * every OpenMP thread runs independent chains of the widest multiply-add

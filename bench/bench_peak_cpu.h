@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_peak_cpu.h -- the CPU's arithmetic peak for one data type, measured
  * on registers alone (no memory, no library).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_roofline.c -- the roofline time of a case: what it would take if it
  * ran at its data type's compute ceiling or at the measured bandwidth,

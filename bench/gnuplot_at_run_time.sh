@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # gnuplot_at_run_time.sh -- `make bench` draws its plots with the gnuplot
 # it finds in PATH when it runs, not with what configure saw: a gnuplot
 # installed after configure is used. Prints TAP.

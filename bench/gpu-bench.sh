@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-bench.sh -- the benchmark's GPU run, inside an already-built tree.
 #
 #   bench/gpu-bench.sh [BUILD_DIR]        (default: the current directory)

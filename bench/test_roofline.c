@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_roofline.c -- the benchmark's roofline holds each row to the compute
  * ceiling of its own data type (bench_roofline.c), so that no row reads

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nvcc_lt_host_only.sh -- lib/cuda/nvcc-lt.sh compiles a CUDA source
 # without device passes exactly when neither it nor a header it includes
 # from the project holds device code; everything else keeps nvcc's device

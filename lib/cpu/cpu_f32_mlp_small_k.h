@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_mlp_small_k.h -- the fp32 gated MLP on the small-k kernel, for
  * k and h of at most FB_SMALL_K_MAX (the tiny MLPs).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nvcc-lt.sh -- compile one CUDA source into a libtool object.
 #
 #   nvcc-lt.sh [--host-warnings 'C-WARNING-FLAGS'] [--project-dir DIR]

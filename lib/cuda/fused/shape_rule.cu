@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shape_rule.cu -- when FB_BACKEND_CUDA / AUTO sends a call to cuda-fused
  * rather than cuda-lt.

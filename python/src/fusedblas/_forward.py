@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The ops' forward passes on real tensors: one libfusedblas call each.
 
 Strides: x is passed with its row stride when its rows are contiguous

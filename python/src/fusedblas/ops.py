@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The custom ops ``fusedblas::linear`` and ``fusedblas::gated_mlp``, and
 the functions ``linear`` and ``gated_mlp`` that call them.
 
