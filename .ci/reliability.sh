@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # .ci/reliability.sh -- sanitizer, valgrind, ThreadSanitizer and fuzz runs.
 #
 # Called by .ci/run after the README's `make check`; runs standalone too:

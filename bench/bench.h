@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench.h -- what the parts of fusedblas-bench share: a workload ("case"),
  * the options, the machine's measured ceilings, and one measured result
@@ -84,6 +85,9 @@ typedef struct bench_ceilings {
     double cpu_sbgemm_gflops;    /* OpenBLAS sbgemm, where configure found it */
     double cpu_dnnl_f32_gflops;  /* oneDNN f32 matmul, where available */
     double cpu_dnnl_bf16_gflops; /* oneDNN bf16 matmul, where the CPU has it */
+    double cpu_f32_peak_gflops;  /* FMA on registers (bench_peak_cpu.c) */
+    double cpu_bf16_peak_gflops; /* VDPBF16PS; 0 without AVX512-BF16 */
+    double cpu_f16_peak_gflops;  /* AVX512-FP16 FMA; 0 without it */
     double load_avg;         /* 1-minute load average at start */
     char cpu_blas[160];      /* OpenBLAS's build and the kernels it chose */
 

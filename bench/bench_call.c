@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_call.c -- the benchmark's calls into fusedblas.
  *

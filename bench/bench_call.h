@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_call.h -- one call of fusedblas on one input set, whatever the
  * routine and data type: the one place the benchmark calls the public API.

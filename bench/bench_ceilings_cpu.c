@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_ceilings_cpu.c -- the CPU's measured ceilings.
  *
@@ -6,7 +7,8 @@
  * best of several passes (a ceiling is what the machine can do: on a shared
  * VM the median moves with the neighbours, the best much less). Compute: OpenBLAS sgemm (and sbgemm where
  * configure found it) and oneDNN's f32 and bf16 matmul on square matrices
- * large enough to be compute-bound.
+ * large enough to be compute-bound, and each data type's arithmetic peak
+ * (bench_peak_cpu.c).
  * The roofline's byte-time uses the read bandwidth: the workloads read far
  * more than they write (the decode weights above all).
  */
@@ -18,6 +20,7 @@
 #include "config.h"
 #include "bench_ceilings.h"
 #include "bench_memory.h"
+#include "bench_peak_cpu.h"
 #include "bench_random.h"
 #include "bench_stats.h"
 #include "cpu_impl.h"
@@ -193,4 +196,7 @@ void bench_ceilings_cpu(const bench_options *opt, bench_ceilings *out)
      * sbgemm. */
     out->cpu_dnnl_f32_gflops = bench_onednn_gflops(FB_DTYPE_F32, n, reps);
     out->cpu_dnnl_bf16_gflops = bench_onednn_gflops(FB_DTYPE_BF16, n, reps);
+    out->cpu_f32_peak_gflops = bench_cpu_peak_gflops(FB_DTYPE_F32, opt->quick);
+    out->cpu_bf16_peak_gflops = bench_cpu_peak_gflops(FB_DTYPE_BF16, opt->quick);
+    out->cpu_f16_peak_gflops = bench_cpu_peak_gflops(FB_DTYPE_F16, opt->quick);
 }

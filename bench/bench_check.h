@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_check.h -- does an implementation's output agree with the
  * baseline's? A benchmark that times wrong answers measures nothing.

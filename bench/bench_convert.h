@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_convert.h -- fp16/bf16 <-> fp32 conversions written so that a
  * compiler can vectorise them (no branches, no calls), for the CPU

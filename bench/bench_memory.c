@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_memory.c -- aligned host buffers, first-touched in parallel so that
  * pages are spread the way the parallel loops will read them.

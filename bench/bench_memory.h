@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_memory.h -- host buffers for the benchmark: page-aligned, and
  * touched first by the OpenMP threads that will use them.

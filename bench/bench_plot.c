@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_plot.c -- gnuplot PNGs from the report: for each device,
  *   speedup-<dev>-<workload>.png  speedup over the unfused baseline vs m,

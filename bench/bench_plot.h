@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_plot.h -- gnuplot PNGs of the results.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_random.c -- counter-based random fill (splitmix64 finaliser of
  * seed + index), parallel and reproducible.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_random.h -- random inputs for the benchmark (never zeros: some
  * kernels skip work on zeros, and timing must not depend on the data).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_report.c -- derived figures, the table and the CSV.
  *
@@ -245,6 +246,15 @@ void bench_print_ceilings(FILE *f, const bench_ceilings *cl, int have_gpu)
         fprintf(f, "; oneDNN f32 %.1f", cl->cpu_dnnl_f32_gflops);
     if (cl->cpu_dnnl_bf16_gflops > 0)
         fprintf(f, ", bf16 %.1f", cl->cpu_dnnl_bf16_gflops);
+    fprintf(f, "\n  arithmetic peak: fp32 %.1f GFLOP/s", cl->cpu_f32_peak_gflops);
+    if (cl->cpu_bf16_peak_gflops > 0)
+        fprintf(f, ", bf16 %.1f", cl->cpu_bf16_peak_gflops);
+    else
+        fprintf(f, ", no bf16 arithmetic (bf16 held to fp32)");
+    if (cl->cpu_f16_peak_gflops > 0)
+        fprintf(f, ", fp16 %.1f", cl->cpu_f16_peak_gflops);
+    else
+        fprintf(f, ", no fp16 arithmetic (fp16 held to fp32)");
     fprintf(f, "\n");
     if (have_gpu) {
         fprintf(f, "GPU: %s, L2 %.0f MB\n", cl->gpu_name,
@@ -346,10 +356,13 @@ int bench_write_ceilings_csv(const char *path, const bench_ceilings *cl)
     fprintf(f, "\ncpu_threads,%d\ncpu_llc_bytes,%zu\ncpu_load_avg,%.2f\n"
                "cpu_read_gbs,%.2f\ncpu_copy_gbs,%.2f\ncpu_sgemm_gflops,%.2f\n"
                "cpu_sbgemm_gflops,%.2f\ncpu_dnnl_f32_gflops,%.2f\n"
-               "cpu_dnnl_bf16_gflops,%.2f\n",
+               "cpu_dnnl_bf16_gflops,%.2f\ncpu_f32_peak_gflops,%.2f\n"
+               "cpu_bf16_peak_gflops,%.2f\ncpu_f16_peak_gflops,%.2f\n",
             cl->cpu_threads, cl->cpu_llc_bytes, cl->load_avg, cl->cpu_read_gbs,
             cl->cpu_copy_gbs, cl->cpu_sgemm_gflops, cl->cpu_sbgemm_gflops,
-            cl->cpu_dnnl_f32_gflops, cl->cpu_dnnl_bf16_gflops);
+            cl->cpu_dnnl_f32_gflops, cl->cpu_dnnl_bf16_gflops,
+            cl->cpu_f32_peak_gflops, cl->cpu_bf16_peak_gflops,
+            cl->cpu_f16_peak_gflops);
     fprintf(f, "gpu_name,");
     csv_quoted(f, cl->gpu_name);
     fprintf(f, "\ngpu_l2_bytes,%zu\ngpu_copy_gbs,%.1f\ngpu_f32_tflops,%.2f\n"

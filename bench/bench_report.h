@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_report.h -- the results: derived figures (rate, bandwidth, fraction
  * of the roofline, speedups), the aligned table, the CSV, the progress lines.

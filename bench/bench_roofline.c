@@ -1,12 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_roofline.c -- the roofline time of a case: what it would take if it
- * ran at the measured GEMM rate or the measured bandwidth, whichever binds.
- * On the CPU the GEMM rate is the best of OpenBLAS and oneDNN; fp16 has no
- * GEMM of its own there and is held to the fp32 rate, bf16 to the better of
- * the bf16 and fp32 rates.
+ * ran at its data type's compute ceiling or at the measured bandwidth,
+ * whichever binds.
+ *
+ * On the CPU a type's compute ceiling is the best of what was measured for
+ * that type: the GEMM rates (OpenBLAS, oneDNN) and the arithmetic peak. A
+ * 16-bit type without arithmetic of its own on this CPU (bf16 without
+ * AVX512-BF16, fp16 without AVX512-FP16) is converted and computed in fp32,
+ * so fp32's ceiling is its own; with it, the 16-bit peak is the higher one
+ * (VDPBF16PS: twice the fp32 FMA's work).
  */
 #include "bench_ceilings.h"
 #include "bench_workloads.h"
+
+static double max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* GFLOP/s: the CPU's compute ceiling for data type t. */
+static double cpu_compute_ceiling(const bench_ceilings *cl, fb_dtype t)
+{
+    const double f32 = max2(max2(cl->cpu_sgemm_gflops, cl->cpu_dnnl_f32_gflops),
+                            cl->cpu_f32_peak_gflops);
+    switch (t) {
+    case FB_DTYPE_BF16:
+        return max2(f32, max2(max2(cl->cpu_sbgemm_gflops, cl->cpu_dnnl_bf16_gflops),
+                              cl->cpu_bf16_peak_gflops));
+    case FB_DTYPE_F16:
+        return max2(f32, cl->cpu_f16_peak_gflops);
+    case FB_DTYPE_F32:
+        break;
+    }
+    return f32;
+}
 
 double bench_roofline_s(const bench_ceilings *cl, const bench_case *c, int gpu,
                         int tf32)
@@ -22,14 +50,7 @@ double bench_roofline_s(const bench_ceilings *cl, const bench_case *c, int gpu,
         flops *= 1e12;
     } else {
         bw = cl->cpu_read_gbs;
-        double f32 = cl->cpu_sgemm_gflops > cl->cpu_dnnl_f32_gflops
-                         ? cl->cpu_sgemm_gflops
-                         : cl->cpu_dnnl_f32_gflops;
-        double bf16 = cl->cpu_sbgemm_gflops > cl->cpu_dnnl_bf16_gflops
-                          ? cl->cpu_sbgemm_gflops
-                          : cl->cpu_dnnl_bf16_gflops;
-        flops = c->dtype == FB_DTYPE_BF16 && bf16 > f32 ? bf16 : f32;
-        flops *= 1e9;
+        flops = cpu_compute_ceiling(cl, c->dtype) * 1e9;
     }
     if (flops <= 0 || bw <= 0)
         return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_sets.h -- the buffers of one input set, and how many sets to rotate
  * through so that a case whose data fits in cache is not timed hot.

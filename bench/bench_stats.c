@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_stats.c -- the clock and the statistics of timed runs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_stats.h -- the clock, how many runs to time, and the statistics of
  * a set of timed runs (median and spread).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_workloads.h -- the workloads of docs/DESIGN.md and the CPU issue, which
  * of them run where, and what each must compute and move at the least.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_fusedblas.c -- fusedblas's CPU backend as timed implementations:
  * the public API on host buffers, the backend forced to "cpu"; the plain

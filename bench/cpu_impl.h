@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_impl.h -- one implementation the CPU runner times: fusedblas's CPU
  * backend, or a baseline. Each gets the case and its input sets, prepares

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_onednn.c -- oneDNN as a CPU baseline: the strongest fused CPU library
  * there is. A matmul primitive with the bias and an eltwise post-op

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_openblas.c -- the unfused CPU baseline: OpenBLAS GEMMs, then separate
  * elementwise passes (cpu_passes.c), the way a framework runs nn.Linear +

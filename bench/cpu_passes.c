@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_passes.c -- vectorised elementwise passes for the unfused CPU baseline.
  *

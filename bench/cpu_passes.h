@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_passes.h -- the elementwise passes of the unfused CPU baseline: what
  * a framework runs after OpenBLAS's GEMM (bias + activation, the GeGLU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_runner.c -- one case on the CPU: allocate and fill the input sets,
  * time each implementation on the same sets, check outputs against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * eager_baseline.cu -- the elementwise kernels PyTorch eager runs between
  * its cuBLAS GEMMs, for the benchmark's GPU baseline (see eager_baseline.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * eager_baseline.h -- the elementwise CUDA kernels of the benchmark's GPU
  * baseline: what PyTorch eager launches after each cuBLAS GEMM of

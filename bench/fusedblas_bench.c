@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fusedblas_bench.c -- fusedblas-bench: what fusedblas buys on this
  * machine, in one command.

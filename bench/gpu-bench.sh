@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-bench.sh -- the benchmark's GPU run, inside an already-built tree.
 #
 #   bench/gpu-bench.sh [BUILD_DIR]        (default: the current directory)
@@ -23,7 +24,7 @@ lib=$build/.libs/libfusedblas.so
 FUSEDBLAS_CUDA_MODULE=${FUSEDBLAS_CUDA_MODULE:-$build/lib/cuda/.libs/fusedblas_cuda.so}
 export FUSEDBLAS_CUDA_MODULE
 if test ! -x "$bench"; then
-  echo "gpu-bench.sh: $bench not built (run make first)" >&2
+  echo "gpu-bench.sh: $bench not built (run make check or make bench first)" >&2
   exit 2
 fi
 if test ! -f "$FUSEDBLAS_CUDA_MODULE"; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_eager.c -- the GPU baseline: the kernel sequence PyTorch eager runs.
  *

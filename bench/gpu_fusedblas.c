@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_fusedblas.c -- fusedblas's GPU paths as timed implementations: the
  * public API on device buffers, on the runner's stream, with the backend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_impl.h -- one implementation the GPU runner times: a fusedblas GPU
  * path, or a baseline built from cuBLAS and the eager kernels. Each

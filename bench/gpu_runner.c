@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_runner.c -- the GPU side of the benchmark: open the device, measure
  * its ceilings, and run each case: allocate and fill the input sets on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_runner.h -- the GPU side of the benchmark. Without CUDA (or without
  * a device) bench_gpu_open says why and the benchmark runs on the CPU.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """torch_compare.py -- fusedblas against PyTorch eager and torch.compile.
 
 Loads libfusedblas through ctypes, calls it on PyTorch's own device tensors

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * geglu_mlp.c -- the feed-forward block of a GeGLU transformer, run on the
  * CPU and, where this machine has one, on the GPU.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linear_gelu.c -- torch.nn.Linear followed by GELU, as one sgemm_bias_act
  * call, and the same layer on bfloat16 data with bgemm_bias_act.

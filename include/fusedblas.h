@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fusedblas.h -- fused dense-layer routines with BLAS conventions.
  *

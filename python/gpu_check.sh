@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu_check.sh -- the fusedblas Python package on a GPU machine, in one run:
 # install it (no network), run its pytest suite (CUDA tests included), run
 # python -m fusedblas.profile, and measure issue 22's goals (gpu_goals.py),

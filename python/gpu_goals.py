@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """gpu_goals.py -- measures issue 22's goals for the Python package on a
 CUDA device, and prints a table of them last.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-sass.sh -- assert from the disassembly that the cuda-fused kernels
 # run on the paths they claim: every 16-bit (bf16/fp16) fbf:: kernel uses
 # tensor cores (HMMA or HGMMA in its SASS), and no fp32 fbf:: kernel does

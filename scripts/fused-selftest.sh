@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # fused-selftest.sh -- build and run the cuda-fused selftest
 # (tests/fused_selftest.cu) on a GPU machine: correctness of every fused
 # kernel against a float64 reference, compute-sanitizer (memcheck,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-check.sh -- build fusedblas from its dist tarball on a GPU machine,
 # run `make check`, then run the GPU test programs under compute-sanitizer
 # (memcheck, racecheck, initcheck), and print a short summary last.

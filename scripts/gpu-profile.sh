@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-profile.sh -- Nsight Compute on the fused kernels, one launch each,
 # through fusedblas-bench on the library's own cuda-fused path.
 #

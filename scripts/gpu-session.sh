@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-session.sh -- everything one GPU-machine call does, in order, each
 # step under its own time limit, with one short table printed last.
 #

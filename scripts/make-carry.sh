@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make-carry.sh -- the dist tarball of what is committed (HEAD), into
 # .carry/ for the GPU machine (which has no libtool, so it builds from a
 # tarball). Built from a clean export, so uncommitted work never travels.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * act_sweep.cu -- the CUDA activations evaluated on the GPU for the test
  * of their agreement (test_gpu_act.c): the accurate form every path but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * act_sweep.h -- see act_sweep.cu.
  */

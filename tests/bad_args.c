@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bad_args.c -- the bad-argument tables. See bad_args.h.
  *

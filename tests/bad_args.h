@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bad_args.h -- table-driven bad-argument tests, shared by test_badargs
  * (CPU, host memory) and test_gpu (each GPU path, device memory), so that

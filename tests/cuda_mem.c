@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_mem.c -- device memory for the GPU test program. See cuda_mem.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_mem.h -- the device-memory provider for the GPU test program,
  * through the CUDA runtime's C API (cudaMalloc, cudaMemcpy).

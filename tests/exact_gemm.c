@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exact_gemm.c -- gemm_bias_act checked bit for bit on operands whose
  * result is known exactly. See exact_gemm.h.

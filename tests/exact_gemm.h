@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exact_gemm.h -- gemm_bias_act on operands whose result is known exactly,
  * so that "rounded once" can be checked bit for bit.

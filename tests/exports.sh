@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # exports.sh -- the shared library, the header and the manual pages name
 # the same routines, with the same prototypes. Prints TAP.
 #

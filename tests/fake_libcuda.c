@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_libcuda.c -- a stand-in for the CUDA driver (built as libcuda.so,
  * the name the library looks for among the loaded objects), so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_selftest.cu -- standalone check and benchmark of the cuda-fused
  * kernels (not part of the module nor of make check:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gemm_check.c -- run and check gemm_bias_act cases; the conformance
  * sweeps. See gemm_check.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gemm_check.h -- one gemm_bias_act case, run on one or more targets and
  * checked against the oracle (and against a CPU witness), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness.h -- what every fusedblas test program shares: TAP output, a
  * seeded random generator, the three storage types, memory providers

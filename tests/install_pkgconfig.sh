@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # install_pkgconfig.sh -- `make install` gives a user what the pages
 # promise: the header, the library, fusedblas.pc and a man page for every
 # routine; and the examples build and run with nothing but

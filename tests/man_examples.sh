@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # man_examples.sh -- the program in each page's EXAMPLES section compiles
 # against the built library, with this build's warning flags, and runs
 # successfully. Prints TAP.

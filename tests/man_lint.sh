@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # man_lint.sh -- every manual page is well-formed, in man-pages(7) order,
 # names this release, and refers only to pages that exist. Prints TAP.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * marker_module.c -- a stand-in for a hostile FUSEDBLAS_CUDA_MODULE: a
  * shared object whose constructor creates the file $FB_TEST_MARKER, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_check.c -- run and check mlp_geglu_forward cases; the sweeps.
  * See mlp_check.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_check.h -- one mlp_geglu_forward case, run on targets and checked
  * against the oracle (and a CPU witness), and the sweeps built from it.

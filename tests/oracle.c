@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * oracle.c -- the naive double-precision reference. See oracle.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * oracle.h -- the naive double-precision reference every backend is
  * checked against (the first of docs/DESIGN.md's three witnesses).

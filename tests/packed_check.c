@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * packed_check.c -- the sweep and path check shared by the tests of the
  * CPU packed kernels (packed_check.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * packed_check.h -- what the tests of the CPU packed kernels (fp32:
  * test_cpu_f32_kernel, bf16: test_cpu_bf16) share: the case maker, the

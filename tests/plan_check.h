@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_check.h -- a plan against the plain routine: for each m of a list,
  * fb_plan_gemm / fb_plan_mlp and sgemm_bias_act (etc.) / mlp_geglu_forward

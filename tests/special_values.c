@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * special_values.c -- NaN and Inf injected into gemm_bias_act operands.
  * See special_values.h.

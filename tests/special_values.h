@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * special_values.h -- NaN and Inf in A, B, C and bias propagate as IEEE
  * arithmetic says, through every activation and dtype.

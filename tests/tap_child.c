@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap_child.c -- test points run in a new process. See tap_child.h.
  */

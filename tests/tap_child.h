@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap_child.h -- test points that run in a new process, relayed as this
  * program's own.

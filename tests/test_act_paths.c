@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_act_paths.c -- one activation per target on the CPU: the same
  * pre-activation gives the same bits whichever implementation runs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_alloc_limit.c -- calls under an address-space limit end in
  * FB_STATUS_ALLOC_FAILED with the output untouched: never a hang, never a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_badargs.c -- every argument of every public routine given each
  * class of bad value, alone and in pairs, on the CPU backend: the status,

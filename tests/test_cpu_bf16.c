@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cpu_bf16.c -- bgemm_bias_act on the CPU's AVX512-BF16 kernel
  * (lib/cpu/cpu_bf16_gemm.c) against the double oracle, with the bf16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cpu_f32_kernel.c -- sgemm_bias_act on the CPU's AVX-512F fp32
  * kernel (lib/cpu/cpu_f32_gemm.c) against the double oracle, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cpu_loads_no_cuda.c -- a CPU call loads nothing of CUDA.
  *

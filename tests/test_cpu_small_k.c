@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cpu_small_k.c -- sgemm_bias_act on the CPU's small-k kernel
  * (lib/cpu/cpu_f32_small_k.c: op(B) read in place, the epilogue applied

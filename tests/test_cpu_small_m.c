@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cpu_small_m.c -- the CPU decode kernel (lib/cpu/cpu_small_m.c)
  * through gemm_bias_act and mlp_geglu_forward, against the double oracle,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_device_memory.c -- how a call tells device memory from host memory,
  * on any machine: a stand-in CUDA driver (fake_libcuda.c, built as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gemm.c -- sgemm/hgemm/bgemm_bias_act on the CPU backend against the
  * double oracle: the conformance sweep, every activation's curve, and a

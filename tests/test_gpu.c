@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu.c -- the GPU paths against the double oracle and against the
  * CPU backend (docs/DESIGN.md's third witness).

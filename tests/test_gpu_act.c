@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_act.c -- the fast form of the CUDA activations (the 16-bit
  * tiny kernels, the prefill pair, the GEMM engine) against the accurate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_faults.c -- the GPU backends at their limits and after faults.
  *

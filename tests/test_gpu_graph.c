@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_graph.c -- every GPU path captured in a CUDA graph on the
  * handle's stream and replayed, bit for bit against the same calls made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_host_no_context.c -- on a machine with a GPU, calls on host data
  * create no CUDA context and load no CUDA library of fusedblas's, while

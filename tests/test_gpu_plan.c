@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_plan.c -- plans on the GPU (fb_plan_create_gemm(3)), with
  * device memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_rounding.c -- "rounded once", bit for bit, on every backend:
  * the exact-result family of exact_gemm.h on cpu (host memory), cuda-lt,

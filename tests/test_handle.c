@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_handle.c -- handles, settings, library queries, the 16-bit
  * conversions (exhaustively), and what a handle remembers of its last call.

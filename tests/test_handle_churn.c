@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_handle_churn.c -- creating and destroying ten thousand handles, with
  * calls on each, leaves memory where it started; so do a few hundred

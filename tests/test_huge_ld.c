@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_huge_ld.c -- leading dimensions above INT32_MAX on the CPU backend
  * (and under auto, which keeps host data on the CPU): the calls run, and

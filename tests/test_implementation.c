@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_implementation.c -- fb_set_implementation on the CPU backend.
  *

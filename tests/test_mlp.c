@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mlp.c -- mlp_geglu_forward on the CPU backend against the double
  * oracle, across dtypes, gate activations, bias patterns and widths that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_plan.c -- plans on the CPU backend (fb_plan_create_gemm(3)).
  *

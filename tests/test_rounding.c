@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_rounding.c -- "rounded once", bit for bit, on the CPU: the
  * exact-result family of exact_gemm.h on backend cpu and on auto with

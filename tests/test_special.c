@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_special.c -- NaN and Inf in A, B, C and bias on the CPU backend
  * (special_values.h says what must happen).

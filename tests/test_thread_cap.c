@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_thread_cap.c -- a thread count beyond what the machine can run is
  * capped, never handed to OpenMP as it is (libgomp ends the process when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_threads.c -- concurrent calls give what serial calls give.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // gemm_sm90_probe.cu -- the Hopper GEMM engine (lib/cuda/fused/fused_gemm_sm90.cu)
 // alone, against cuBLAS on the same buffers: correctness (every output
 // against cuBLAS's fp32 product with the same epilogue applied in fp32,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // tma_stream_probe.cu -- how fast one CTA per SM streams weight rows into
 // shared memory through the copy engine (TMA), by arrangement: the
 // evidence behind lib/cuda/fused/fused_decode_tma.cuh's producer warp and

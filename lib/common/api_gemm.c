@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * api_gemm.c -- sgemm_bias_act, hgemm_bias_act, bgemm_bias_act: typed doors
  * onto one generic path (check, normalise to column-major, dispatch).

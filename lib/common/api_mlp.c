@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * api_mlp.c -- mlp_geglu_forward: check, then dispatch.
  */

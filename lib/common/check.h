@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check.h -- the one gate every public routine passes before dispatch.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_loader.c -- dlopen the CUDA backend at first use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_loader.h -- finds and loads the CUDA backend module once per process.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_module.h -- the C interface between libfusedblas and its CUDA backend.
  *

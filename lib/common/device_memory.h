@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device_memory.h -- tells CUDA device memory from host memory without
  * loading anything of CUDA.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dispatch.c -- from a checked call to one backend, and back to a status.
  */

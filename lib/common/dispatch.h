@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dispatch.h -- picks the backend for a checked call and runs it there.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * env.c -- the environment variables, read once per process. See env.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * env.h -- every environment variable the library reads: its name, the
  * values it takes, and the value this process was started with.

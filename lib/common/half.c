@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * half.c -- fp16 and bf16 storage types <-> float, round to nearest even.
  *

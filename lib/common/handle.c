@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * handle.c -- fb_handle: creation, settings, the per-thread default, the
  * registry of live handles, workspaces and the last call's outcome.

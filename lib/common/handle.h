@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * handle.h -- what an fb_handle holds, for the library's own files.
  */

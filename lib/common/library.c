@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * library.c -- library-wide queries: status names, version, backends.
  */

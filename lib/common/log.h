@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log.h -- the library's only output: a line on stderr per backend choice
  * or error, when FUSEDBLAS_VERBOSE or fb_set_verbose() asks for it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.c -- fb_plan: the public plan functions. A plan is checked and
  * routed like a call (check.c, dispatch.c: its weights' memory or the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.h -- what the handle needs of plans (plan.c).
  */

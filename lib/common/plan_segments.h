@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_segments.h -- a plan's choice of implementation for every m from 1
  * to its max_m, decided once at creation and looked up at execution.

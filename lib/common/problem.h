@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * problem.h -- a checked call, in the one form every backend consumes.
  *

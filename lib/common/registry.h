@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * registry.h -- a set of live objects (handles, plans) that every call
  * asks before it reads an object, so that a destroyed or made-up pointer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu.h -- the CPU backend: OpenBLAS for the GEMMs, OpenMP for the panels,
  * bias and activation applied to each panel of C while it is in cache.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_act_avx512.h -- bias and activation on 16 floats in a zmm register,
  * for kernels that finish a register tile before storing it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_avx512_transpose.h -- the in-register 16 x 16 transpose of 32-bit
  * words that both packed GEMMs use to pack an operand whose rows run along

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_bf16_gemm.c -- gemm_bias_act for bf16 operands on AVX512-BF16.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_bf16_gemm.h -- bf16 GEMM on AVX512-BF16 (VDPBF16PS), fp32
  * accumulation, for gemm_bias_act and the three GEMMs of the bf16 MLP.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_bf16_kernel.c -- packing and the VDPBF16PS register block (see
  * cpu_bf16_kernel.h for the packed layout, cpu_bf16_gemm.c for the plan).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_bf16_kernel.h -- the pieces of the AVX512-BF16 GEMM that the gemm
  * and MLP drivers share: k-pair interleaved packing, the 32 x 12 register

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_bf16_mlp.c -- mlp_geglu_forward for bf16 on the AVX512-BF16 kernel
  * (cpu_bf16_kernel.h), for the prefill shapes: more rows than the decode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_blas_buffers.c -- whether OpenBLAS can get its buffers, asked before
  * a call reaches it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_blas_gemm.c -- gemm_bias_act through OpenBLAS, the CPU table's last
  * entry: every call whose k fits OpenBLAS's integer.

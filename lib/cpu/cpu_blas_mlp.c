@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_blas_mlp.c -- mlp_geglu_forward through OpenBLAS, the CPU table's
  * last entry: every call whose k, h and n fit OpenBLAS's integer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_convert.c -- 16-bit <-> fp32 conversion loops.
  *

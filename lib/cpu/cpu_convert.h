@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_convert.h -- 16-bit storage types <-> fp32 panels, vectorised.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_epilogue.c -- the activations, written so that the compiler
  * vectorises them: no libm call per element, selects instead of branches.

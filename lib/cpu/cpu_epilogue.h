@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_epilogue.h -- bias, activation and gating on fp32 panels, vectorised.
  */

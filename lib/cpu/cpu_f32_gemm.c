@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_gemm.c -- gemm_bias_act for fp32 on AVX-512F FMA, and the rule
  * that picks it over OpenBLAS.

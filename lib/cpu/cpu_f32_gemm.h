@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_gemm.h -- fp32 GEMM on AVX-512F FMA for gemm_bias_act and the
  * fp32 MLP, wherever the CPU runs AVX-512F (the rule below).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_kernel.c -- packing and the AVX-512F FMA register block (see
  * cpu_f32_kernel.h for the packed layout, cpu_f32_gemm.c for the plan).

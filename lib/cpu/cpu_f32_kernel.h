@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_kernel.h -- the pieces of the AVX-512F fp32 GEMM that the gemm
  * and MLP drivers share: packing into panels, the 32 x 12 register block

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_mlp.c -- mlp_geglu_forward for fp32 on the AVX-512F kernel
  * (cpu_f32_kernel.h), for the prefill shapes (more rows than the decode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_mlp_small_k.c -- mlp_geglu_forward for fp32 when k and h are
  * at most FB_SMALL_K_MAX: the tiny MLPs (64 -> 256 -> 64 over many rows),

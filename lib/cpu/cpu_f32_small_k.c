@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_small_k.c -- fp32 gemm_bias_act for k <= FB_SMALL_K_MAX (512)
  * on AVX-512F: op(B) read where it lies, each 32 x 12 register tile finished

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_f32_small_k.h -- fp32 gemm_bias_act for a small k on AVX-512F:
  * op(B) read where it lies, each register tile finished and stored once.

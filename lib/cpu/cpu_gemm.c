@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_gemm.c -- gemm_bias_act on the CPU: the table of implementations,
  * tried in order, the first that applies running the call.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_impl.h -- the CPU backend's implementations of each operation, as
  * ordered tables (oneDNN's implementation lists): the first entry that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_packed_blocking.h -- how the packed GEMMs (the bf16 and fp32
  * kernels) cut C into blocks of register-block panels that the threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_plan.c -- plans on the CPU backend: the implementation for every m
  * decided once, the weights packed once into the layout of each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m.c -- the decode GEMM: few rows of x against many rows of w.
  *

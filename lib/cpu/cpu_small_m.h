@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m.h -- out (m x n) = x (m x k) w^T (w is n x k), m <= 32: the
  * decode shape, where OpenBLAS's packing does not pay and the weights

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m_gemm.c -- gemm_bias_act in the decode form on the small-m
  * kernel (cpu_small_m.h): op(A) = W (stored rows contiguous along k),

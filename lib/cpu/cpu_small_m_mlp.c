@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m_mlp.c -- mlp_geglu_forward in the decode shape (at most 32
  * rows of X) on the small-m kernel (cpu_small_m.h), every dtype: the three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_threads.c -- how many threads, and how they share the cores with
  * OpenBLAS's own.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * device_math.cuh -- the activations and storage-type conversions that the
  * module's own kernels apply, in device code.

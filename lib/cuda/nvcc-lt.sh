@@ -1,7 +1,9 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nvcc-lt.sh -- compile one CUDA source into a libtool object.
 #
-#   nvcc-lt.sh [--host-warnings 'C-WARNING-FLAGS'] OUT.lo SRC.cu NVCC [FLAGS...]
+#   nvcc-lt.sh [--host-warnings 'C-WARNING-FLAGS'] [--project-dir DIR]
+#              OUT.lo SRC.cu NVCC [FLAGS...]
 #
 # libtool has no CUDA tag, so lib/cuda/Makefile.inc compiles .cu files
 # with this: nvcc writes the position-independent object to
@@ -13,15 +15,29 @@
 # --host-warnings takes the project's C warning flags (FB_WARN_CFLAGS) and
 # hands those that also mean something in C++ to nvcc's host compiler;
 # -Werror also makes nvcc's own warnings errors.
+#
+# --project-dir DIR (the source tree) lets a source without device code be
+# compiled as the host C++ it is. nvcc runs its device passes on every .cu
+# file, kernels or not: one device compile per -gencode target and an empty
+# fatbinary, several times the host compile's cost. A source is host code
+# when neither it nor any header it includes from DIR names a kernel, a
+# device function or variable, shared memory, a launch or a .cuh header;
+# it is then compiled with nvcc -x c++ (the same host compiler and flags,
+# the CUDA runtime's headers, no device passes and no fatbinary). Anything
+# else, or a failure to list its headers, gets the full compile.
 set -e
 
 warnings=
-if test "x$1" = x--host-warnings; then
-  warnings=$2
-  shift 2
-fi
+project=
+while :; do
+  case $1 in
+    --host-warnings) warnings=$2; shift 2 ;;
+    --project-dir) project=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 if test $# -lt 3; then
-  echo "usage: $0 [--host-warnings FLAGS] OUT.lo SRC.cu NVCC [FLAGS...]" >&2
+  echo "usage: $0 [--host-warnings FLAGS] [--project-dir DIR] OUT.lo SRC.cu NVCC [FLAGS...]" >&2
   exit 2
 fi
 out=$1
@@ -48,8 +64,32 @@ name=`basename "$out" .lo`
 mkdir -p "$dir/.libs"
 rm -f "$out" "$dir/.libs/$name.o"
 
-# "$@" is nvcc and its flags.
-"$@" ${host:+"-Xcompiler=$host"} $werror -Xcompiler=-fPIC \
+# "$@" is nvcc and its flags. The headers come from nvcc's own dependency
+# list (-M), as the same flags find them, resolved (realpath) so that those
+# under the project's directory are told from the toolkit's (which are full
+# of device code) however the paths are spelled. grep's status: 0 device
+# code found, 1 none; anything else (a file it could not read) counts as
+# found. Any step that fails means the full compile.
+device='__global__|__device__|__constant__|__shared__|__managed__|<<<|\.cuh[">]'
+has_device() {
+  grep -qE "$device" "$@" </dev/null && return 0
+  test $? -ne 1
+}
+language=
+if test -n "$project" && ! has_device "$src" &&
+   deps=$("$@" -x c++ -M -MT deps "$src" 2>/dev/null) &&
+   root=$(realpath -e -- "$project" 2>/dev/null) &&
+   paths=$(printf '%s\n' "$deps" | sed -e 's/^deps *://' -e 's/\\$//' |
+           tr ' \t' '\n\n' | grep -v '^$' | xargs realpath -e --); then
+  files=$(printf '%s\n' "$paths" | while read -r f; do
+    case $f in "$root"/*) printf '%s\n' "$f" ;; esac
+  done)
+  if ! has_device "$src" $files; then
+    language="-x c++"
+  fi
+fi
+
+"$@" $language ${host:+"-Xcompiler=$host"} $werror -Xcompiler=-fPIC \
   -c "$src" -o "$dir/.libs/$name.o"
 
 cat >"$out.tmp" <<EOT

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared fixtures: the devices to run on, seeded random inputs.
 
 The library comes from FUSEDBLAS_LIBRARY (set it to a build's

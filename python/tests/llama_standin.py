@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A small stand-in for a Hugging Face Llama model (no transformers needed):
 the same module layout and MLP forward, down_proj(act_fn(gate_proj(x)) *
 up_proj(x)), in decoder blocks with RMSNorm and residual additions."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The backward pass: the package's formulas (fusedblas.reference) checked
 by torch.autograd.gradcheck in float64, and the ops' gradients (float32
 forward through the library, backward in float32 PyTorch operations)

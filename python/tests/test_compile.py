@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch.compile: models using the ops trace with no graph break, and with
 the row dimension marked dynamic, calls with other row counts reuse the
 one graph (no recompilation); results equal eager's."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CUDA only: PyTorch's current stream is the one the library runs on, no
 call waits for the GPU, torch.cuda.graph capture and replay equal direct
 calls, torch.compile(mode="reduce-overhead") works, and PyTorch's TF32

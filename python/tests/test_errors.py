@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Bad inputs raise the documented errors, naming the argument, through
 the functions, the ops and the fake implementations alike; library
 statuses become FusedBlasError (a RuntimeError) with the library's words."""

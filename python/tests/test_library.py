@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Finding and loading libfusedblas, and refusing another version."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """fusedblas.nn.Linear and GatedMLP, from_torch, the activation mapping,
 and patch() on a small Llama-style model."""
 

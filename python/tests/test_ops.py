@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The ops' results against float64 references, within the bounds of
 fusedblas.testing (from the dtype, k and h): every dtype, activation and
 device, bias present and absent, batched inputs, strides, empty sizes."""

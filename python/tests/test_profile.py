@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """python -m fusedblas.profile runs and prints its table (small sizes,
 on the CPU, without torch.compile, to keep the suite short)."""
 

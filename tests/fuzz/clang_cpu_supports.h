@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * clang_cpu_supports.h -- __builtin_cpu_supports() for the feature names
  * lib/cpu asks about ("f16c", "avx", "avx512f"; also "avx2", "fma"), some

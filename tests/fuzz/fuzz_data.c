@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_data.c -- storage types, NaN patterns and value generators for the
  * fuzzer. See fuzz_data.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_data.h -- what the fuzzer knows about the three storage types: how
  * to read an element exactly (without trusting the library's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_gemm.c -- the libFuzzer harness: bytes -> one call of
  * sgemm/hgemm/bgemm_bias_act or mlp_geglu_forward on the CPU backend ->

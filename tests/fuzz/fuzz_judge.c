@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_judge.c -- expected outputs and their bounds. See fuzz_judge.h.
  *

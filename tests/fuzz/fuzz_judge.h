@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_judge.h -- what each element of a successful call's output must
  * be: the oracle's value within a bound derived from the data type and k,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_model.c -- the documented argument rules, read independently of
  * the library. See fuzz_model.h.

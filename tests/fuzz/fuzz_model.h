@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_model.h -- the fuzzer's own reading of the documented argument
  * rules (fusedblas.h, sgemm_bias_act(3), mlp_geglu_forward(3)): which

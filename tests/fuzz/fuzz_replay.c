@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_replay.c -- the fuzzer's checks in `make check`: every input of the
  * committed seed corpus (and any file or directory given as an argument)

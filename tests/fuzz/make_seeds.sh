@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make_seeds.sh -- writes the fuzzer's seed corpus (tests/fuzz/corpus/) in
 # the input layout that tests/fuzz/fuzz_gemm.c documents. Run it from
 # anywhere after changing that layout; commit the result.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused.h -- the hand-written kernels of backend cuda-fused, as seen by the
  * CUDA module's dispatcher (module code is CUDA C++; this header is only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_api.cu -- fused.h's entry points: each call goes to the first
  * kernel family of the tables (shape_rule.cu) that covers it, or returns

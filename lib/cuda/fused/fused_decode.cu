@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_decode.cu -- decode-sized calls (m <= 32 token rows, widths in the
  * thousands): weight streaming at memory speed.

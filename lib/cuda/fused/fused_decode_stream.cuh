@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_decode_stream.cuh -- the inner engine of the decode kernels: one
  * CTA streams a block of weight rows once from device memory and

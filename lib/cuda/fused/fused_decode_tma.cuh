@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_decode_tma.cuh -- the decode kernels' second streaming engine, for
  * 16-bit weights on Hopper: the weight rows reach shared memory by bulk

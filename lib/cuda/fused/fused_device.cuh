@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_device.cuh -- device-side building blocks of the cuda-fused kernels:
  * cache-hinted loads, the bf16/fp16 tensor-core instruction, the grid

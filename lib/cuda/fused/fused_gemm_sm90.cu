@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_gemm_sm90.cu -- the Hopper GEMM engine (sm_90a): gemm_bias_act on
  * 16-bit data and the gated MLP's two GEMMs, each one persistent launch.

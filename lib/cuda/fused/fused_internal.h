@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_internal.h -- how the cuda-fused files call each other: one
  * launcher per kernel family (decode, tiny), the entry points of fused.h

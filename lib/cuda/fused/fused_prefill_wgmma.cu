@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_prefill_wgmma.cu -- the prefill gated MLP (m in the thousands) on
  * Hopper: bulk tensor copies (TMA) into a ring of shared-memory stages,

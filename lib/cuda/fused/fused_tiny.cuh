@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tiny.cuh -- what the two tiny-width kernels share (fused_tiny_mlp.cu,
  * fused_tiny_gemm.cu): every weight in shared memory for the whole launch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tiny_f32.cu -- the tiny-width family for fp32 data, on the CUDA
  * cores in true fp32 (the handle may forbid TF32, and by default does).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tiny_gemm.cu -- gemm_bias_act at tiny widths: the first layer of
  * fused_tiny_mlp.cu alone with the gemm epilogue, for nn.Linear shapes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tiny_mlp.cu -- the gated MLP at tiny widths (k <= 256, n <= 128, h
  * what shared memory holds), any number of rows: every weight sits in

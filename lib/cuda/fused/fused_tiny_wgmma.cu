@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tiny_wgmma.cu -- the tiny gated MLP on Hopper's warpgroup MMA
  * (wgmma, sm_90a only): k <= 64, n <= 64, h up to what shared memory

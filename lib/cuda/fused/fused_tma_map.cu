@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tma_map.cu -- tensor maps for the fused kernels (fused_tma_map.h),
  * and the plans' cache of their weights' maps (fused.h).

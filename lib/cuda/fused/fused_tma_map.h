@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_tma_map.h -- tensor maps (the descriptors Hopper's bulk tensor
  * copy, TMA, reads) for the fused kernels' 16-bit row-major matrices,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_wgmma.cuh -- Hopper's warpgroup MMA (wgmma, sm_90a) and the bulk
  * tensor copy (TMA) with its mbarriers, as the fused kernels use them:

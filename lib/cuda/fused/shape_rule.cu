@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shape_rule.cu -- the fused kernel families as entries of the module's
  * implementation tables (fused.h): whether each covers a call (asked of

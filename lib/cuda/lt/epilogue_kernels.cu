@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * epilogue_kernels.cu -- elementwise kernels of the cuBLASLt path: bias +
  * activation after (or instead of) a GEMM, and the MLP's gated product.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kernels.h -- the module's own kernels, around cuBLASLt: the bias and
  * activation epilogue that cuBLASLt cannot apply as the contract says, the

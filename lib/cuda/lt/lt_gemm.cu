@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lt_gemm.cu -- gemm_bias_act through cuBLASLt.
  *

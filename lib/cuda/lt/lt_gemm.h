@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lt_gemm.h -- backend cuda-lt's gemm_bias_act: cuBLASLt with its epilogue
  * where the epilogue meets the contract, our kernels for the rest.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lt_mlp.cu -- the gated MLP through cuBLASLt.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lt_mlp.h -- backend cuda-lt's mlp_geglu_forward: three cuBLASLt GEMMs
  * and one gated-product kernel.

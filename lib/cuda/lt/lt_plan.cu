@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lt_plan.cu -- the bounded, locked cache of cuBLASLt heuristic results.
  *

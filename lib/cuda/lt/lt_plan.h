@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lt_plan.h -- the cuBLASLt plan cache: the heuristic's choice of algorithm
  * for one problem key, asked once and kept per context.

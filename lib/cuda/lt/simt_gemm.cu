@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * simt_gemm.cu -- a plain tiled GEMM with the whole epilogue, for operands
  * that no cuBLASLt algorithm accepts (a pointer, leading dimension or bias

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ctx.cu -- per-handle CUDA state: device, stream, cuBLASLt handle,
  * workspace, growable scratch, plan cache.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ctx.h -- per-handle CUDA state (struct fb_cuda_ctx), for the module's
  * own files.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * module.cu -- the CUDA backend module's one export, fb_cuda_module_v1(),
  * and what its table does: probe, contexts, plans, and the walk of the

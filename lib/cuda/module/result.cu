@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * result.cu -- status and message helpers of the CUDA module.
  */

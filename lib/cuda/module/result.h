@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * result.h -- how the CUDA module reports: the path that ran, and on
  * failure a status with the CUDA or cuBLAS error's name in the message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * staging.cu -- copies of host operands in device memory (see staging.h).
  */

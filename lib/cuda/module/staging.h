@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * staging.h -- host operands given to the CUDA module.
  *

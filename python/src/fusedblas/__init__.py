@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """fusedblas for PyTorch: nn.Linear + activation and the gated MLP of modern
 transformers as single libfusedblas calls, on CPU and CUDA tensors.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """From what a PyTorch or Hugging Face model calls an activation to the
 library's name for it, or a refusal.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Argument checks shared by the ops' real and fake implementations.
 
 They look at types, dtypes, devices and shapes only (never at data), so

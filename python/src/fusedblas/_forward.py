@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The ops' forward passes on real tensors: one libfusedblas call each.
 
 Strides: x is passed with its row stride when its rows are contiguous
@@ -33,8 +34,11 @@ def _rows(t, rows, cols):
     return None
 
 
-def _handle(lib, x):
-    dev = x.get_device()
+def _handle(lib, x, dev=None):
+    """The handle for x's device; dev is x.get_device() where the caller
+    has it already."""
+    if dev is None:
+        dev = x.get_device()
     if dev < 0:
         return _handles.cpu_handle(lib)
     return _handles.cuda_handle(lib, dev, x.dtype == torch.float32)
@@ -53,9 +57,21 @@ def _fail(lib, h, routine, names, status):
     raise err
 
 
-def _same(dtype, device, t):
-    """t is None, or has this dtype and device."""
-    return t is None or (t.dtype == dtype and t.device == device)
+def _on(t, cuda, cpu, index):
+    """t is on the device described by (is_cuda, is_cpu, get_device()): the
+    same test as t.device == x.device, without building device objects."""
+    return t.is_cuda is cuda and t.is_cpu is cpu and t.get_device() == index
+
+
+def _like(t, dtype, cuda, cpu, index):
+    """t has this dtype and is on the device _on describes."""
+    return t.dtype is dtype and _on(t, cuda, cpu, index)
+
+
+def _bias_fits(t, n, dev):
+    """t is None, or a vector of n elements like x (dev: _like's last four
+    arguments)."""
+    return t is None or (_like(t, *dev) and t.shape == (n,))
 
 
 def _act(activation):
@@ -65,20 +81,23 @@ def _act(activation):
 def linear(x, weight, bias, activation):
     """act(x @ weight.T + bias) through (s|h|b)gemm_bias_act."""
     act = _act(activation)
-    dt, dev = x.dtype, x.device
+    dt = x.dtype
+    cuda, cpu, di = x.is_cuda, x.is_cpu, x.get_device()
+    xs, ws = x.shape, weight.shape
     # The common case checked in a few tests; anything else gets the full
     # checks, which raise the error that names the argument.
-    if act is None or dt not in DTYPES or x.dim() < 1 or \
-            weight.dim() != 2 or weight.shape[1] != x.shape[-1] or \
-            not (_same(dt, dev, weight) and _same(dt, dev, bias)) or \
-            (bias is not None and (bias.dim() != 1 or
-                                   bias.shape[0] != weight.shape[0])):
+    if act is None or dt not in DTYPES or len(xs) < 1 or len(ws) != 2 or \
+            ws[1] != xs[-1] or weight.dtype is not dt or \
+            not _on(weight, cuda, cpu, di) or \
+            (bias is not None and (bias.dtype is not dt or
+                                   not _on(bias, cuda, cpu, di) or
+                                   bias.shape != (ws[0],))):
         act = check_linear(x, weight, bias, activation)
     lib = L.load()
-    n, k = weight.shape
-    if x.dim() == 2:
+    n, k = ws
+    if len(xs) == 2:
         x2 = x
-        out = x.new_empty((x.shape[0], n))
+        out = x.new_empty((xs[0], n))
     else:
         x2 = rows(x)
         out = x.new_empty(x.shape[:-1] + (n,))
@@ -95,7 +114,7 @@ def linear(x, weight, bias, activation):
         wa = (False, max(1, k))
     if bias is not None and n > 1 and bias.stride(0) != 1:
         bias = bias.contiguous()
-    h = _handle(lib, x)
+    h = _handle(lib, x, di)
     # Row-major C = op(A) op(B) with A = x [m, k] and op(B) = weight^T:
     # weight stored [n, k] row by row is B transposed (TRANS); stored
     # column by column it is B [k, n] itself (NO_TRANS).
@@ -117,26 +136,26 @@ def _contiguous(t):
 def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     """down(act(gate(x)) * up(x)) through mlp_geglu_forward."""
     act = _act(activation)
-    dt, dev = x.dtype, x.device
-    if act is None or dt not in DTYPES or x.dim() < 1 or \
-            w_gate.dim() != 2 or w_down.dim() != 2 or \
-            w_gate.shape[1] != x.shape[-1] or w_up.shape != w_gate.shape or \
-            w_down.shape[1] != w_gate.shape[0] or \
-            not (_same(dt, dev, w_gate) and _same(dt, dev, w_up) and
-                 _same(dt, dev, w_down) and _same(dt, dev, b_gate) and
-                 _same(dt, dev, b_up) and _same(dt, dev, b_down)) or \
-            (b_gate is not None and tuple(b_gate.shape) != (w_gate.shape[0],)) or \
-            (b_up is not None and tuple(b_up.shape) != (w_gate.shape[0],)) or \
-            (b_down is not None and tuple(b_down.shape) != (w_down.shape[0],)):
+    dt = x.dtype
+    cuda, cpu, di = x.is_cuda, x.is_cpu, x.get_device()
+    xs, gs, ds = x.shape, w_gate.shape, w_down.shape
+    dev = (dt, cuda, cpu, di)
+    if act is None or dt not in DTYPES or len(xs) < 1 or len(gs) != 2 or \
+            len(ds) != 2 or gs[1] != xs[-1] or w_up.shape != gs or \
+            ds[1] != gs[0] or not (_like(w_gate, *dev) and
+                                   _like(w_up, *dev) and _like(w_down, *dev)) or \
+            not _bias_fits(b_gate, gs[0], dev) or \
+            not _bias_fits(b_up, gs[0], dev) or \
+            not _bias_fits(b_down, ds[0], dev):
         act = check_gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down,
                               activation)
     lib = L.load()
-    k = x.shape[-1]
-    hid = w_gate.shape[0]
-    n = w_down.shape[0]
-    if x.dim() == 2:
+    k = xs[-1]
+    hid = gs[0]
+    n = ds[0]
+    if len(xs) == 2:
         x2 = x
-        out = x.new_empty((x.shape[0], n))
+        out = x.new_empty((xs[0], n))
     else:
         x2 = rows(x)
         out = x.new_empty(x.shape[:-1] + (n,))
@@ -151,7 +170,7 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
                             _contiguous(w_down))
     b_gate, b_up, b_down = (_contiguous(b_gate), _contiguous(b_up),
                             _contiguous(b_down))
-    h = _handle(lib, x)
+    h = _handle(lib, x, di)
     st = lib.cdll.mlp_geglu_forward(
         h.ptr, DTYPES[dt], act, m, k, hid, n, x2.data_ptr(), xa[1],
         w_gate.data_ptr(), _ptr(b_gate), w_up.data_ptr(), _ptr(b_up),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Library handles: one per thread and per (device, CUDA stream).
 
 A handle is bound to one stream for its whole life. Binding a used handle

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Finding, loading and version-checking libfusedblas, and its C prototypes.
 
 The library is looked for, first that is set or found:

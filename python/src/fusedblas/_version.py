@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The package's version, and the library version it speaks."""
 
 __version__ = "0.1.0"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Modules: ``Linear`` (nn.Linear + activation) and ``GatedMLP`` (the
 gate_proj / up_proj / down_proj MLP of Llama, Mistral, Gemma), each with
 ``from_torch`` to wrap an existing module's parameters without copying.

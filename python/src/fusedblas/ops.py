@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The custom ops ``fusedblas::linear`` and ``fusedblas::gated_mlp``, and
 the functions ``linear`` and ``gated_mlp`` that call them.
 
@@ -134,9 +135,31 @@ def _direct(tensors, required):
     return x.is_cuda or x.is_cpu
 
 
+def _direct_linear(x, weight, bias):
+    """_direct for linear's three tensors, unrolled: this runs on every
+    eager call, and the loop's generality costs about a microsecond."""
+    if _compiling() or _function_mode() or _dispatch_modes() or _functorch():
+        return False
+    if type(x) not in _PLAIN or type(weight) not in _PLAIN or \
+            (bias is not None and type(bias) not in _PLAIN):
+        return False
+    if torch.is_grad_enabled() and (
+            x.requires_grad or weight.requires_grad or
+            (bias is not None and bias.requires_grad)):
+        return False
+    return x.is_cuda or x.is_cpu
+
+
+# One query for "is autocast on for any device" where PyTorch has it: the
+# per-device query costs more than the rest of the call's checks.
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", _always)
+
+
 def _autocast(tensors):
     """The tensors cast to the autocast dtype where autocast is on for
     their device, as autocast casts F.linear's inputs; else as they are."""
+    if not _any_autocast():
+        return tensors
     x = tensors[0]
     if not isinstance(x, Tensor):
         return tensors
@@ -162,8 +185,9 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     one dtype (float32, float16 or bfloat16) and on one device (CPU or
     CUDA). Returns [..., out_features], contiguous.
     """
-    x, weight, bias = _autocast((x, weight, bias))
-    if _direct((x, weight, bias), 2):
+    if _any_autocast():
+        x, weight, bias = _autocast((x, weight, bias))
+    if _direct_linear(x, weight, bias):
         return _forward.linear(x, weight, bias, activation)
     check_linear(x, weight, bias, activation)
     return _LINEAR(x, weight, bias, activation)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """``patch(model)``: swap a model's gated MLPs for fusedblas.nn.GatedMLP."""
 
 import warnings

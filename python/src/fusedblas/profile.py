@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """python -m fusedblas.profile: the seed experiment on this machine.
 
 nn.Linear 32 -> 64 with bias and tanh GELU at 1024 rows, and the GeGLU MLP

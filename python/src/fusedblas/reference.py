@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The two ops in plain PyTorch: forward formulas and the backward pass.
 
 The library computes forward passes only. The gradients of both ops are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Float64 references and error bounds for checking the ops' results.
 
 The bounds are the library's own error model (tests/harness.c in the

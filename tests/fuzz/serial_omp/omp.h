@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * omp.h -- the OpenMP queries the library makes, answered as a program
  * built without OpenMP would: one thread, never in a parallel region
