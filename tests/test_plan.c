@@ -13,6 +13,9 @@
  *    the output untouched; made-up and destroyed plans (plan_check.c).
  *  - A forced implementation (fb_set_implementation) holds for the plan
  *    made under it; destroying the handle destroys its plans.
+ *  - Every CPU implementation forced in turn: its plan gives the plain
+ *    call's bits on every m it takes; one that does not run on this CPU
+ *    refuses the plan and the plain call alike.
  */
 #include <stdio.h>
 #include <string.h>
@@ -123,6 +126,109 @@ static void forced(void)
            "fb_destroy destroys the handle's plans: they are not live after");
 }
 
+/* The plain call of forced_ms's shapes on zeros, m rows. */
+static fb_status plain_forced(fb_handle h, int mlp, fb_dtype t, int64_t m)
+{
+    static float af[300 * 64], wf[256 * 96], cf[300 * 96];
+    void *a = af, *w = wf, *c = cf; /* zeros of every type */
+    if (mlp)
+        return mlp_geglu_forward(h, t, FB_ACT_SILU, m, 64, 256, 96, a, 64, w,
+                                 NULL, w, NULL, w, NULL, c, 96);
+    switch (t) {
+    case FB_DTYPE_F32:
+        return sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, m, 96,
+                              64, 1.0f, a, 64, w, 64, 0.0f, c, 96, NULL,
+                              FB_ACT_SILU);
+    case FB_DTYPE_F16:
+        return hgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, m, 96,
+                              64, 1.0f, a, 64, w, 64, 0.0f, c, 96, NULL,
+                              FB_ACT_SILU);
+    default:
+        return bgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, m, 96,
+                              64, 1.0f, a, 64, w, 64, 0.0f, c, 96, NULL,
+                              FB_ACT_SILU);
+    }
+}
+
+/* The m (of cand, at most 12) a plan forced on name runs on name, in ms;
+ * -1 if the plan cannot be made (name takes no m of it). */
+static int forced_ms(fb_handle h, int mlp, fb_dtype t, const int64_t *cand,
+                     int nc, int64_t *ms)
+{
+    enum { MAXM = 300, N = 96, K = 64, H = 256 };
+    static float w[N * H];
+    fb_plan p = NULL;
+    const fb_status st =
+        mlp ? fb_plan_create_mlp(h, t, FB_ACT_SILU, MAXM, K, H, N, w, NULL, w,
+                                 NULL, w, NULL, &p)
+            : fb_plan_create_gemm(h, t, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                                  MAXM, N, K, 1.0f, w, K, 0.0f, NULL,
+                                  FB_ACT_SILU, &p);
+    if (st != FB_STATUS_SUCCESS)
+        return st == FB_STATUS_NOT_SUPPORTED ? -1 : -2;
+    int n = 0;
+    for (int i = 0; i < nc && n < 12; i++)
+        if (fb_plan_path(p, cand[i])[0] != '\0')
+            ms[n++] = cand[i];
+    if (fb_plan_destroy(p) != FB_STATUS_SUCCESS)
+        tap_bail("fb_plan_destroy failed");
+    return n;
+}
+
+/* Every CPU implementation forced in turn: a plan made under its name
+ * gives the plain call's bits on every m it takes; where it takes none
+ * (not on this CPU), neither the plan nor the plain call runs. */
+static void every_implementation(void)
+{
+    static const char *const names[] = {
+        "cpu/small-m-avx512", "cpu/bf16-avx512bf16", "cpu/f32-small-k",
+        "cpu/f32-avx512", "cpu/openblas"};
+    static const int64_t cand[] = {1, 2, 5, 16, 17, 31, 32, 33, 64, 100,
+                                   255, 300};
+    const int nc = (int)(sizeof cand / sizeof cand[0]);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        fb_handle h = handle_on(FB_BACKEND_CPU);
+        if (fb_set_implementation(h, names[i]) != FB_STATUS_SUCCESS)
+            tap_bail("fb_set_implementation(%s): %s", names[i],
+                     fb_handle_last_message(h));
+        for (int d = 0; d < 3; d++)
+            for (int mlp = 0; mlp < 2; mlp++) {
+                const fb_dtype t = all_dtypes[d];
+                int64_t ms[12];
+                const int n = forced_ms(h, mlp, t, cand, nc, ms);
+                if (n == -2)
+                    tap_bail("%s: plan creation failed: %s", names[i],
+                             fb_handle_last_message(h));
+                if (n <= 0) {
+                    /* The plain call forced on the name must refuse too,
+                     * for few rows and for many. */
+                    int refused = 1;
+                    for (int64_t m = 1; m <= 100; m += 99) {
+                        const fb_status st = plain_forced(h, mlp, t, m);
+                        refused &= st == FB_STATUS_NOT_SUPPORTED;
+                    }
+                    tap_ok(refused, "%s takes no m of a %s %s plan (not on "
+                           "this CPU or not this dtype), nor the plain call "
+                           "at m = 1 and 100", names[i], dt_name(t),
+                           mlp ? "mlp" : "gemm");
+                    continue;
+                }
+                if (mlp) {
+                    plan_mlp_spec q = {t, FB_ACT_SILU, 300, 64, 256, 96, 1,
+                                       0};
+                    plan_check_mlp(h, &tmem_host, &q, ms, n, NULL, names[i]);
+                } else {
+                    plan_gemm_spec g = {t, FB_ROW_MAJOR, FB_NO_TRANS,
+                                        FB_TRANS, 300, 96, 64, 1.0f, 0.0f,
+                                        1, FB_ACT_SILU, 0};
+                    plan_check_gemm(h, &tmem_host, &g, ms, n, NULL,
+                                    names[i]);
+                }
+            }
+        fb_destroy(h);
+    }
+}
+
 int main(void)
 {
     tap_begin("test_plan");
@@ -131,5 +237,6 @@ int main(void)
     sweeps(h);
     fb_destroy(h);
     forced();
+    every_implementation();
     return tap_end();
 }
