@@ -8,7 +8,8 @@
  *    for m across the families' boundaries (decode up to 32 rows, the
  *    shape rule's 16, 32, 512 and 1024): cuda-fused (tiny, decode,
  *    prefill pair, GEMM engine; gemm and MLP), cuda-lt, the shape rule
- *    (FB_BACKEND_CUDA), and auto with device weights.
+ *    (FB_BACKEND_CUDA), and auto with device weights; k = 0 and
+ *    alpha = 0 (the fused path's epilogue kernel, and cuda-lt).
  *  - Bad arguments at creation and execution (plan_check.c), and host
  *    pointers given to a GPU plan's execution: argument 3 or 5.
  *  - A plan's first execution captured in a CUDA graph (the fused
@@ -88,6 +89,23 @@ static void families(fb_handle fused, fb_handle lt, fb_handle rule,
     static const int64_t egm[] = {520, 777, 1040};
     plan_check_gemm(fused, &tmem_cuda, &eg, egm, 3, sync_device,
                     "cuda-fused/gemm_sm90");
+
+    /* k = 0 and alpha = 0: nothing to multiply, C <- act(beta C + bias):
+     * cuda-fused's epilogue kernel, and cuda-lt. */
+    for (int d = 0; d < 3; d++) {
+        plan_gemm_spec z = {all_dtypes[d], FB_ROW_MAJOR, FB_NO_TRANS,
+                            FB_TRANS, 32, 20, 0, 1.0f, 0.5f, 1, FB_ACT_RELU,
+                            0};
+        plan_check_gemm(fused, &tmem_cuda, &z, decode, nd, sync_device,
+                        "cuda-fused/epilogue");
+        plan_check_gemm(lt, &tmem_cuda, &z, decode, nd, sync_device,
+                        "cuda-lt");
+        z.k = 16, z.alpha = 0.0f;
+        plan_check_gemm(fused, &tmem_cuda, &z, decode, nd, sync_device,
+                        "cuda-fused/epilogue");
+        plan_check_gemm(lt, &tmem_cuda, &z, decode, nd, sync_device,
+                        "cuda-lt");
+    }
 
     /* cuda-lt: every dtype, both operations, beta and a column-major
      * call. */

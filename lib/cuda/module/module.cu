@@ -128,6 +128,7 @@ static int is_gpu_path(fb_backend path)
 }
 
 static const char kLt[] = "cuda-lt";
+static const char kEpilogue[] = "cuda-fused/epilogue(k=0 or alpha=0)";
 
 /* Whether the walk may take entry name: one of the path's side, and the
  * forced one if a name is forced. */
@@ -204,6 +205,26 @@ static fb_status run_gemm_on(fb_cuda_ctx *ctx, const fb_fused_env *env,
     return fb_lt_gemm(ctx, q, math, r);
 }
 
+/* Nothing to multiply (A and B are not referenced) on the fused path:
+ * the whole call is its epilogue, C <- act(beta C + bias), one launch of
+ * our own kernel -- the fused path's answer as much as the Lt path's. */
+static bool epilogue_only(const fb_gemm_problem *q, fb_backend path,
+                          const char *forced)
+{
+    return path == FB_BACKEND_CUDA_FUSED && forced == NULL && !q->multiply;
+}
+
+static fb_status run_epilogue(const fb_fused_env *env,
+                              const fb_gemm_problem *q, fb_cuda_result *r)
+{
+    fb_status st = fb_launch_epilogue(
+        env->stream, q->dtype, q->c, q->ldc, q->m, q->n, NULL, 0, q->beta,
+        q->beta != 0.0f, q->ep.bias, q->ep.bias_per_row, q->ep.act, r);
+    if (st == FB_STATUS_SUCCESS)
+        fb_result_ran(r, FB_BACKEND_CUDA_FUSED, kEpilogue);
+    return st;
+}
+
 static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
                           fb_backend path, fb_math_mode math,
                           const char *forced, fb_cuda_result *r)
@@ -218,18 +239,8 @@ static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
         fb_result_ran(r, FB_BACKEND_CUDA_FUSED, "cuda-fused/empty");
         return FB_STATUS_SUCCESS;
     }
-    if (path == FB_BACKEND_CUDA_FUSED && forced == NULL && !q->multiply) {
-        /* Nothing to multiply (A and B are not referenced): the whole call
-         * is its epilogue, C <- act(beta C + bias), one launch of our own
-         * kernel -- the fused path's answer as much as the Lt path's. */
-        fb_status st = fb_launch_epilogue(
-            env.stream, q->dtype, q->c, q->ldc, q->m, q->n, NULL, 0, q->beta,
-            q->beta != 0.0f, q->ep.bias, q->ep.bias_per_row, q->ep.act, r);
-        if (st == FB_STATUS_SUCCESS)
-            fb_result_ran(r, FB_BACKEND_CUDA_FUSED,
-                          "cuda-fused/epilogue(k=0 or alpha=0)");
-        return st;
-    }
+    if (epilogue_only(q, path, forced))
+        return run_epilogue(&env, q, r);
     int none;
     const fb_fused_gemm_impl *e = gemm_choice(&env, q, path, forced, &none);
     if (e == NULL && none)
@@ -371,7 +382,8 @@ struct fb_cuda_plan {
     fb_math_mode math;
     bool forced;
     /* the choice per m: an index into the fused table, -1 for cuda-lt,
-     * -2 for none (the forced name takes no m there) */
+     * -2 for none (the forced name takes no m there), -3 for the
+     * epilogue alone (a fused gemm with nothing to multiply) */
     fb_plan_segments segs;
     /* the weights' tensor maps, encoded at the first execution that
      * needs each and kept */
@@ -413,6 +425,8 @@ int choose_at(void *vctx, int64_t m)
     int none;
     if (c->g != NULL) {
         const fb_gemm_problem p = gemm_at(c->g, m);
+        if (epilogue_only(&p, c->path, c->forced))
+            return -3;
         const fb_fused_gemm_impl *e =
             gemm_choice(c->env, &p, c->path, c->forced, &none);
         return e != NULL ? (int)(e - fb_fused_gemm_impls) : none ? -2 : -1;
@@ -536,10 +550,14 @@ static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
     fb_fused_env env;
     fb_ctx_fused_env(ctx, plan->math, &env);
     fbf_map_cache_scope maps(plan->maps);
-    st = run_gemm_on(ctx, &env, ch >= 0 ? &fb_fused_gemm_impls[ch] : NULL,
-                     p, plan->math,
-                     !plan->forced && plan->path != FB_BACKEND_CUDA_FUSED,
-                     r);
+    if (ch == -3)
+        st = run_epilogue(&env, p, r);
+    else
+        st = run_gemm_on(ctx, &env,
+                         ch >= 0 ? &fb_fused_gemm_impls[ch] : NULL, p,
+                         plan->math,
+                         !plan->forced && plan->path != FB_BACKEND_CUDA_FUSED,
+                         r);
     return finish(ctx, st, 0, NULL, r);
 }
 
@@ -571,6 +589,8 @@ static const char *plan_impl(const fb_cuda_plan *plan, int64_t m)
         return "";
     if (ch == -1)
         return kLt;
+    if (ch == -3)
+        return kEpilogue;
     return plan->is_gemm ? fb_fused_gemm_impls[ch].name
                          : fb_fused_mlp_impls[ch].name;
 }
