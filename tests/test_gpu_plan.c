@@ -9,7 +9,8 @@
  *    shape rule's 16, 32, 512 and 1024): cuda-fused (tiny, decode,
  *    prefill pair, GEMM engine; gemm and MLP), cuda-lt, the shape rule
  *    (FB_BACKEND_CUDA), and auto with device weights; k = 0 and
- *    alpha = 0 (the fused path's epilogue kernel, and cuda-lt).
+ *    alpha = 0 (the fused path's epilogue kernel, and cuda-lt); padded
+ *    leading dimensions, which some families refuse at launch.
  *  - Bad arguments at creation and execution (plan_check.c), and host
  *    pointers given to a GPU plan's execution: argument 3 or 5.
  *  - A plan's first execution captured in a CUDA graph (the fused
@@ -138,6 +139,21 @@ static void families(fb_handle fused, fb_handle lt, fb_handle rule,
     plan_mlp_spec tq = {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 65536, 64, 256, 64,
                         1, 0};
     plan_check_mlp(rule, &tmem_cuda, &tq, tiny, nt, sync_device, NULL);
+    /* Leading dimensions one element wider than tight: rows no longer
+     * 16-byte aligned, which some families refuse at launch; the plan
+     * then runs what the plain call runs. */
+    for (int d = 1; d < 3; d++) {
+        plan_mlp_spec pt = {all_dtypes[d], FB_ACT_GELU_TANH, 65536, 64, 256,
+                            64, 1, 1};
+        plan_check_mlp(rule, &tmem_cuda, &pt, tiny, nt, sync_device, NULL);
+        plan_mlp_spec pd = {all_dtypes[d], FB_ACT_SILU, 2048, 768, 3072, 768,
+                            1, 1};
+        plan_check_mlp(rule, &tmem_cuda, &pd, rows, nr, sync_device, NULL);
+        plan_gemm_spec pg = {all_dtypes[d], FB_ROW_MAJOR, FB_NO_TRANS,
+                             FB_TRANS, 2048, 1024, 1024, 1.0f, 0.0f, 1,
+                             FB_ACT_GELU_TANH, 1};
+        plan_check_gemm(rule, &tmem_cuda, &pg, rows, nr, sync_device, NULL);
+    }
     /* Auto: device weights make a GPU plan. */
     plan_mlp_spec aq = {FB_DTYPE_F32, FB_ACT_SILU, 64, 512, 1024, 512, 1, 0};
     plan_check_mlp(autoh, &tmem_cuda, &aq, decode, nd, sync_device, NULL);

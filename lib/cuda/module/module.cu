@@ -535,6 +535,10 @@ static fb_status plan_run_begin(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
     return FB_STATUS_SUCCESS;
 }
 
+/* The plan's choice was made for tight leading dimensions and aligned
+ * activations; a family that finds at launch that this execution's X or
+ * Y keep it from running (nothing launched) leaves the execution to the
+ * walk the plain call makes, so that both run the same implementation. */
 static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
                            const fb_gemm_problem *p, fb_cuda_result *r)
 {
@@ -550,14 +554,17 @@ static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
     fb_fused_env env;
     fb_ctx_fused_env(ctx, plan->math, &env);
     fbf_map_cache_scope maps(plan->maps);
+    const bool rewalk = ch >= 0 && !plan->forced;
     if (ch == -3)
         st = run_epilogue(&env, p, r);
     else
         st = run_gemm_on(ctx, &env,
                          ch >= 0 ? &fb_fused_gemm_impls[ch] : NULL, p,
-                         plan->math,
-                         !plan->forced && plan->path != FB_BACKEND_CUDA_FUSED,
-                         r);
+                         plan->math, false, r);
+    if (rewalk && st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = run_gemm(ctx, p, plan->path, plan->math, NULL, r);
+    }
     return finish(ctx, st, 0, NULL, r);
 }
 
@@ -576,9 +583,13 @@ static fb_status plan_mlp(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
     fb_fused_env env;
     fb_ctx_fused_env(ctx, plan->math, &env);
     fbf_map_cache_scope maps(plan->maps);
+    const bool rewalk = ch >= 0 && !plan->forced;
     st = run_mlp_on(ctx, &env, ch >= 0 ? &fb_fused_mlp_impls[ch] : NULL, p,
-                    plan->math,
-                    !plan->forced && plan->path != FB_BACKEND_CUDA_FUSED, r);
+                    plan->math, false, r);
+    if (rewalk && st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = run_mlp(ctx, p, plan->path, plan->math, NULL, r);
+    }
     return finish(ctx, st, 0, NULL, r);
 }
 
