@@ -63,15 +63,10 @@ def _on(t, cuda, cpu, index):
     return t.is_cuda is cuda and t.is_cpu is cpu and t.get_device() == index
 
 
-def _like(t, dtype, cuda, cpu, index):
-    """t has this dtype and is on the device _on describes."""
-    return t.dtype is dtype and _on(t, cuda, cpu, index)
-
-
-def _bias_fits(t, n, dev):
-    """t is None, or a vector of n elements like x (dev: _like's last four
-    arguments)."""
-    return t is None or (_like(t, *dev) and t.shape == (n,))
+def _bias_fits(t, n, dtype, cuda, cpu, index):
+    """t is a vector of n elements of this dtype, on the device _on
+    describes."""
+    return t.dtype is dtype and _on(t, cuda, cpu, index) and t.shape == (n,)
 
 
 def _act(activation):
@@ -139,14 +134,18 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     dt = x.dtype
     cuda, cpu, di = x.is_cuda, x.is_cpu, x.get_device()
     xs, gs, ds = x.shape, w_gate.shape, w_down.shape
-    dev = (dt, cuda, cpu, di)
+    # The common case, written out (seven tensors: a loop or a helper per
+    # tensor costs more than the call's other Python work); anything else
+    # gets the full checks, which raise the error that names the argument.
     if act is None or dt not in DTYPES or len(xs) < 1 or len(gs) != 2 or \
             len(ds) != 2 or gs[1] != xs[-1] or w_up.shape != gs or \
-            ds[1] != gs[0] or not (_like(w_gate, *dev) and
-                                   _like(w_up, *dev) and _like(w_down, *dev)) or \
-            not _bias_fits(b_gate, gs[0], dev) or \
-            not _bias_fits(b_up, gs[0], dev) or \
-            not _bias_fits(b_down, ds[0], dev):
+            ds[1] != gs[0] or w_gate.dtype is not dt or \
+            w_up.dtype is not dt or w_down.dtype is not dt or \
+            not (_on(w_gate, cuda, cpu, di) and _on(w_up, cuda, cpu, di) and
+                 _on(w_down, cuda, cpu, di)) or \
+            (b_gate is not None and not _bias_fits(b_gate, gs[0], dt, cuda, cpu, di)) or \
+            (b_up is not None and not _bias_fits(b_up, gs[0], dt, cuda, cpu, di)) or \
+            (b_down is not None and not _bias_fits(b_down, ds[0], dt, cuda, cpu, di)):
         act = check_gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down,
                               activation)
     lib = L.load()
@@ -166,10 +165,13 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     if xa is None or xa[0]:
         x2 = x2.contiguous()
         xa = (False, max(1, k))
-    w_gate, w_up, w_down = (_contiguous(w_gate), _contiguous(w_up),
-                            _contiguous(w_down))
-    b_gate, b_up, b_down = (_contiguous(b_gate), _contiguous(b_up),
-                            _contiguous(b_down))
+    if not (w_gate.is_contiguous() and w_up.is_contiguous() and
+            w_down.is_contiguous()):
+        w_gate, w_up, w_down = (w_gate.contiguous(), w_up.contiguous(),
+                                w_down.contiguous())
+    if b_gate is not None or b_up is not None or b_down is not None:
+        b_gate, b_up, b_down = (_contiguous(b_gate), _contiguous(b_up),
+                                _contiguous(b_down))
     h = _handle(lib, x, di)
     st = lib.cdll.mlp_geglu_forward(
         h.ptr, DTYPES[dt], act, m, k, hid, n, x2.data_ptr(), xa[1],
