@@ -34,16 +34,6 @@ def _rows(t, rows, cols):
     return None
 
 
-def _handle(lib, x, dev=None):
-    """The handle for x's device; dev is x.get_device() where the caller
-    has it already."""
-    if dev is None:
-        dev = x.get_device()
-    if dev < 0:
-        return _handles.cpu_handle(lib)
-    return _handles.cuda_handle(lib, dev, x.dtype == torch.float32)
-
-
 def _ptr(t):
     return None if t is None else t.data_ptr()
 
@@ -99,17 +89,20 @@ def linear(x, weight, bias, activation):
     m = x2.shape[0]
     if m == 0 or n == 0:
         return out
-    xa = _rows(x2, m, k)
+    # Contiguous operands, the common case, skip the stride analysis.
+    ld = max(1, k)
+    xa = (False, ld) if x2.is_contiguous() else _rows(x2, m, k)
     if xa is None:
         x2 = x2.contiguous()
-        xa = (False, max(1, k))
-    wa = _rows(weight, n, k)
+        xa = (False, ld)
+    wa = (False, ld) if weight.is_contiguous() else _rows(weight, n, k)
     if wa is None:
         weight = weight.contiguous()
-        wa = (False, max(1, k))
-    if bias is not None and n > 1 and bias.stride(0) != 1:
+        wa = (False, ld)
+    if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()
-    h = _handle(lib, x, di)
+    h = _handles.cpu_handle(lib) if di < 0 else \
+        _handles.cuda_handle(lib, di, dt is torch.float32)
     # Row-major C = op(A) op(B) with A = x [m, k] and op(B) = weight^T:
     # weight stored [n, k] row by row is B transposed (TRANS); stored
     # column by column it is B [k, n] itself (NO_TRANS).
@@ -161,7 +154,7 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     m = x2.shape[0]
     if m == 0 or n == 0:
         return out
-    xa = _rows(x2, m, k)
+    xa = (False, max(1, k)) if x2.is_contiguous() else _rows(x2, m, k)
     if xa is None or xa[0]:
         x2 = x2.contiguous()
         xa = (False, max(1, k))
@@ -172,7 +165,8 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     if b_gate is not None or b_up is not None or b_down is not None:
         b_gate, b_up, b_down = (_contiguous(b_gate), _contiguous(b_up),
                                 _contiguous(b_down))
-    h = _handle(lib, x, di)
+    h = _handles.cpu_handle(lib) if di < 0 else \
+        _handles.cuda_handle(lib, di, dt is torch.float32)
     st = lib.cdll.mlp_geglu_forward(
         h.ptr, DTYPES[dt], act, m, k, hid, n, x2.data_ptr(), xa[1],
         w_gate.data_ptr(), _ptr(b_gate), w_up.data_ptr(), _ptr(b_up),
