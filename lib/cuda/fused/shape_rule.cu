@@ -39,11 +39,11 @@ struct Crossover {
 
 const Crossover table[] = {
     /* The decode MLP on the TMA engine (fused_decode_tma.cuh) beats
-     * cuda-lt up to 16 tokens at any width, on the H100's memory only (on
-     * an H200 cuda-lt is as fast at 4096 wide); at small widths, where the
-     * chain's launches dominate, up to 32 tokens on either GPU. */
+     * cuda-lt up to 16 tokens at any width, on the H100 and the H200; at
+     * small widths, where the chain's launches dominate, up to 32 tokens. */
     {DECODE_MLP, 9, B16, 16, ANY, ANY,
-     "fusedblas-bench, H100: decode mlp, TMA engine", 0, 5120},
+     "fusedblas-bench (H100), torch_compare.py --crossover (H200): decode "
+     "mlp, TMA engine", 0, 0},
     {DECODE_MLP, 9, B16, 32, 1024, 4096,
      "fusedblas-bench, H100: decode mlp 768->3072->768", 0, 0},
     /* fp32: both paths stream the same bytes and fewer tokens only take
@@ -69,15 +69,16 @@ const Crossover table[] = {
      "torch_compare.py, H100: prefill seed 8192 x 768->3072->768", 1024,
      0},
     /* The Hopper GEMM engine (fused_gemm_sm90.cu, docs/gemm-engine.md):
-     * the gated MLP from 1024 rows; gemm from 512 rows and only with an
-     * epilogue beyond the plain product, since plain products are slower
-     * than cuBLAS alone (fb_fused_prefers_gemm). */
+     * the gated MLP from 4096 rows (at 2048 even with cuda-lt, below it
+     * slower, on both GPUs); gemm from 1024 rows and only with an epilogue
+     * beyond the plain product, since plain products are slower than
+     * cuBLAS alone (fb_fused_prefers_gemm). */
     {ENGINE_MLP, 9, B16, ANY, ANY, ANY,
-     "gemm_sm90_probe, H100: engine mlp against the cuBLAS chain", 1024,
-     0},
+     "torch_compare.py --engine (H100), --crossover (H200): engine mlp "
+     "against cuda-lt", 4096, 0},
     {ENGINE_GEMM, 9, B16, ANY, ANY, ANY,
-     "gemm_sm90_probe, H100: engine gemm+bias+gelu against cuBLAS+ew",
-     512, 0},
+     "torch_compare.py --crossover (H200), gemm_sm90_probe (H100): engine "
+     "gemm+bias+gelu against cuda-lt", 1024, 0},
 };
 
 bool table_says(Family f, const fb_fused_env *env, fb_dtype dtype,
