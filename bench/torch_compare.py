@@ -252,6 +252,26 @@ def engine_workloads():
     return w
 
 
+def crossover_workloads():
+    """The shape rule's crossovers between cuda-fused and cuda-lt, on the
+    GPU at hand: the engine's gemm + bias + gelu and gated MLPs over the
+    row counts where the choice changes, and the decode kernels over the
+    token counts where it does (each backend forced by name)."""
+    bf16, f16 = torch.bfloat16, torch.float16
+    w = []
+    for m in (256, 512, 1024, 2048, 4096):
+        w.append(Workload("gemm-gelu", "gemm", bf16, m, 4096, 0, 11008, True, False))
+    for m in (512, 1024, 2048, 4096, 8192):
+        w.append(Workload("swiglu-mlp", "mlp", bf16, m, 4096, 11008, 4096, False, False, "silu"))
+    for m in (1024, 2048, 4096):
+        w.append(Workload("geglu-mlp", "mlp", f16, m, 4096, 11008, 4096, False, False))
+    for m in (1, 4, 16, 32):
+        w.append(Workload("decode-mlp", "mlp", bf16, m, 4096, 11008, 4096, False, False))
+    for m in (1, 4, 8, 16):
+        w.append(Workload("decode-gemm", "gemm", bf16, m, 4096, 0, 11008, True, False))
+    return w
+
+
 def make_args(w, seed):
     """One input set: X uniform in [-1, 1), weights with variance 1/fan_in,
     biases in [-0.5, 0.5); y preallocated for fusedblas."""
@@ -364,7 +384,12 @@ def main():
     ap.add_argument("--engine", action="store_true",
                     help="the GEMM engine's table instead (products alone, "
                          "gemm + gelu, gated MLPs; a products-only column)")
+    ap.add_argument("--crossover", action="store_true",
+                    help="the shape rule's crossovers instead (cuda-fused "
+                         "against cuda-lt where the rule's choice changes)")
     opt = ap.parse_args()
+    if opt.crossover:
+        opt.engine = True  # the same columns
 
     if not torch.cuda.is_available():
         print("torch_compare.py: no CUDA device; nothing to compare", file=sys.stderr)
@@ -387,7 +412,9 @@ def main():
           f"through 2x L2 ({l2 >> 20} MB) where they fit")
     start = time.time()
     rows, failures = [], 0
-    for w in (engine_workloads() if opt.engine else workloads(opt.quick)):
+    chosen = (crossover_workloads() if opt.crossover else
+              engine_workloads() if opt.engine else workloads(opt.quick))
+    for w in chosen:
         nsets = 1
         if w.bytes_per_set() < l2:
             nsets = min(16, math.ceil(2 * l2 / w.bytes_per_set()))

@@ -162,15 +162,16 @@ def test_library_status_becomes_fused_blas_error():
 
 def test_failed_call_raises(monkeypatch):
     """When the library refuses a call made through the op, the op raises
-    that FusedBlasError (here the library is handed an ld it must refuse)."""
+    that FusedBlasError (here the library is handed an ld it must refuse:
+    x has padded rows, so its stride analysis runs and is patched)."""
     from fusedblas import _forward
     monkeypatch.setattr(_forward, "_rows", lambda t, rows, cols: (False, 0))
     with pytest.raises(fusedblas.FusedBlasError) as e:
-        fusedblas.linear(torch.randn(3, 4), torch.randn(2, 4))
+        fusedblas.linear(torch.randn(3, 6)[:, :4], torch.randn(2, 4))
     assert e.value.argument == 10 and "lda" in str(e.value)
     with pytest.raises(RuntimeError, match=r"mlp_geglu_forward failed: invalid "
                        r"argument \(argument 9, ldx"):
-        fusedblas.gated_mlp(torch.randn(3, 4), torch.randn(5, 4),
+        fusedblas.gated_mlp(torch.randn(3, 6)[:, :4], torch.randn(5, 4),
                             torch.randn(5, 4), torch.randn(2, 5))
 
 

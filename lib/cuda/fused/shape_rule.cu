@@ -106,13 +106,13 @@ fb_status decode_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
 }
 
 /* The Hopper GEMM engine (fused_gemm_sm90.cu, docs/gemm-engine.md) from
- * 512 rows, and only with an epilogue beyond the plain product, where
+ * 1024 rows, and only with an epilogue beyond the plain product, where
  * cuda-lt needs a second pass: plain products are slower than cuBLAS
  * alone. */
 const Crossover engine_gemm_rows[] = {
     {9, B16, ANY, ANY, ANY,
-     "gemm_sm90_probe, H100: engine gemm+bias+gelu against cuBLAS+ew", 512,
-     0},
+     "torch_compare.py --crossover (H200), gemm_sm90_probe (H100): engine "
+     "gemm+bias+gelu against cuda-lt", 1024, 0},
 };
 
 bool engine_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
@@ -169,16 +169,16 @@ fb_status tiny_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
 }
 
 /* The decode MLP on the TMA engine (fused_decode_tma.cuh) beats cuda-lt
- * up to 16 tokens at any width, on the H100's memory only (on an H200
- * cuda-lt is as fast at 4096 wide); at small widths, where the chain's
- * launches dominate, up to 32 tokens on either GPU. fp32: both paths
+ * up to 16 tokens at any width, on the H100 and the H200; at small
+ * widths, where the chain's launches dominate, up to 32 tokens. fp32: both paths
  * stream the same bytes and fewer tokens only take FMAs off the fused
  * kernel, so up to 16 tokens (narrower widths are not measured in fp32).
  * Measured with TF32 off (the default); the fused kernel is true fp32
  * either way. */
 const Crossover decode_mlp_rows[] = {
-    {9, B16, 16, ANY, ANY, "fusedblas-bench, H100: decode mlp, TMA engine",
-     0, 5120},
+    {9, B16, 16, ANY, ANY,
+     "fusedblas-bench (H100), torch_compare.py --crossover (H200): decode "
+     "mlp, TMA engine", 0, 0},
     {9, B16, 32, 1024, 4096,
      "fusedblas-bench, H100: decode mlp 768->3072->768", 0, 0},
     {9, 1u << FB_DTYPE_F32, 16, ANY, ANY,
@@ -230,10 +230,12 @@ fb_status prefill_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
                                  FBF_RUN, path, len);
 }
 
-/* The Hopper GEMM engine's gated MLP, from 1024 rows. */
+/* The Hopper GEMM engine's gated MLP, from 4096 rows (at 2048 even with
+ * cuda-lt, below it slower, on both GPUs). */
 const Crossover engine_mlp_rows[] = {
     {9, B16, ANY, ANY, ANY,
-     "gemm_sm90_probe, H100: engine mlp against the cuBLAS chain", 1024, 0},
+     "torch_compare.py --engine (H100), --crossover (H200): engine mlp "
+     "against cuda-lt", 4096, 0},
 };
 
 bool engine_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)

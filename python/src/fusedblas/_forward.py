@@ -34,16 +34,6 @@ def _rows(t, rows, cols):
     return None
 
 
-def _handle(lib, x, dev=None):
-    """The handle for x's device; dev is x.get_device() where the caller
-    has it already."""
-    if dev is None:
-        dev = x.get_device()
-    if dev < 0:
-        return _handles.cpu_handle(lib)
-    return _handles.cuda_handle(lib, dev, x.dtype == torch.float32)
-
-
 def _ptr(t):
     return None if t is None else t.data_ptr()
 
@@ -63,15 +53,10 @@ def _on(t, cuda, cpu, index):
     return t.is_cuda is cuda and t.is_cpu is cpu and t.get_device() == index
 
 
-def _like(t, dtype, cuda, cpu, index):
-    """t has this dtype and is on the device _on describes."""
-    return t.dtype is dtype and _on(t, cuda, cpu, index)
-
-
-def _bias_fits(t, n, dev):
-    """t is None, or a vector of n elements like x (dev: _like's last four
-    arguments)."""
-    return t is None or (_like(t, *dev) and t.shape == (n,))
+def _bias_fits(t, n, dtype, cuda, cpu, index):
+    """t is a vector of n elements of this dtype, on the device _on
+    describes."""
+    return t.dtype is dtype and _on(t, cuda, cpu, index) and t.shape == (n,)
 
 
 def _act(activation):
@@ -104,17 +89,20 @@ def linear(x, weight, bias, activation):
     m = x2.shape[0]
     if m == 0 or n == 0:
         return out
-    xa = _rows(x2, m, k)
+    # Contiguous operands, the common case, skip the stride analysis.
+    ld = max(1, k)
+    xa = (False, ld) if x2.is_contiguous() else _rows(x2, m, k)
     if xa is None:
         x2 = x2.contiguous()
-        xa = (False, max(1, k))
-    wa = _rows(weight, n, k)
+        xa = (False, ld)
+    wa = (False, ld) if weight.is_contiguous() else _rows(weight, n, k)
     if wa is None:
         weight = weight.contiguous()
-        wa = (False, max(1, k))
-    if bias is not None and n > 1 and bias.stride(0) != 1:
+        wa = (False, ld)
+    if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()
-    h = _handle(lib, x, di)
+    h = _handles.cpu_handle(lib) if di < 0 else \
+        _handles.cuda_handle(lib, di, dt is torch.float32)
     # Row-major C = op(A) op(B) with A = x [m, k] and op(B) = weight^T:
     # weight stored [n, k] row by row is B transposed (TRANS); stored
     # column by column it is B [k, n] itself (NO_TRANS).
@@ -139,14 +127,18 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     dt = x.dtype
     cuda, cpu, di = x.is_cuda, x.is_cpu, x.get_device()
     xs, gs, ds = x.shape, w_gate.shape, w_down.shape
-    dev = (dt, cuda, cpu, di)
+    # The common case, written out (seven tensors: a loop or a helper per
+    # tensor costs more than the call's other Python work); anything else
+    # gets the full checks, which raise the error that names the argument.
     if act is None or dt not in DTYPES or len(xs) < 1 or len(gs) != 2 or \
             len(ds) != 2 or gs[1] != xs[-1] or w_up.shape != gs or \
-            ds[1] != gs[0] or not (_like(w_gate, *dev) and
-                                   _like(w_up, *dev) and _like(w_down, *dev)) or \
-            not _bias_fits(b_gate, gs[0], dev) or \
-            not _bias_fits(b_up, gs[0], dev) or \
-            not _bias_fits(b_down, ds[0], dev):
+            ds[1] != gs[0] or w_gate.dtype is not dt or \
+            w_up.dtype is not dt or w_down.dtype is not dt or \
+            not (_on(w_gate, cuda, cpu, di) and _on(w_up, cuda, cpu, di) and
+                 _on(w_down, cuda, cpu, di)) or \
+            (b_gate is not None and not _bias_fits(b_gate, gs[0], dt, cuda, cpu, di)) or \
+            (b_up is not None and not _bias_fits(b_up, gs[0], dt, cuda, cpu, di)) or \
+            (b_down is not None and not _bias_fits(b_down, ds[0], dt, cuda, cpu, di)):
         act = check_gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down,
                               activation)
     lib = L.load()
@@ -162,15 +154,19 @@ def gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down, activation):
     m = x2.shape[0]
     if m == 0 or n == 0:
         return out
-    xa = _rows(x2, m, k)
+    xa = (False, max(1, k)) if x2.is_contiguous() else _rows(x2, m, k)
     if xa is None or xa[0]:
         x2 = x2.contiguous()
         xa = (False, max(1, k))
-    w_gate, w_up, w_down = (_contiguous(w_gate), _contiguous(w_up),
-                            _contiguous(w_down))
-    b_gate, b_up, b_down = (_contiguous(b_gate), _contiguous(b_up),
-                            _contiguous(b_down))
-    h = _handle(lib, x, di)
+    if not (w_gate.is_contiguous() and w_up.is_contiguous() and
+            w_down.is_contiguous()):
+        w_gate, w_up, w_down = (w_gate.contiguous(), w_up.contiguous(),
+                                w_down.contiguous())
+    if b_gate is not None or b_up is not None or b_down is not None:
+        b_gate, b_up, b_down = (_contiguous(b_gate), _contiguous(b_up),
+                                _contiguous(b_down))
+    h = _handles.cpu_handle(lib) if di < 0 else \
+        _handles.cuda_handle(lib, di, dt is torch.float32)
     st = lib.cdll.mlp_geglu_forward(
         h.ptr, DTYPES[dt], act, m, k, hid, n, x2.data_ptr(), xa[1],
         w_gate.data_ptr(), _ptr(b_gate), w_up.data_ptr(), _ptr(b_up),

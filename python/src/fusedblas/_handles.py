@@ -131,7 +131,10 @@ def cuda_handle(lib, device_index, fp32):
     fp32 matmuls."""
     stream = _raw_stream(device_index) if _raw_stream is not None else \
         torch.cuda.current_stream(device_index).cuda_stream
-    table = _handles()
+    try:
+        table = _local.handles
+    except AttributeError:
+        table = _handles()
     key = (device_index, stream)
     h = table.get(key)
     capturing = _capturing()

@@ -119,25 +119,12 @@ _functorch = _private("_are_functorch_transforms_active")
 _PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
 
 
-def _direct(tensors, required):
-    """True where calling the real implementation directly is the same as
-    going through the op: the first `required` tensors are plain tensors,
-    the rest plain tensors or None."""
-    if _compiling() or _function_mode() or _dispatch_modes() or _functorch():
-        return False
-    grad = torch.is_grad_enabled()
-    for i, t in enumerate(tensors):
-        if t is None and i >= required:
-            continue
-        if type(t) not in _PLAIN or (grad and t.requires_grad):
-            return False
-    x = tensors[0]
-    return x.is_cuda or x.is_cpu
-
-
 def _direct_linear(x, weight, bias):
-    """_direct for linear's three tensors, unrolled: this runs on every
-    eager call, and the loop's generality costs about a microsecond."""
+    """True where calling linear's real implementation directly is the same
+    as going through the op: nothing may need to see the op (see above),
+    and the tensors are plain tensors (bias may be None) on the CPU or a
+    GPU. Written out per tensor: this runs on every eager call, and a loop
+    over the tensors costs about a microsecond more."""
     if _compiling() or _function_mode() or _dispatch_modes() or _functorch():
         return False
     if type(x) not in _PLAIN or type(weight) not in _PLAIN or \
@@ -146,6 +133,29 @@ def _direct_linear(x, weight, bias):
     if torch.is_grad_enabled() and (
             x.requires_grad or weight.requires_grad or
             (bias is not None and bias.requires_grad)):
+        return False
+    return x.is_cuda or x.is_cpu
+
+
+def _direct_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down):
+    """The same for gated_mlp's seven tensors (the biases may be None)."""
+    if _compiling() or _function_mode() or _dispatch_modes() or _functorch():
+        return False
+    plain = _PLAIN
+    if type(x) not in plain or type(w_gate) not in plain or \
+            type(w_up) not in plain or type(w_down) not in plain:
+        return False
+    biases = b_gate is not None or b_up is not None or b_down is not None
+    if biases and ((b_gate is not None and type(b_gate) not in plain) or
+                   (b_up is not None and type(b_up) not in plain) or
+                   (b_down is not None and type(b_down) not in plain)):
+        return False
+    if torch.is_grad_enabled() and (
+            x.requires_grad or w_gate.requires_grad or w_up.requires_grad or
+            w_down.requires_grad or (biases and (
+                (b_gate is not None and b_gate.requires_grad) or
+                (b_up is not None and b_up.requires_grad) or
+                (b_down is not None and b_down.requires_grad)))):
         return False
     return x.is_cuda or x.is_cpu
 
@@ -205,8 +215,12 @@ def gated_mlp(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor,
     [out] or None. Dtypes and devices as for :func:`linear`. Returns
     [..., out_features], contiguous.
     """
-    tensors = _autocast((x, w_gate, w_up, w_down, b_gate, b_up, b_down))
-    if _direct(tensors, 4):
-        return _forward.gated_mlp(*tensors, activation)
+    if _any_autocast():
+        x, w_gate, w_up, w_down, b_gate, b_up, b_down = _autocast(
+            (x, w_gate, w_up, w_down, b_gate, b_up, b_down))
+    if _direct_mlp(x, w_gate, w_up, w_down, b_gate, b_up, b_down):
+        return _forward.gated_mlp(x, w_gate, w_up, w_down, b_gate, b_up,
+                                  b_down, activation)
+    tensors = (x, w_gate, w_up, w_down, b_gate, b_up, b_down)
     check_gated_mlp(*tensors, activation)
     return _GATED_MLP(*tensors, activation)
