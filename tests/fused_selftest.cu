@@ -55,6 +55,38 @@ struct Knobs {
     ~Knobs() { fbf_knobs = fbf_tuning(); }
 };
 
+/* The first family of the tables (shape_rule.cu) that covers the call
+ * runs it, as FB_BACKEND_CUDA_FUSED does (an empty call succeeds as
+ * "cuda-fused/empty"); FB_STATUS_NOT_SUPPORTED if none does.
+ * env->scratch must hold what the family's scratch asks. */
+static fb_status fb_fused_gemm(const fb_fused_env *env,
+                               const fb_gemm_problem *p, char *path,
+                               size_t pathlen)
+{
+    if (p->m == 0 || p->n == 0) {
+        fbf_set_path(path, pathlen, "empty");
+        return FB_STATUS_SUCCESS;
+    }
+    for (const fb_fused_gemm_impl *e = fb_fused_gemm_impls; e->name; ++e)
+        if (e->applies(env, p))
+            return e->run(env, p, path, pathlen);
+    return FB_STATUS_NOT_SUPPORTED;
+}
+
+static fb_status fb_fused_mlp(const fb_fused_env *env,
+                              const fb_mlp_problem *p, char *path,
+                              size_t pathlen)
+{
+    if (p->m == 0 || p->n == 0) {
+        fbf_set_path(path, pathlen, "empty");
+        return FB_STATUS_SUCCESS;
+    }
+    for (const fb_fused_mlp_impl *e = fb_fused_mlp_impls; e->name; ++e)
+        if (e->applies(env, p))
+            return e->run(env, p, path, pathlen);
+    return FB_STATUS_NOT_SUPPORTED;
+}
+
 /* ---- plumbing -------------------------------------------------------- */
 
 static int g_failed = 0, g_passed = 0;

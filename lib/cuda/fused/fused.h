@@ -75,15 +75,6 @@ typedef struct fb_fused_mlp_impl {
 extern const fb_fused_gemm_impl fb_fused_gemm_impls[];
 extern const fb_fused_mlp_impl fb_fused_mlp_impls[];
 
-/* The first family that covers the call runs it (an empty call succeeds
- * as "cuda-fused/empty"); FB_STATUS_NOT_SUPPORTED if none does. For
- * FB_BACKEND_CUDA_FUSED and the standalone selftest; env->scratch must
- * hold what the family's scratch asks. */
-fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                        char *path, size_t pathlen);
-fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                       char *path, size_t pathlen);
-
 /* The tensor maps of a plan's weights (fused_tma_map.cu), kept from one
  * execution to the next: the TMA kernels (decode, GEMM engine) encode a
  * weight's map the first time an execution needs it, and find it here
