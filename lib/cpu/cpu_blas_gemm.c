@@ -14,8 +14,9 @@
  * only its rows of the weights.
  *
  * fp16 and bf16 operands are converted block by block into fp32 panels in
- * the workspace; the GEMM runs in fp32 (fp32 accumulation) into a
- * per-thread fp32 block, and the epilogue rounds once on the store. fp32
+ * the workspace (a plan converts the weights whole, once: pack); the GEMM
+ * runs in fp32 (fp32 accumulation) into a per-thread fp32 block, and the
+ * epilogue rounds once on the store. fp32
  * operands take the same panels when a leading dimension does not fit
  * OpenBLAS's integer, so that only k (and the panels' small leading
  * dimensions) reach it.
@@ -169,27 +170,50 @@ static void gemm_block_f32(const fb_gemm_problem *p, int64_t i0, int64_t j0,
                    p->ep.act);
 }
 
+/* The weights (A or B, as weight_is_a says) as stored, rows x cols of
+ * the column-major storage: what pack converts. */
+static void weight_dims(const fb_gemm_problem *p, int64_t *rows,
+                        int64_t *cols)
+{
+    if (p->weight_is_a) {
+        *rows = p->transa ? p->k : p->m;
+        *cols = p->transa ? p->m : p->k;
+    } else {
+        *rows = p->transb ? p->n : p->k;
+        *cols = p->transb ? p->k : p->n;
+    }
+}
+
 /* One block through fp32 panels: op(A)'s rows and op(B)'s columns
- * converted (16-bit) or copied (fp32) into scratch, the product into an
- * fp32 block there, then beta C, bias and activation, and the store. */
-static void gemm_block_panels(const fb_gemm_problem *p, const float *bias32,
-                              int64_t i0, int64_t j0, int64_t mb, int64_t nb,
-                              float *scratch)
+ * converted (16-bit) or copied (fp32) into scratch, or the weights' taken
+ * from w32 (converted whole by pack), the product into an fp32 block
+ * there, then beta C, bias and activation, and the store. */
+static void gemm_block_panels(const fb_gemm_problem *p, const float *w32,
+                              const float *bias32, int64_t i0, int64_t j0,
+                              int64_t mb, int64_t nb, float *scratch)
 {
     const int64_t k = p->k, es = fb_dtype_size(p->dtype);
     float *ap = scratch, *bp = scratch + mb * k, *cb = bp + k * nb;
     /* Panels keep the operands' orientation: stored rows x cols. */
     const int64_t ar = p->transa ? k : mb, ac = p->transa ? mb : k;
     const int64_t br = p->transb ? nb : k, bc = p->transb ? k : nb;
+    int64_t lda = ar, ldb = br, wr, wc;
+    weight_dims(p, &wr, &wc);
     if (!p->multiply) {
         scale_block(cb, mb, mb, nb, 0.0f);
     } else {
-        fb_cpu_pack_f32(p->dtype, a_rows(p, i0), p->lda, ar, ac, ap);
-        fb_cpu_pack_f32(p->dtype, b_cols(p, j0), p->ldb, br, bc, bp);
+        if (w32 != NULL && p->weight_is_a)
+            ap = (float *)w32 + (p->transa ? i0 * wr : i0), lda = wr;
+        else
+            fb_cpu_pack_f32(p->dtype, a_rows(p, i0), p->lda, ar, ac, ap);
+        if (w32 != NULL && !p->weight_is_a)
+            bp = (float *)w32 + (p->transb ? j0 : j0 * wr), ldb = wr;
+        else
+            fb_cpu_pack_f32(p->dtype, b_cols(p, j0), p->ldb, br, bc, bp);
         cblas_sgemm(CblasColMajor, p->transa ? CblasTrans : CblasNoTrans,
                     p->transb ? CblasTrans : CblasNoTrans, (blasint)mb,
-                    (blasint)nb, (blasint)k, p->alpha, ap, (blasint)ar, bp,
-                    (blasint)br, 0.0f, cb, (blasint)mb);
+                    (blasint)nb, (blasint)k, p->alpha, ap, (blasint)lda, bp,
+                    (blasint)ldb, 0.0f, cb, (blasint)mb);
     }
     char *c = (char *)p->c + (i0 + j0 * p->ldc) * es;
     if (p->beta != 0.0f) {
@@ -244,7 +268,8 @@ static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
             const int64_t mb = p->m - i0 < b.mb ? p->m - i0 : b.mb;
             const int64_t nb = p->n - j0 < b.nb ? p->n - j0 : b.nb;
             if (b.panels)
-                gemm_block_panels(p, bias32, i0, j0, mb, nb, scratch);
+                gemm_block_panels(p, call->packed, bias32, i0, j0, mb, nb,
+                                  scratch);
             else
                 gemm_block_f32(p, i0, j0, mb, nb);
         }
@@ -257,5 +282,27 @@ static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
     return FB_STATUS_SUCCESS;
 }
 
+/* 16-bit weights in fp32, stored as they are with a tight leading
+ * dimension: what every call would convert block by block (the same
+ * values, so the same bits). fp32 weights are read where they lie. */
+static size_t pack_bytes(const fb_gemm_problem *p)
+{
+    int64_t rows, cols;
+    weight_dims(p, &rows, &cols);
+    if (p->dtype == FB_DTYPE_F32 || !p->multiply)
+        return 0;
+    return (size_t)rows * (size_t)cols * sizeof(float);
+}
+
+static void pack(const fb_gemm_problem *p, int threads, void *dst)
+{
+    int64_t rows, cols;
+    weight_dims(p, &rows, &cols);
+    (void)threads;
+    fb_cpu_pack_f32(p->dtype, p->weight_is_a ? p->a : p->b,
+                    p->weight_is_a ? p->lda : p->ldb, rows, cols, dst);
+}
+
 const fb_cpu_gemm_impl fb_cpu_gemm_openblas = {
-    "cpu/openblas", FB_CPU_BLAS_THREADS, applies, workspace, NULL, NULL, run};
+    "cpu/openblas", FB_CPU_BLAS_THREADS, applies, workspace, pack_bytes,
+    pack, run};
