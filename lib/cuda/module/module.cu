@@ -274,6 +274,35 @@ static fb_status module_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     return finish(ctx, st, staged, &out, r);
 }
 
+/* e4m3 weights: the fused kernels (fused_fp8.h), device memory only. */
+static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
+                                  const fb_e4m3_gemm_problem *p,
+                                  fb_backend path, fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || p == NULL || !is_gpu_path(path))
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "gemm_e4m3: no CUDA context, problem or path");
+    return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                          "e4m3 weights are not on the GPU yet");
+}
+
+static fb_status module_mlp_e4m3(fb_cuda_ctx *ctx,
+                                 const fb_e4m3_mlp_problem *p,
+                                 fb_backend path, fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || p == NULL || !is_gpu_path(path))
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "mlp_e4m3: no CUDA context, problem or path");
+    return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                          "e4m3 weights are not on the GPU yet");
+}
+
 static const fb_cuda_module module_table = {
     FB_CUDA_MODULE_ABI,
     probe,
@@ -283,6 +312,8 @@ static const fb_cuda_module module_table = {
     fb_ctx_set_stream,
     module_gemm,
     module_mlp,
+    module_gemm_e4m3,
+    module_mlp_e4m3,
 };
 
 /* The module's only exported symbol (FB_CUDA_MODULE_SYMBOL); everything

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_fp8_kernel.c -- fp32 x rows times e4m3 weight rows.
+ *
+ * For each group of four weight rows (channels), k is walked in chunks:
+ * the chunk of the four rows is widened to fp32 into a small buffer that
+ * stays in L1, then every x row is multiplied against it, two x rows at a
+ * time (eight accumulators). A weight byte is read from memory once per
+ * call, whatever m.
+ *
+ * Widening on AVX2: e4m3 is a sub-format of IEEE binary16 shifted by 2^8:
+ * with its sign moved to bit 15 and its seven other bits to bits 7..13,
+ * the binary16 number is q * 2^-8 exactly (subnormals included), which
+ * F16C widens; one multiplication by 2^8 restores q exactly. The NaN
+ * pattern is forced to a binary16 NaN first.
+ */
+#include <string.h>
+#include "cpu_fp8_kernel.h"
+#include "problem_fp8.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define FB_HAVE_AVX2_E4M3 1
+#endif
+
+#define ROWS 4    /* weight rows widened together */
+#define CHUNK 256 /* k per widened chunk: 4 rows x 1 KiB of fp32 */
+
+int64_t fb_cpu_e4m3_panel_ld(int64_t k)
+{
+    /* whole vectors of 8, plus one more so rows sit off one another's
+     * L1 sets when k is a multiple of a page */
+    return (k + 7) / 8 * 8 + 8;
+}
+
+/* The 256 values, for the strided and scalar paths. */
+static void make_table(float *t)
+{
+    for (int b = 0; b < 256; b++)
+        t[b] = fb_e4m3_value((uint8_t)b);
+}
+
+/* Widen q(j0 + r, p0 .. p0 + len) for r < rows into buf (ROWS x CHUNK),
+ * zeros in rows rows.. and in columns len .. len rounded up to 8. */
+static void widen_table(const uint8_t *w, int64_t w_cs, int64_t w_ks,
+                        int64_t j0, int rows, int64_t p0, int64_t len,
+                        const float *table, float *buf)
+{
+    const int64_t len8 = (len + 7) / 8 * 8;
+    for (int r = 0; r < ROWS; r++) {
+        float *d = buf + r * CHUNK;
+        if (r >= rows) {
+            memset(d, 0, (size_t)len8 * sizeof(float));
+            continue;
+        }
+        const uint8_t *src = w + (j0 + r) * w_cs + p0 * w_ks;
+        for (int64_t p = 0; p < len; p++)
+            d[p] = table[src[p * w_ks]];
+        for (int64_t p = len; p < len8; p++)
+            d[p] = 0.0f;
+    }
+}
+
+/* out rows of the group: ROWS results per x row, only rows < rows kept. */
+static void dots_c(int64_t m, int64_t len8, const float *x, int64_t ldx,
+                   const float *buf, int rows, float *out, int64_t ldo,
+                   int first)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int r = 0; r < rows; r++) {
+            const float *xi = x + i * ldx, *wr = buf + r * CHUNK;
+            float s = 0.0f;
+            for (int64_t p = 0; p < len8; p++)
+                s += xi[p] * wr[p];
+            out[i * ldo + r] = first ? s : out[i * ldo + r] + s;
+        }
+}
+
+static void e4m3_dots_c(int64_t m, int64_t n, int64_t k, const float *x,
+                        int64_t ldx, const uint8_t *w, int64_t w_cs,
+                        int64_t w_ks, float *out, int64_t ldo)
+{
+    float table[256];
+    float buf[ROWS * CHUNK];
+    make_table(table);
+    for (int64_t j0 = 0; j0 < n; j0 += ROWS) {
+        const int rows = n - j0 < ROWS ? (int)(n - j0) : ROWS;
+        if (k == 0)
+            for (int64_t i = 0; i < m; i++)
+                for (int r = 0; r < rows; r++)
+                    out[i * ldo + j0 + r] = 0.0f;
+        for (int64_t p0 = 0; p0 < k; p0 += CHUNK) {
+            const int64_t len = k - p0 < CHUNK ? k - p0 : CHUNK;
+            widen_table(w, w_cs, w_ks, j0, rows, p0, len, table, buf);
+            dots_c(m, (len + 7) / 8 * 8, x + p0, ldx, buf, rows, out + j0,
+                   ldo, p0 == 0);
+        }
+    }
+}
+
+#if defined(FB_HAVE_AVX2_E4M3)
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+/* 16 e4m3 bytes to 16 floats. */
+AVX2 static inline void widen16(const uint8_t *src, float *dst)
+{
+    const __m256i v =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)src));
+    __m256i h = _mm256_and_si256(
+        _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 1),
+        _mm256_set1_epi16((short)0xbfff));
+    const __m256i nan = _mm256_cmpeq_epi16(
+        _mm256_and_si256(v, _mm256_set1_epi16(0x7f)),
+        _mm256_set1_epi16(0x7f));
+    h = _mm256_or_si256(h, nan);
+    const __m256 two8 = _mm256_set1_ps(256.0f);
+    _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_cvtph_ps(
+                                            _mm256_castsi256_si128(h)),
+                                        two8));
+    _mm256_storeu_ps(dst + 8,
+                     _mm256_mul_ps(_mm256_cvtph_ps(
+                                       _mm256_extracti128_si256(h, 1)),
+                                   two8));
+}
+
+/* widen_table for contiguous rows (w_ks == 1): whole 16-byte vectors,
+ * never reading past a row's last byte. */
+AVX2 static void widen_rows(const uint8_t *w, int64_t w_cs, int64_t j0,
+                            int rows, int64_t p0, int64_t len,
+                            const float *table, float *buf)
+{
+    const int64_t len8 = (len + 7) / 8 * 8;
+    for (int r = 0; r < ROWS; r++) {
+        float *d = buf + r * CHUNK;
+        if (r >= rows) {
+            memset(d, 0, (size_t)len8 * sizeof(float));
+            continue;
+        }
+        const uint8_t *src = w + (j0 + r) * w_cs + p0;
+        int64_t p = 0;
+        for (; p + 16 <= len; p += 16)
+            widen16(src + p, d + p);
+        for (; p < len; p++)
+            d[p] = table[src[p]];
+        for (; p < len8; p++)
+            d[p] = 0.0f;
+    }
+}
+
+AVX2 static inline float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
+                          _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static void dots_avx2(int64_t m, int64_t len8, const float *x,
+                           int64_t ldx, const float *buf, int rows,
+                           float *out, int64_t ldo, int first)
+{
+    const float *w0 = buf, *w1 = buf + CHUNK, *w2 = buf + 2 * CHUNK,
+                *w3 = buf + 3 * CHUNK;
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2) {
+        const float *xa = x + i * ldx, *xb = xa + ldx;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int64_t p = 0; p < len8; p += 8) {
+            const __m256 va = _mm256_loadu_ps(xa + p);
+            const __m256 vb = _mm256_loadu_ps(xb + p);
+            __m256 q = _mm256_loadu_ps(w0 + p);
+            a0 = _mm256_fmadd_ps(va, q, a0);
+            b0 = _mm256_fmadd_ps(vb, q, b0);
+            q = _mm256_loadu_ps(w1 + p);
+            a1 = _mm256_fmadd_ps(va, q, a1);
+            b1 = _mm256_fmadd_ps(vb, q, b1);
+            q = _mm256_loadu_ps(w2 + p);
+            a2 = _mm256_fmadd_ps(va, q, a2);
+            b2 = _mm256_fmadd_ps(vb, q, b2);
+            q = _mm256_loadu_ps(w3 + p);
+            a3 = _mm256_fmadd_ps(va, q, a3);
+            b3 = _mm256_fmadd_ps(vb, q, b3);
+        }
+        const float s[2][ROWS] = {{hsum(a0), hsum(a1), hsum(a2), hsum(a3)},
+                                  {hsum(b0), hsum(b1), hsum(b2), hsum(b3)}};
+        for (int t = 0; t < 2; t++)
+            for (int r = 0; r < rows; r++) {
+                float *o = out + (i + t) * ldo + r;
+                *o = first ? s[t][r] : *o + s[t][r];
+            }
+    }
+    for (; i < m; i++) {
+        const float *xa = x + i * ldx;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t p = 0; p < len8; p += 8) {
+            const __m256 va = _mm256_loadu_ps(xa + p);
+            a0 = _mm256_fmadd_ps(va, _mm256_loadu_ps(w0 + p), a0);
+            a1 = _mm256_fmadd_ps(va, _mm256_loadu_ps(w1 + p), a1);
+            a2 = _mm256_fmadd_ps(va, _mm256_loadu_ps(w2 + p), a2);
+            a3 = _mm256_fmadd_ps(va, _mm256_loadu_ps(w3 + p), a3);
+        }
+        const float s[ROWS] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
+        for (int r = 0; r < rows; r++) {
+            float *o = out + i * ldo + r;
+            *o = first ? s[r] : *o + s[r];
+        }
+    }
+}
+
+AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
+                                const float *x, int64_t ldx,
+                                const uint8_t *w, int64_t w_cs, int64_t w_ks,
+                                float *out, int64_t ldo)
+{
+    float table[256];
+    float buf[ROWS * CHUNK] __attribute__((aligned(32)));
+    make_table(table);
+    for (int64_t j0 = 0; j0 < n; j0 += ROWS) {
+        const int rows = n - j0 < ROWS ? (int)(n - j0) : ROWS;
+        if (k == 0)
+            for (int64_t i = 0; i < m; i++)
+                for (int r = 0; r < rows; r++)
+                    out[i * ldo + j0 + r] = 0.0f;
+        for (int64_t p0 = 0; p0 < k; p0 += CHUNK) {
+            const int64_t len = k - p0 < CHUNK ? k - p0 : CHUNK;
+            if (w_ks == 1)
+                widen_rows(w, w_cs, j0, rows, p0, len, table, buf);
+            else
+                widen_table(w, w_cs, w_ks, j0, rows, p0, len, table, buf);
+            dots_avx2(m, (len + 7) / 8 * 8, x + p0, ldx, buf, rows,
+                      out + j0, ldo, p0 == 0);
+        }
+    }
+}
+
+static int have_avx2(void)
+{
+    /* Threads may race to fill the cache; they store the same answer. */
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("f16c");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
+void fb_cpu_e4m3_dots(int64_t m, int64_t n, int64_t k, const float *x,
+                      int64_t ldx, const uint8_t *w, int64_t w_cs,
+                      int64_t w_ks, float *out, int64_t ldo)
+{
+#if defined(FB_HAVE_AVX2_E4M3)
+    if (have_avx2()) {
+        e4m3_dots_avx2(m, n, k, x, ldx, w, w_cs, w_ks, out, ldo);
+        return;
+    }
+#endif
+    e4m3_dots_c(m, n, k, x, ldx, w, w_cs, w_ks, out, ldo);
+}
+
+const char *fb_cpu_e4m3_isa(void)
+{
+#if defined(FB_HAVE_AVX2_E4M3)
+    if (have_avx2())
+        return "avx2";
+#endif
+    return "c";
+}
