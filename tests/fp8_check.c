@@ -196,7 +196,8 @@ int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
                              beta, Cd, ldc, has_bias ? bd : NULL, act);
         void *got = xmalloc((size_t)nc * es);
         mem->get(got, dC, (size_t)nc * es);
-        const tol tl = tol_make(dt, t->arith);
+        const tol tl = tol_make(dt, dt == FB_DTYPE_F32 ? t->arith_f32
+                                                        : t->arith_16);
         const int exact_bits = exact && (act == FB_ACT_NONE ||
                                          act == FB_ACT_RELU);
         for (int64_t idx = 0; idx < nc; idx++) {
@@ -222,11 +223,11 @@ int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
     check_same(&c, "bias", mem, dbias, bias, (size_t)n * es);
     const int ok = tap_check(
         &c, "%s: gemm_e4m3 %s %s %c%c m=%lld n=%lld k=%lld alpha=%g beta=%g "
-            "%s %s%s pad=%lld",
+            "%s %s%s pad=%lld [%s]",
         t->name, dt_name(dt), lay_name(lay), tr_name(ta), tr_name(tb),
         (long long)m, (long long)n, (long long)k, alpha, beta,
         has_bias ? "bias" : "nobias", act_name(act), exact ? " exact" : "",
-        (long long)pad);
+        (long long)pad, fb_handle_last_path(t->handle));
     mem->release(dA), mem->release(dB), mem->release(dS), mem->release(dC);
     mem->release(dbias);
     free(A), free(B), free(C), free(bias), free(s);
@@ -309,7 +310,7 @@ int fp8_mlp_case(const fp8_target *t, fb_dtype dt, fb_activation act,
         /* One rounding more in each sum than tol_mlp counts (the scale):
          * u_acc grown so that its gamma over k + 1 and h + 1 steps covers
          * k + 2 and h + 2. */
-        tol tl = tol_make(dt, t->arith);
+        tol tl = tol_make(dt, dt == FB_DTYPE_F32 ? t->arith_f32 : t->arith_16);
         const double kk = (double)(k < h ? k : h);
         tl.u_acc *= (kk + 2.0) / (kk + 1.0);
         tol_mlp(&tl, act, m, k, h, n, Xd, ldx, Wd[0], biases ? bdv[0] : NULL,
@@ -340,10 +341,12 @@ int fp8_mlp_case(const fp8_target *t, fb_dtype dt, fb_activation act,
         check_same(&c, "a scale", mem, dS[w], S[w], (size_t)wrows[w] * 4);
     }
     const int ok = tap_check(
-        &c, "%s: mlp_e4m3 %s %s m=%lld k=%lld h=%lld n=%lld %s%s pad=%lld",
+        &c, "%s: mlp_e4m3 %s %s m=%lld k=%lld h=%lld n=%lld %s%s pad=%lld "
+            "[%s]",
         t->name, dt_name(dt), act_name(act), (long long)m, (long long)k,
         (long long)h, (long long)n, biases ? "biases" : "nobias",
-        exact ? " exact" : "", (long long)pad);
+        exact ? " exact" : "", (long long)pad,
+        fb_handle_last_path(t->handle));
     mem->release(dX), mem->release(dY);
     for (int w = 0; w < 3; w++) {
         mem->release(dW[w]), mem->release(dS[w]), mem->release(dBv[w]);
@@ -396,6 +399,24 @@ void fp8_sweep_gemm(const fp8_target *t)
                           rows[r], 130, 200, 1.0f, 0.0f, r % 2, FB_ACT_NONE,
                           1, r % 2 ? 0 : 8);
         }
+    /* The GPU decode kernel's shapes: up to 16 rows, weight rows 16-byte
+     * aligned (k a multiple of 16, or ldb padded to one: k = 37 with
+     * ldb = 48 reads a ragged tail), k across several 64-wide chunks per
+     * warp, n not a multiple of its 16 channels per block. */
+    static const int64_t dec[][3] = {{1, 24, 64},   {2, 40, 320},
+                                     {7, 8, 1024},  {8, 1000, 4096},
+                                     {9, 33, 576},  {15, 17, 2048},
+                                     {16, 264, 4096}, {16, 5, 37}};
+    for (size_t r = 0; r < sizeof dec / sizeof dec[0]; r++)
+        for (int d = 1; d < 3; d++) {
+            const int64_t pad = dec[r][2] % 16 ? 16 - dec[r][2] % 16 : 0;
+            fp8_gemm_case(t, dts[d], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                          dec[r][0], dec[r][1], dec[r][2], 1.0f, 0.0f, 1,
+                          all_acts[r % N_ACTS], 0, pad);
+            fp8_gemm_case(t, dts[d], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                          dec[r][0], dec[r][1], dec[r][2], 2.0f, 0.5f,
+                          (int)(r % 2), FB_ACT_RELU, 1, pad);
+        }
     /* k and alpha edge cases: k = 0 (A, B, b_scale unread), alpha = 0. */
     for (int d = t->f32 ? 0 : 1; d < 3; d++) {
         fp8_gemm_case(t, dts[d], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 4, 6,
@@ -420,6 +441,15 @@ void fp8_sweep_mlp(const fp8_target *t)
                          shapes[s][0], shapes[s][1], shapes[s][2],
                          shapes[s][3], 1, 1, s % 3 ? 0 : 2);
         }
+    /* The GPU's decode shapes: up to 16 rows, k a multiple of 16, h and
+     * n ragged. */
+    static const int64_t dec[][4] = {{1, 64, 40, 24},   {4, 256, 136, 64},
+                                     {16, 512, 264, 120}, {9, 1024, 70, 33}};
+    for (int d = 1; d < 3; d++)
+        for (size_t s = 0; s < sizeof dec / sizeof dec[0]; s++)
+            fp8_mlp_case(t, dts[d], all_acts[(s + (size_t)d) % N_ACTS],
+                         dec[s][0], dec[s][1], dec[s][2], dec[s][3],
+                         (int)(s % 2), 0, 0);
     /* k == 0 and h == 0: H = act(bg) .* bu, Y = bd. */
     for (int d = t->f32 ? 0 : 1; d < 3; d++) {
         fp8_mlp_case(t, dts[d], FB_ACT_GELU_TANH, 3, 0, 5, 4, 1, 0, 0);

@@ -18,7 +18,8 @@ typedef struct fp8_target {
     const char *name;
     fb_handle handle;
     const tmem *mem;
-    tarith arith;     /* the accumulation the path may use */
+    tarith arith_f32; /* the arithmetic the path may use for fp32 data */
+    tarith arith_16;  /* and for fp16 and bf16 data */
     int f32;          /* whether the path takes fp32 activations */
 } fp8_target;
 
@@ -35,7 +36,9 @@ int fp8_mlp_case(const fp8_target *t, fb_dtype dt, fb_activation act,
 
 /* The sweeps: shapes across every layout, transpose pair, dtype,
  * activation, beta and bias, on exact and on random data; decode shapes
- * (1..70 rows) with ragged k and n. */
+ * (1..70 rows) with ragged k and n, and the shapes the GPU's decode
+ * kernels take (aligned rows, k a multiple of 16 or padded to one, up to
+ * 16 rows). Each point's label ends with the path that ran. */
 void fp8_sweep_gemm(const fp8_target *t);
 void fp8_sweep_mlp(const fp8_target *t);
 

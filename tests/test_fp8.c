@@ -520,7 +520,7 @@ int main(void)
     test_gemm_badargs(h);
     test_mlp_badargs(h);
     test_special_weights(h);
-    const fp8_target t = {"cpu", h, &tmem_host, ARITH_FP32, 1};
+    const fp8_target t = {"cpu", h, &tmem_host, ARITH_FP32, ARITH_FP32, 1};
     fp8_sweep_gemm(&t);
     fp8_sweep_mlp(&t);
     /* The same on auto with host memory (the CPU, with one thread and
@@ -528,7 +528,8 @@ int main(void)
     fb_handle a = handle_on(FB_BACKEND_AUTO);
     if (fb_set_threads(a, 1) != FB_STATUS_SUCCESS)
         tap_bail("fb_set_threads");
-    const fp8_target t1 = {"auto/1-thread", a, &tmem_host, ARITH_FP32, 1};
+    const fp8_target t1 = {"auto/1-thread", a, &tmem_host, ARITH_FP32, ARITH_FP32,
+                           1};
     fp8_gemm_case(&t1, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                   16, 67, 300, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);
     fp8_mlp_case(&t1, FB_DTYPE_F16, FB_ACT_SILU, 5, 40, 70, 33, 1, 0, 0);
