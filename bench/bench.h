@@ -145,6 +145,7 @@ typedef struct bench_set {
 
 /* Implementation names, shared by the table, the CSV and the plots. */
 #define BENCH_IMPL_CPU "fusedblas/cpu"
+#define BENCH_IMPL_CPU_E4M3 "fusedblas/cpu-e4m3"
 #define BENCH_IMPL_OPENBLAS "openblas+pass"
 #define BENCH_IMPL_OPENBLAS_GEMM "openblas-gemm-only"
 #define BENCH_IMPL_ONEDNN "onednn"
