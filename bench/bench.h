@@ -154,5 +154,6 @@ typedef struct bench_set {
 #define BENCH_IMPL_CUDA "fusedblas/cuda"
 #define BENCH_IMPL_CUDA_LT "fusedblas/cuda-lt"
 #define BENCH_IMPL_CUDA_FUSED "fusedblas/cuda-fused"
+#define BENCH_IMPL_CUDA_E4M3 "fusedblas/cuda-e4m3"
 
 #endif /* FB_BENCH_H */
