@@ -18,7 +18,10 @@
 #include "cpu_fp8_kernel.h"
 #include "problem_fp8.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* FB_E4M3_PORTABLE_ONLY: the portable C path alone, as a CPU without
+ * AVX2 runs it (tests/test_cpu_fp8_portable builds this file so). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&     \
+    !defined(FB_E4M3_PORTABLE_ONLY)
 #include <immintrin.h>
 #define FB_HAVE_AVX2_E4M3 1
 #endif
