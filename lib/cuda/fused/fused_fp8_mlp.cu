@@ -15,6 +15,7 @@
 #include "fused_fp8.h"
 #include "fused_fp8_decode.cuh"
 #include "fused_fp8_device.cuh"
+#include "module/result.h"
 
 namespace {
 
@@ -105,15 +106,17 @@ size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p)
     return gate_up_decode_applies(p) ? hbytes : hbytes + 2 * mh * 4;
 }
 
-fb_status fb_fp8_mlp(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
-                     void *scratch, size_t scratch_bytes, char *path,
-                     size_t len)
+fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
+                     const fb_e4m3_mlp_problem *p, void *scratch,
+                     size_t scratch_bytes, char *path, size_t len,
+                     fb_cuda_result *r)
 {
     if (scratch_bytes < fb_fp8_mlp_scratch_bytes(p))
         return FB_STATUS_INTERNAL;
     const size_t mh = (size_t)p->m * (size_t)p->h;
     void *hbuf = scratch;
     const bool fused = gate_up_decode_applies(p);
+    bool prefill = false;
     if (p->h > 0 && fused) {
         const unsigned blocks = (unsigned)((p->h + 7) / 8);
         if (p->dtype == FB_DTYPE_F16)
@@ -127,13 +130,24 @@ fb_status fb_fp8_mlp(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
         char *base = (char *)scratch +
                      (mh * elem_size(p->dtype) + 255) / 256 * 256;
         float *g = (float *)base, *u = g + mh;
-        fb_e4m3_gemm_problem q = projection(p->dtype, p->m, p->h, p->k, p->x,
-                                            p->ldx, p->wg, p->sg, g, p->h,
-                                            p->bg);
-        fb_fp8_gemm_f32_out(stream, &q);
-        q = projection(p->dtype, p->m, p->h, p->k, p->x, p->ldx, p->wu,
-                       p->su, u, p->h, p->bu);
-        fb_fp8_gemm_f32_out(stream, &q);
+        fb_e4m3_gemm_problem q[2] = {
+            projection(p->dtype, p->m, p->h, p->k, p->x, p->ldx, p->wg,
+                       p->sg, g, p->h, p->bg),
+            projection(p->dtype, p->m, p->h, p->k, p->x, p->ldx, p->wu,
+                       p->su, u, p->h, p->bu)};
+        for (int i = 0; i < 2; i++) {
+            /* G and U in fp32 with their scales and biases: cuBLASLt's
+             * GEMM where it takes them, else the tiled kernel */
+            fb_status st = fb_fp8_gemm_prefill(ctx, &q[i], 1, r);
+            if (st == FB_STATUS_NOT_SUPPORTED) {
+                fb_result_clear(r);
+                fb_fp8_gemm_f32_out(stream, &q[i]);
+            } else if (st != FB_STATUS_SUCCESS) {
+                return st;
+            } else {
+                prefill = true;
+            }
+        }
         switch (p->dtype) {
         case FB_DTYPE_F16: gate<__half>(stream, g, u, (int64_t)mh, p->gate_act, hbuf); break;
         case FB_DTYPE_BF16: gate<__nv_bfloat16>(stream, g, u, (int64_t)mh, p->gate_act, hbuf); break;
@@ -144,9 +158,17 @@ fb_status fb_fp8_mlp(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
     char down[64];
-    fb_status st = fb_fp8_gemm(stream, &d, down, sizeof down);
+    fb_status st = fb_fp8_gemm_prefill(ctx, &d, 0, r);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill");
+    } else if (st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = fb_fp8_gemm(stream, &d, down, sizeof down);
+    }
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
-             fused ? "gate-up-decode-mma" : "gate-up-tiled-fp32",
+             fused     ? "gate-up-decode-mma"
+             : prefill ? "gate-up-lt-prefill"
+                       : "gate-up-tiled-fp32",
              down + sizeof "cuda-fused/e4m3-" - 1);
     return st;
 }

@@ -319,7 +319,15 @@ static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
     fb_device_scope scope(ctx->device);
     if (scope.error() != cudaSuccess)
         return fb_result_cuda(r, scope.error(), "cudaSetDevice");
-    st = fb_fp8_gemm(ctx->stream, p, r->path, sizeof r->path);
+    /* many rows: cuBLASLt's GEMM on widened weight tiles; else (or
+     * where it has no algorithm) our kernels */
+    st = fb_fp8_gemm_prefill(ctx, p, 0, r);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(r->path, sizeof r->path, "cuda-fused/e4m3-lt-prefill");
+    } else if (st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = fb_fp8_gemm(ctx->stream, p, r->path, sizeof r->path);
+    }
     if (st == FB_STATUS_SUCCESS)
         st = fb_result_launch(r, "e4m3 gemm");
     if (st == FB_STATUS_SUCCESS)
@@ -356,8 +364,11 @@ static fb_status module_mlp_e4m3(fb_cuda_ctx *ctx,
         if (st != FB_STATUS_SUCCESS)
             return st;
     }
-    st = fb_fp8_mlp(ctx->stream, p, ctx->scratch.ptr, ctx->scratch.bytes,
-                    r->path, sizeof r->path);
+    char ran[sizeof r->path];
+    st = fb_fp8_mlp(ctx, ctx->stream, p, ctx->scratch.ptr,
+                    ctx->scratch.bytes, ran, sizeof ran, r);
+    if (st == FB_STATUS_SUCCESS)
+        snprintf(r->path, sizeof r->path, "%s", ran);
     if (st == FB_STATUS_SUCCESS)
         st = fb_result_launch(r, "e4m3 mlp");
     if (st == FB_STATUS_SUCCESS)
