@@ -66,6 +66,30 @@ int main(void)
         fp8_sweep_gemm(&t[i]);
         fp8_sweep_mlp(&t[i]);
     }
+    /* Each GPU kernel family is what runs where the pages say. */
+    static const struct {
+        fb_dtype dt;
+        fb_transpose tb;
+        int64_t m, n, k, pad;
+        const char *path;
+    } paths[] = {
+        {FB_DTYPE_BF16, FB_TRANS, 1, 40, 256, 0, "e4m3-decode-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 16, 24, 64, 0, "e4m3-decode-mma"},
+        {FB_DTYPE_BF16, FB_TRANS, 4, 24, 40, 0, "e4m3-tiled-fp32"}, /* ldb 40 */
+        {FB_DTYPE_F32, FB_TRANS, 2, 24, 64, 0, "e4m3-tiled-fp32"},
+        {FB_DTYPE_BF16, FB_TRANS, 17, 72, 128, 0, "e4m3-lt-prefill"},
+        {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0, "e4m3-lt-prefill"}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        fp8_gemm_case(&t[0], paths[i].dt, FB_ROW_MAJOR, FB_NO_TRANS,
+                      paths[i].tb, paths[i].m, paths[i].n, paths[i].k, 1.0f,
+                      0.0f, 1, FB_ACT_GELU_TANH, 0, paths[i].pad);
+        const char *ran = fb_handle_last_path(t[0].handle);
+        tap_ok(strstr(ran, paths[i].path) != NULL,
+               "cuda-fused: %s m=%lld n=%lld k=%lld ran %s (want %s)",
+               dt_name(paths[i].dt), (long long)paths[i].m,
+               (long long)paths[i].n, (long long)paths[i].k, ran,
+               paths[i].path);
+    }
     /* Decode at the goal's widths, one case each (the oracle is slow). */
     fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_SILU, 1, 4096, 11008, 4096, 0,
                  0, 0);

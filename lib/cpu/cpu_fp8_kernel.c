@@ -104,6 +104,92 @@ static void e4m3_dots_c(int64_t m, int64_t n, int64_t k, const float *x,
 #if defined(FB_HAVE_AVX2_E4M3)
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
+AVX2 static inline float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
+                          _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 16 e4m3 bytes to 16 floats in two registers. */
+AVX2 static inline void widen16_regs(const uint8_t *src, __m256 *lo,
+                                     __m256 *hi)
+{
+    const __m256i v =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)src));
+    __m256i h = _mm256_and_si256(
+        _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 1),
+        _mm256_set1_epi16((short)0xbfff));
+    const __m256i nan = _mm256_cmpeq_epi16(
+        _mm256_and_si256(v, _mm256_set1_epi16(0x7f)),
+        _mm256_set1_epi16(0x7f));
+    h = _mm256_or_si256(h, nan);
+    const __m256 two8 = _mm256_set1_ps(256.0f);
+    *lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), two8);
+    *hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)),
+                        two8);
+}
+
+/* One x row (m == 1) against contiguous weight rows: the bytes widened in
+ * registers and multiplied at once, no buffer between (a single token has
+ * nothing to share a widened chunk with). */
+AVX2 static void dots_one_row(int64_t n, int64_t k, const float *x,
+                              const uint8_t *w, int64_t w_cs,
+                              const float *table, float *out)
+{
+    const int64_t k16 = k / 16 * 16;
+    int64_t j = 0;
+    for (; j + ROWS <= n; j += ROWS) {
+        const uint8_t *r0 = w + j * w_cs, *r1 = r0 + w_cs, *r2 = r1 + w_cs,
+                      *r3 = r2 + w_cs;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0,
+               b2 = a0, a3 = a0, b3 = a0;
+        for (int64_t p = 0; p < k16; p += 16) {
+            const __m256 xl = _mm256_loadu_ps(x + p),
+                         xh = _mm256_loadu_ps(x + p + 8);
+            __m256 lo, hi;
+            widen16_regs(r0 + p, &lo, &hi);
+            a0 = _mm256_fmadd_ps(xl, lo, a0);
+            b0 = _mm256_fmadd_ps(xh, hi, b0);
+            widen16_regs(r1 + p, &lo, &hi);
+            a1 = _mm256_fmadd_ps(xl, lo, a1);
+            b1 = _mm256_fmadd_ps(xh, hi, b1);
+            widen16_regs(r2 + p, &lo, &hi);
+            a2 = _mm256_fmadd_ps(xl, lo, a2);
+            b2 = _mm256_fmadd_ps(xh, hi, b2);
+            widen16_regs(r3 + p, &lo, &hi);
+            a3 = _mm256_fmadd_ps(xl, lo, a3);
+            b3 = _mm256_fmadd_ps(xh, hi, b3);
+        }
+        float s[ROWS] = {hsum(_mm256_add_ps(a0, b0)),
+                         hsum(_mm256_add_ps(a1, b1)),
+                         hsum(_mm256_add_ps(a2, b2)),
+                         hsum(_mm256_add_ps(a3, b3))};
+        const uint8_t *rows[ROWS] = {r0, r1, r2, r3};
+        for (int r = 0; r < ROWS; r++) {
+            for (int64_t p = k16; p < k; p++)
+                s[r] += x[p] * table[rows[r][p]];
+            out[j + r] = s[r];
+        }
+    }
+    for (; j < n; j++) {
+        const uint8_t *r0 = w + j * w_cs;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0;
+        for (int64_t p = 0; p < k16; p += 16) {
+            __m256 lo, hi;
+            widen16_regs(r0 + p, &lo, &hi);
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p), lo, a0);
+            b0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p + 8), hi, b0);
+        }
+        float s = hsum(_mm256_add_ps(a0, b0));
+        for (int64_t p = k16; p < k; p++)
+            s += x[p] * table[r0[p]];
+        out[j] = s;
+    }
+}
+
 /* 16 e4m3 bytes to 16 floats. */
 AVX2 static inline void widen16(const uint8_t *src, float *dst)
 {
@@ -150,14 +236,6 @@ AVX2 static void widen_rows(const uint8_t *w, int64_t w_cs, int64_t j0,
     }
 }
 
-AVX2 static inline float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
-                          _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 AVX2 static void dots_avx2(int64_t m, int64_t len8, const float *x,
                            int64_t ldx, const float *buf, int rows,
@@ -220,6 +298,10 @@ AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
     float table[256];
     float buf[ROWS * CHUNK] __attribute__((aligned(32)));
     make_table(table);
+    if (m == 1 && w_ks == 1) {
+        dots_one_row(n, k, x, w, w_cs, table, out);
+        return;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += ROWS) {
         const int rows = n - j0 < ROWS ? (int)(n - j0) : ROWS;
         if (k == 0)
