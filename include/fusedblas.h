@@ -204,9 +204,9 @@ FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward(
  * bias 7, 3 mantissa bits; finite range +-448, no infinities, one NaN
  * pattern S.1111.111), each output channel with an fp32 scale: the weight
  * is w = e4m3 * scale. Activations, biases and outputs are of dtype
- * (FB_DTYPE_F32, FB_DTYPE_F16 or FB_DTYPE_BF16; the GPU takes the 16-bit
- * types). The result is the other routines' with the dequantised weights
- * (fp32 accumulation, one rounding of the output); see
+ * (FB_DTYPE_F32, FB_DTYPE_F16 or FB_DTYPE_BF16; the GPU's tensor-core
+ * paths take the 16-bit ones). The result is the other routines' with the
+ * dequantised weights (fp32 accumulation, one rounding of the output); see
  * gemm_e4m3_bias_act(3). Bit-compatible with torch.float8_e4m3fn and
  * __nv_fp8_e4m3. */
 typedef struct fb_e4m3 { uint8_t bits; } fb_e4m3;

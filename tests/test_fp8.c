@@ -511,6 +511,51 @@ static void test_special_weights(fb_handle h)
                   "channel only; 448 x 3e36 overflows to Inf");
 }
 
+/* The same call on 1, 2 and 3 threads gives the same bits: each output's
+ * sum is taken in one order whatever the split (threads own whole groups
+ * of four channels). */
+static void test_threads_bitwise(void)
+{
+    /* big enough for the thread heuristic to use several (a million
+     * flops a thread) */
+    enum { M = 5, K = 1030, H = 258, N = 203 };
+    static fb_bfloat16 X[M * K], Y[3][M * N], Yg[3][M * H];
+    static fb_e4m3 Wg[H * K], Wu[H * K], Wd[N * H];
+    static float sg[H], su[H], sd[N];
+    for (int i = 0; i < M * K; i++)
+        X[i] = fb_float_to_bfloat16((float)(rng_unit() * 2 - 1));
+    for (int i = 0; i < H * K; i++) {
+        Wg[i].bits = (uint8_t)rng_below(0x7f);
+        Wu[i].bits = (uint8_t)(rng_below(0x7f) | 0x80 * rng_below(2));
+    }
+    for (int i = 0; i < N * H; i++)
+        Wd[i].bits = (uint8_t)rng_below(0x7f);
+    for (int i = 0; i < H; i++)
+        sg[i] = su[i] = (float)(rng_unit() / 64);
+    for (int i = 0; i < N; i++)
+        sd[i] = (float)(rng_unit() / 64);
+    int ok = 1;
+    for (int t = 0; t < 3; t++) {
+        fb_handle h = handle_on(FB_BACKEND_CPU);
+        if (fb_set_threads(h, t + 1) != FB_STATUS_SUCCESS ||
+            mlp_geglu_forward_e4m3(h, FB_DTYPE_BF16, FB_ACT_GELU_TANH, M, K,
+                                   H, N, X, K, Wg, sg, NULL, Wu, su, NULL,
+                                   Wd, sd, NULL, Y[t], N) !=
+                FB_STATUS_SUCCESS ||
+            gemm_e4m3_bias_act(h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS,
+                               FB_TRANS, M, H, K, 1.0f, X, K, Wg, K, sg,
+                               0.0f, Yg[t], H, NULL, FB_ACT_SILU) !=
+                FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked: %s", t + 1, fb_handle_last_path(h));
+        fb_destroy(h);
+    }
+    for (int t = 1; t < 3; t++)
+        ok &= memcmp(Y[0], Y[t], sizeof Y[0]) == 0 &&
+              memcmp(Yg[0], Yg[t], sizeof Yg[0]) == 0;
+    tap_ok(ok, "e4m3 gemm and MLP: the same bits on 1, 2 and 3 threads");
+}
+
 int main(void)
 {
     tap_begin("test_fp8");
@@ -520,6 +565,7 @@ int main(void)
     test_gemm_badargs(h);
     test_mlp_badargs(h);
     test_special_weights(h);
+    test_threads_bitwise();
     const fp8_target t = {"cpu", h, &tmem_host, ARITH_FP32, ARITH_FP32, 1};
     fp8_sweep_gemm(&t);
     fp8_sweep_mlp(&t);
