@@ -244,6 +244,43 @@ AVX2 static void dots_avx2(int64_t m, int64_t len8, const float *x,
     const float *w0 = buf, *w1 = buf + CHUNK, *w2 = buf + 2 * CHUNK,
                 *w3 = buf + 3 * CHUNK;
     int64_t i = 0;
+    /* three x rows at a time: twelve accumulators, the x rows and one
+     * weight vector in the sixteen registers */
+    for (; i + 3 <= m; i += 3) {
+        const float *xa = x + i * ldx, *xb = xa + ldx, *xc = xb + ldx;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+        for (int64_t p = 0; p < len8; p += 8) {
+            const __m256 va = _mm256_loadu_ps(xa + p);
+            const __m256 vb = _mm256_loadu_ps(xb + p);
+            const __m256 vc = _mm256_loadu_ps(xc + p);
+            __m256 q = _mm256_loadu_ps(w0 + p);
+            a0 = _mm256_fmadd_ps(va, q, a0);
+            b0 = _mm256_fmadd_ps(vb, q, b0);
+            c0 = _mm256_fmadd_ps(vc, q, c0);
+            q = _mm256_loadu_ps(w1 + p);
+            a1 = _mm256_fmadd_ps(va, q, a1);
+            b1 = _mm256_fmadd_ps(vb, q, b1);
+            c1 = _mm256_fmadd_ps(vc, q, c1);
+            q = _mm256_loadu_ps(w2 + p);
+            a2 = _mm256_fmadd_ps(va, q, a2);
+            b2 = _mm256_fmadd_ps(vb, q, b2);
+            c2 = _mm256_fmadd_ps(vc, q, c2);
+            q = _mm256_loadu_ps(w3 + p);
+            a3 = _mm256_fmadd_ps(va, q, a3);
+            b3 = _mm256_fmadd_ps(vb, q, b3);
+            c3 = _mm256_fmadd_ps(vc, q, c3);
+        }
+        const float s[3][ROWS] = {{hsum(a0), hsum(a1), hsum(a2), hsum(a3)},
+                                  {hsum(b0), hsum(b1), hsum(b2), hsum(b3)},
+                                  {hsum(c0), hsum(c1), hsum(c2), hsum(c3)}};
+        for (int t = 0; t < 3; t++)
+            for (int r = 0; r < rows; r++) {
+                float *o = out + (i + t) * ldo + r;
+                *o = first ? s[t][r] : *o + s[t][r];
+            }
+    }
     for (; i + 2 <= m; i += 2) {
         const float *xa = x + i * ldx, *xb = xa + ldx;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
