@@ -4,9 +4,9 @@
  */
 #include <stdio.h>
 #include "cpu.h"
+#include "cpu_fp8.h"
 #include "cuda_loader.h"
 #include "device_memory.h"
-#include "cpu_fp8.h"
 #include "dispatch.h"
 #include "dispatch_fp8.h"
 #include "log.h"
