@@ -14,12 +14,13 @@
 
 #include <stddef.h>
 #include "problem.h"
+#include "problem_fp8.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 1
+#define FB_CUDA_MODULE_ABI 2
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
 
 /* Per-handle CUDA state, owned by the module: device, stream, cuBLASLt
@@ -59,6 +60,13 @@ typedef struct fb_cuda_module {
                       fb_backend path, fb_math_mode math, fb_cuda_result *r);
     fb_status (*mlp)(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
                      fb_backend path, fb_math_mode math, fb_cuda_result *r);
+
+    /* e4m3 weights (problem_fp8.h), with the same conventions; the data
+     * in device memory (host pointers: FB_STATUS_NOT_SUPPORTED). */
+    fb_status (*gemm_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                           fb_backend path, fb_cuda_result *r);
+    fb_status (*mlp_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
+                          fb_backend path, fb_cuda_result *r);
 } fb_cuda_module;
 
 typedef const fb_cuda_module *(*fb_cuda_module_entry)(void);
