@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include "plan_segments.h"
 #include "problem.h"
+#include "problem_fp8.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,6 +96,13 @@ typedef struct fb_cuda_module {
      * "cuda-fused/mlp_decode", ...). */
     const char *(*plan_impl)(const fb_cuda_plan *plan, int64_t m);
     void (*plan_destroy)(fb_cuda_plan *plan);
+
+    /* e4m3 weights (problem_fp8.h), with the same conventions; the data
+     * in device memory (host pointers: FB_STATUS_NOT_SUPPORTED). */
+    fb_status (*gemm_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                           fb_backend path, fb_cuda_result *r);
+    fb_status (*mlp_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
+                          fb_backend path, fb_cuda_result *r);
 } fb_cuda_module;
 
 typedef const fb_cuda_module *(*fb_cuda_module_entry)(void);

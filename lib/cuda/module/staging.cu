@@ -157,6 +157,17 @@ class memory_kinds {
     }
 };
 
+} /* namespace */
+
+int fb_is_device_pointer(const void *p)
+{
+    if (p == NULL)
+        return 0;
+    return query(p).device ? 1 : 0;
+}
+
+namespace {
+
 /* One operand: a column-major rows x cols window with leading dimension
  * ld, and where its device pointer goes in the problem handed on. */
 struct operand {

@@ -27,6 +27,11 @@ typedef struct fb_staged_output {
     int64_t rows, cols, ld, elem; /* column-major window */
 } fb_staged_output;
 
+/* 1 if kernels can read p directly (device or managed memory). One query,
+ * answered by the driver where it says "device", else by
+ * cudaPointerGetAttributes. */
+int fb_is_device_pointer(const void *p);
+
 /* dev <- p with every host operand replaced by a staged device copy (the
  * copies enqueued on the context's stream). *staged: whether anything was;
  * then the caller finishes with fb_stage_finish. */
