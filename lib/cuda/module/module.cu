@@ -22,6 +22,7 @@
 #include "lt/lt_mlp.h"
 #include "result.h"
 #include "staging.h"
+#include "tp/tp.h"
 
 /* The lowest compute capability this build has code for; nvcc lists the
  * targets of this compilation (e.g. 800,900) in __CUDA_ARCH_LIST__. */
@@ -283,6 +284,9 @@ static const fb_cuda_module module_table = {
     fb_ctx_set_stream,
     module_gemm,
     module_mlp,
+    fb_tp_agree,
+    fb_tp_mlp,
+    fb_tp_gemm,
 };
 
 /* The module's only exported symbol (FB_CUDA_MODULE_SYMBOL); everything
