@@ -40,7 +40,7 @@ enum { DESC_SHARED = 9, DESC_LEN = DESC_SHARED + 1 };
 
 struct fb_tp_state {
     fb_tp_comm comm;
-    int64_t agreed[FB_TP_AGREED][DESC_LEN];
+    int64_t agreed[FB_TP_AGREED][DESC_LEN + 1]; /* and the total width */
     int nagreed, next;
 };
 
@@ -156,15 +156,18 @@ static fb_status prepare(fb_handle h, const char *routine,
 }
 
 /* The ranks agree on desc[0 .. DESC_SHARED), once per shape (see the
- * top). fields names desc[1 ..] for the message. */
+ * top). fields names desc[1 ..] for the message. *total: the shard widths
+ * desc[DESC_SHARED] summed over the ranks. */
 static fb_status agree(fb_handle h, const fb_cuda_module *m,
                        const char *routine, const int64_t *desc,
-                       const desc_field *fields)
+                       const desc_field *fields, int64_t *total_out)
 {
     struct fb_tp_state *s = h->tp;
     for (int i = 0; i < s->nagreed; i++)
-        if (memcmp(s->agreed[i], desc, sizeof s->agreed[i]) == 0)
+        if (memcmp(s->agreed[i], desc, DESC_LEN * sizeof *desc) == 0) {
+            *total_out = s->agreed[i][DESC_LEN];
             return FB_STATUS_SUCCESS;
+        }
 
     const int ranks = s->comm.nranks;
     int64_t *all = malloc((size_t)ranks * DESC_LEN * sizeof *all);
@@ -199,7 +202,9 @@ static fb_status agree(fb_handle h, const fb_cuda_module *m,
         }
     }
     free(all);
-    memcpy(s->agreed[s->next], desc, sizeof s->agreed[s->next]);
+    memcpy(s->agreed[s->next], desc, DESC_LEN * sizeof *desc);
+    s->agreed[s->next][DESC_LEN] = total;
+    *total_out = total;
     s->next = (s->next + 1) % FB_TP_AGREED;
     if (s->nagreed < FB_TP_AGREED)
         s->nagreed++;
@@ -296,9 +301,17 @@ FB_EXPORT fb_status mlp_geglu_forward_tp(
         {T_N, "n"},         {T_BD, "bd given"},  {0, "-"},   {0, "-"}};
     const int64_t desc[DESC_LEN] = {1, dtype, gate_act, m, k, n, bd != NULL,
                                     0, 0, h_local};
-    st = agree(h, mod, routine, desc, fields);
+    int64_t h_total = 0;
+    st = agree(h, mod, routine, desc, fields, &h_total);
     if (st != FB_STATUS_SUCCESS)
         return st;
+    /* Decided from what the ranks agreed on, so that every rank decides
+     * the same: a rank that returned alone would leave the others in the
+     * all-reduce. */
+    if (k == 0 && h_total > 0 && m > 0 && n > 0)
+        return fb_handle_fail(h, FB_STATUS_NOT_SUPPORTED, 0,
+                              "%s: k = 0 with h = %lld (no GEMM to "
+                              "split)", routine, (long long)h_total);
 
     fb_cuda_result res;
     memset(&res, 0, sizeof res);
@@ -347,7 +360,8 @@ FB_EXPORT fb_status gemm_bias_act_tp(
         {9, "alpha"}, {14, "beta"},  {17, "bias given"}, {18, "act"}};
     const int64_t desc[DESC_LEN] = {
         2, dtype, layout, m, n, alpha_bits, beta_bits, bias != NULL, act, k};
-    st = agree(h, mod, routine, desc, fields);
+    int64_t k_total = 0;
+    st = agree(h, mod, routine, desc, fields, &k_total);
     if (st != FB_STATUS_SUCCESS)
         return st;
 

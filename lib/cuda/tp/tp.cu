@@ -184,8 +184,8 @@ fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
         fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-tp/mlp(empty)");
         return FB_STATUS_SUCCESS;
     }
-    if (p->h > 0 && p->k == 0)
-        return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+    if (p->h > 0 && p->k == 0) /* refused before, on every rank */
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
                               "tensor-parallel MLP with k = 0 and h > 0");
     fb_device_scope scope(ctx->device);
     if (scope.error() != cudaSuccess)
