@@ -7,7 +7,8 @@
  * Default layer: Llama-3-70B's MLP, 8192 -> 28672 -> 8192, bf16, SwiGLU,
  * no biases, at 16 rows (decode) and 4096 rows (prefill). Each rank holds
  * its shard contiguously, as a deployment stores it: h/2 rows of Wg and
- * Wu, and Wd's n x h/2 column slice copied out (ldwd = h/2). Rows:
+ * Wu (Wu right after Wg, one gate_up weight), and Wd's n x h/2 column
+ * slice copied out (ldwd = h/2). Rows:
  *
  *   one-gpu     mlp_geglu_forward of the whole layer on GPU 0
  *   local-half  mlp_geglu_forward of one shard on GPU 0 alone (the
@@ -162,8 +163,10 @@ static shard make_shard(int64_t m_max, int64_t h_local)
 {
     shard s;
     s.h = h_local;
-    s.wg = device_bf16(h_local * K, 1.0 / 90.5);
-    s.wu = device_bf16(h_local * K, 1.0 / 90.5);
+    /* Wu right after Wg, one gate_up weight as checkpoints and serving
+     * engines store it: cuda-lt's MLP then runs one GEMM for both. */
+    s.wg = device_bf16(2 * h_local * K, 1.0 / 90.5);
+    s.wu = (char *)s.wg + h_local * K * 2;
     s.wd = device_bf16(N * h_local, 1.0 / 169.3);
     s.x = device_bf16(m_max * K, 1.0);
     CUDA(cudaMalloc(&s.y, (size_t)(m_max * N) * 2));
@@ -172,8 +175,8 @@ static shard make_shard(int64_t m_max, int64_t h_local)
 
 static void free_shard(shard *s)
 {
-    void *all[5] = {s->wg, s->wu, s->wd, s->x, s->y};
-    for (int i = 0; i < 5; i++)
+    void *all[4] = {s->wg, s->wd, s->x, s->y};
+    for (int i = 0; i < 4; i++)
         CUDA(cudaFree(all[i]));
 }
 
@@ -293,6 +296,9 @@ static void *rank_main(void *p)
         timed c = {CALL_TP, h, &s, ms_list[i], a->comm, ar, stream};
         pthread_barrier_wait(a->barrier);
         tp[i][a->rank] = time_calls(&c, 0);
+        if (a->rank == 0)
+            printf("# tp m=%lld path %s\n", (long long)ms_list[i],
+                   fb_handle_last_path(h));
         pthread_barrier_wait(a->barrier);
         tp_graph[i][a->rank] = time_calls(&c, 1);
         pthread_barrier_wait(a->barrier);

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """tp_torch_baseline.py -- the baseline for mlp_geglu_forward_tp: the same
 tensor-parallel gated MLP written in PyTorch, as users write it (two
-linear layers + SiLU gate + torch.distributed all_reduce over NCCL, one
-process per GPU via torch.multiprocessing), and the whole layer on one GPU.
+linear layers -- gate and up as one weight, then down -- with the SiLU gate
+between, and torch.distributed all_reduce over NCCL, one process per GPU
+via torch.multiprocessing), and the whole layer on one GPU.
 
 Layer as bench/tp_bench.c: 8192 -> 28672 -> 8192, bf16, no biases, each
 rank holding h/2 rows of the gate and up weights and its n x h/2 slice of
@@ -25,8 +26,11 @@ import torch.nn.functional as F
 K, H, N = 8192, 28672, 8192
 
 
-def layer(x, wg, wu, wd):
-    return F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)
+def layer(x, wgu, wd):
+    """Two linear layers and the gated activation: gate and up as one
+    weight, as serving engines store them (bench/tp_bench.c does too)."""
+    g, u = F.linear(x, wgu).chunk(2, dim=-1)
+    return F.linear(F.silu(g) * u, wd)
 
 
 def timed(fn, iters, warmup):
@@ -44,10 +48,9 @@ def timed(fn, iters, warmup):
 
 def weights(h, device):
     g = torch.Generator(device=device).manual_seed(1)
-    wg = (torch.rand(h, K, device=device, generator=g) - 0.5) / 45
-    wu = (torch.rand(h, K, device=device, generator=g) - 0.5) / 45
+    wgu = (torch.rand(2 * h, K, device=device, generator=g) - 0.5) / 45
     wd = (torch.rand(N, h, device=device, generator=g) - 0.5) / 85
-    return wg.bfloat16(), wu.bfloat16(), wd.bfloat16()
+    return wgu.bfloat16(), wd.bfloat16()
 
 
 def rank_main(rank, world, ms, iters, warmup, out):
@@ -57,13 +60,13 @@ def rank_main(rank, world, ms, iters, warmup, out):
                                 device_id=torch.device("cuda", rank))
     except TypeError:  # a PyTorch before device_id
         dist.init_process_group("nccl", rank=rank, world_size=world)
-    wg, wu, wd = weights(H // world, "cuda")
+    wgu, wd = weights(H // world, "cuda")
     res = {}
     for m in ms:
         x = torch.randn(m, K, device="cuda").bfloat16()
 
         def step():
-            y = layer(x, wg, wu, wd)
+            y = layer(x, wgu, wd)
             dist.all_reduce(y)
             return y
         dist.barrier()
@@ -83,11 +86,11 @@ def main():
 
     one = {}
     torch.cuda.set_device(0)
-    wg, wu, wd = weights(H, "cuda")
+    wgu, wd = weights(H, "cuda")
     for m in ms:
         x = torch.randn(m, K, device="cuda").bfloat16()
-        one[m] = timed(lambda: layer(x, wg, wu, wd), a.iters, a.warmup)
-    del wg, wu, wd
+        one[m] = timed(lambda: layer(x, wgu, wd), a.iters, a.warmup)
+    del wgu, wd
     torch.cuda.empty_cache()
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")

@@ -89,6 +89,40 @@ run_tap test_gpu_tp-processes 150 ./tests/test_gpu_tp processes
 run_tap test_gpu_tp-threads 150 ./tests/test_gpu_tp threads
 run_tap test_tp_checks 60 ./tests/test_tp_checks
 
+# The man page's EXAMPLES program, linked with this NCCL and the CUDA
+# runtime (make check compiles it without them, where it runs nothing).
+run_example() {
+  local src=$OUTDIR/mlp_geglu_forward_tp-example.c exe=$OUTDIR/tp-example
+  awk '/^\.SH / { in_ex = ($2 == "EXAMPLES") }
+       in_ex && /^\.EX/ { blk = ""; on = 1; next }
+       on && /^\.EE/ { on = 0; if (blk ~ /main\(/ && !done) { printf "%s", blk; done = 1 }; next }
+       on { blk = blk $0 "\n" }' "$SRC/man/man3/mlp_geglu_forward_tp.3" |
+    sed -e 's/\\-/-/g; s/\\&//g; s/\\(aq/'"'"'/g; s/\\(dq/"/g' \
+        -e 's/\\(ha/^/g; s/\\(ti/~/g; s/\\e/\\/g' >"$src"
+  local cuda_ld nccl_dir
+  cuda_ld=$(sed -n 's/^CUDA_LDFLAGS = //p' "$BUILD/Makefile")
+  nccl_dir=$(dirname "${FUSEDBLAS_NCCL_LIBRARY:-/nonexistent/x}")
+  local rpath=$BUILD/.libs:$nccl_dir
+  for f in $cuda_ld; do case $f in -L*) rpath=$rpath:${f#-L} ;; esac; done
+  if ! ${CC:-cc} -std=c11 -O1 -I"$SRC/include" -o "$exe" "$src" \
+       -L"$BUILD/.libs" -lfusedblas "${FUSEDBLAS_NCCL_LIBRARY:-}" $cuda_ld \
+       -lcudart -lm -lpthread -Wl,-rpath,"$rpath" >"$OUTDIR/example.log" 2>&1; then
+    printf '%-24s rc=%-3s %s\n' "man-example" "-" "does not build (example.log)" >>"$OUTDIR/table.txt"
+    return
+  fi
+  local mode rc
+  for mode in threads processes; do
+    timeout "$(allow 60)" "$exe" "$mode" >>"$OUTDIR/example.log" 2>&1
+    rc=$?
+    printf '%-24s rc=%-3s %s\n' "man-example-$mode" "$rc" \
+      "$(tail -n 1 "$OUTDIR/example.log")" >>"$OUTDIR/table.txt"
+  done
+}
+if [ -n "${FUSEDBLAS_NCCL_LIBRARY:-}" ]; then
+  say "running the EXAMPLES program of mlp_geglu_forward_tp(3)"
+  run_example
+fi
+
 say "running bench/tp_bench"
 (cd "$BUILD" && timeout "$(allow 150)" ./bench/tp_bench) >"$OUTDIR/tp_bench.log" 2>&1
 bench_rc=$?
