@@ -415,6 +415,22 @@ static void run_mlp_case(report *rp, fb_handle h, int rank, mlp_tp_case *tc,
         cudaStreamDestroy(s);
     }
 
+    /* The inputs as they were placed. */
+    {
+        const tbuf *in[7] = {&tc->d.X,  &tc->d.Wg, &tc->d.Wu, &tc->d.Wd,
+                             &tc->d.bg, &tc->d.bu, &tc->d.bd};
+        const placed *pl[7] = {&X, &Wg, &Wu, &Wd, &bg, &bu, &bd};
+        int same = 1;
+        for (int i = 0; i < 7; i++) {
+            tbuf after;
+            tbuf_fetch(in[i], &tmem_cuda, pl[i]->alloc, &after);
+            same &= memcmp(after.img, in[i]->img, after.bytes) == 0;
+            tbuf_free(&after);
+        }
+        point(rp, same, "rank %d %s: the inputs are untouched", rank,
+              label);
+    }
+
     /* The whole layer on this GPU alone, by the plain routine. */
     fb_handle one;
     if (fb_create(&one) != FB_STATUS_SUCCESS ||
