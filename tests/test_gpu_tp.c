@@ -111,16 +111,23 @@ static int load_nccl(char *why, size_t len)
 
 static pid_t children[NRANKS];
 
+/* SIGALRM (the watchdog) or SIGTERM (a caller's time limit): say so, and
+ * take the rank processes down too, so that no rank is left holding a
+ * GPU. */
 static void watchdog(int sig)
 {
-    (void)sig;
-    static const char msg[] =
+    static const char alarm_msg[] =
         "Bail out! test_gpu_tp: no result after the watchdog's time: a rank "
         "hangs (a collective that another rank never joined?)\n";
-    ssize_t w = write(STDOUT_FILENO, msg, sizeof msg - 1);
+    static const char term_msg[] =
+        "Bail out! test_gpu_tp: terminated (SIGTERM) before the end\n";
+    const char *msg = sig == SIGALRM ? alarm_msg : term_msg;
+    const size_t len = sig == SIGALRM ? sizeof alarm_msg - 1
+                                      : sizeof term_msg - 1;
+    ssize_t w = write(STDOUT_FILENO, msg, len);
     (void)w;
     for (int r = 0; r < NRANKS; r++)
-        if (children[r] > 0)
+        if (children[r] > 0 && children[r] != getpid())
             kill(children[r], SIGKILL);
     _exit(98);
 }
@@ -128,6 +135,7 @@ static void watchdog(int sig)
 static void arm_watchdog(void)
 {
     signal(SIGALRM, watchdog);
+    signal(SIGTERM, watchdog);
     alarm(WATCHDOG_S);
 }
 
