@@ -289,7 +289,13 @@ FB_EXPORT fb_status mlp_geglu_forward_tp(
     if (arg != 0)
         return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, arg, "%s: %s",
                               routine, msg);
-    const void *const ptrs[] = {X, Wg, bg, Wu, bu, Wd, bd, Y};
+    /* The operands the call reads or writes (as the checks above): a
+     * pointer it does not reference is not asked about. */
+    const int run = m > 0 && n > 0, hk = run && h_local > 0 && k > 0;
+    const void *const ptrs[] = {
+        hk ? X : NULL,  hk ? Wg : NULL, run && h_local > 0 ? bg : NULL,
+        hk ? Wu : NULL, run && h_local > 0 ? bu : NULL,
+        run && h_local > 0 ? Wd : NULL, run ? bd : NULL, run ? Y : NULL};
     const int pos[] = {T_X, T_WG, T_BG, T_WU, T_BU, T_WD, T_BD, T_Y};
     const fb_cuda_module *mod;
     st = prepare(h, routine, ptrs, pos, 8, &mod);
@@ -345,7 +351,9 @@ FB_EXPORT fb_status gemm_bias_act_tp(
         return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT,
                               arg >= 2 ? arg + 1 : arg, "%s: %s", routine,
                               msg);
-    const void *const ptrs[] = {A, B, C, bias};
+    const int run = m > 0 && n > 0, product = run && k > 0 && alpha != 0;
+    const void *const ptrs[] = {product ? A : NULL, product ? B : NULL,
+                                run ? C : NULL, run ? bias : NULL};
     const int pos[] = {10, 12, 15, 17};
     const fb_cuda_module *mod;
     st = prepare(h, routine, ptrs, pos, 4, &mod);
