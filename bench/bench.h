@@ -145,6 +145,7 @@ typedef struct bench_set {
 
 /* Implementation names, shared by the table, the CSV and the plots. */
 #define BENCH_IMPL_CPU "fusedblas/cpu"
+#define BENCH_IMPL_CPU_E4M3 "fusedblas/cpu-e4m3"
 #define BENCH_IMPL_OPENBLAS "openblas+pass"
 #define BENCH_IMPL_OPENBLAS_GEMM "openblas-gemm-only"
 #define BENCH_IMPL_ONEDNN "onednn"
@@ -153,5 +154,6 @@ typedef struct bench_set {
 #define BENCH_IMPL_CUDA "fusedblas/cuda"
 #define BENCH_IMPL_CUDA_LT "fusedblas/cuda-lt"
 #define BENCH_IMPL_CUDA_FUSED "fusedblas/cuda-fused"
+#define BENCH_IMPL_CUDA_E4M3 "fusedblas/cuda-e4m3"
 
 #endif /* FB_BENCH_H */

@@ -18,5 +18,8 @@ void bench_ceilings_cpu(const bench_options *opt, bench_ceilings *out);
  * measured bandwidth. 0 if the ceilings are unknown. */
 double bench_roofline_s(const bench_ceilings *cl, const bench_case *c, int gpu,
                         int tf32);
+/* The same for a call that moves bytes (an e4m3 row's own count). */
+double bench_roofline_bytes_s(const bench_ceilings *cl, const bench_case *c,
+                              int gpu, int tf32, double bytes);
 
 #endif /* FB_BENCH_CEILINGS_H */

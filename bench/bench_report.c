@@ -54,8 +54,13 @@ void bench_finish_case(bench_row *rows, int n, const bench_ceilings *cl,
             continue;
         double t = w->t.median;
         w->gflops = bench_case_flops(&w->c) / t * 1e-9;
-        w->gbs = bench_case_bytes(&w->c) / t * 1e-9;
-        double roof = bench_roofline_s(cl, &w->c, gpu, tf32);
+        /* the e4m3 rows move their own bytes: one per weight, and the
+         * scales */
+        const double bytes = strstr(w->impl, "e4m3") != NULL
+                                 ? bench_case_bytes_e4m3(&w->c)
+                                 : bench_case_bytes(&w->c);
+        w->gbs = bytes / t * 1e-9;
+        double roof = bench_roofline_bytes_s(cl, &w->c, gpu, tf32, bytes);
         w->roof = roof > 0 ? roof / t : 0;
         w->x_base = base ? base->t.median / t : 0;
         w->x_alt = alt ? alt->t.median / t : 0;

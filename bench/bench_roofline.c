@@ -39,6 +39,12 @@ static double cpu_compute_ceiling(const bench_ceilings *cl, fb_dtype t)
 double bench_roofline_s(const bench_ceilings *cl, const bench_case *c, int gpu,
                         int tf32)
 {
+    return bench_roofline_bytes_s(cl, c, gpu, tf32, bench_case_bytes(c));
+}
+
+double bench_roofline_bytes_s(const bench_ceilings *cl, const bench_case *c,
+                              int gpu, int tf32, double bytes)
+{
     double flops = 0, bw = 0;
     if (gpu) {
         bw = cl->gpu_copy_gbs;
@@ -55,6 +61,6 @@ double bench_roofline_s(const bench_ceilings *cl, const bench_case *c, int gpu,
     if (flops <= 0 || bw <= 0)
         return 0;
     double t_flop = bench_case_flops(c) / flops;
-    double t_byte = bench_case_bytes(c) / (bw * 1e9);
+    double t_byte = bytes / (bw * 1e9);
     return t_flop > t_byte ? t_flop : t_byte;
 }

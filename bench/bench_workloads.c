@@ -203,6 +203,16 @@ double bench_case_bytes(const bench_case *c)
     return es * (m * k + 2 * h * k + n * h + m * n + (c->bias ? 2 * h + n : 0));
 }
 
+double bench_case_bytes_e4m3(const bench_case *c)
+{
+    double es = c->dtype == FB_DTYPE_F32 ? 4 : 2;
+    double m = (double)c->m, k = (double)c->k, h = (double)c->h, n = (double)c->n;
+    if (c->routine == BENCH_GEMM)
+        return es * (m * k + m * n + (c->bias ? n : 0)) + n * k + 4 * n;
+    return es * (m * k + m * n + (c->bias ? 2 * h + n : 0)) +
+           (2 * h * k + n * h) + 4 * (2 * h + n);
+}
+
 const char *bench_dtype_name(fb_dtype t)
 {
     switch (t) {

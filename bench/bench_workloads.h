@@ -27,6 +27,9 @@ double bench_case_flops(const bench_case *c);
 /* The fewest bytes the call must move: each input read once, the output
  * written once, in the storage type. */
 double bench_case_bytes(const bench_case *c);
+/* The same with the weights in e4m3 (one byte each) and an fp32 scale per
+ * weight row: what the e4m3 rows move. */
+double bench_case_bytes_e4m3(const bench_case *c);
 
 const char *bench_dtype_name(fb_dtype t);
 const char *bench_act_name(fb_activation a);

@@ -27,6 +27,9 @@ typedef struct bench_cpu_impl {
 } bench_cpu_impl;
 
 extern const bench_cpu_impl bench_cpu_fusedblas;      /* fusedblas/cpu */
+/* The same with e4m3 copies of the weights: its output is not held to the
+ * baseline's check (the quantisation changes it). */
+extern const bench_cpu_impl bench_cpu_fusedblas_e4m3;
 extern const bench_cpu_impl bench_cpu_openblas;       /* openblas+pass */
 extern const bench_cpu_impl bench_cpu_openblas_gemm;  /* the GEMMs alone */
 extern const bench_cpu_impl bench_cpu_onednn;         /* oneDNN post-ops */

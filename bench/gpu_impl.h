@@ -42,6 +42,9 @@ extern const bench_gpu_impl bench_gpu_cublas_gemm;  /* the GEMMs alone */
 extern const bench_gpu_impl bench_gpu_fb_cuda;      /* fusedblas/cuda */
 extern const bench_gpu_impl bench_gpu_fb_cuda_lt;   /* fusedblas/cuda-lt */
 extern const bench_gpu_impl bench_gpu_fb_cuda_fused;/* fusedblas/cuda-fused */
+/* fusedblas/cuda with e4m3 copies of the weights: its output is not held
+ * to the baseline's check (the quantisation changes it). */
+extern const bench_gpu_impl bench_gpu_fb_cuda_e4m3;
 
 /* Row-major y (m x n) = x (m x k) w^T, w n x k, with cublasGemmEx in the
  * data type, fp32 accumulation (TF32 for fp32 only when g->tf32): the

@@ -199,6 +199,60 @@ FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward(
     const void *Wg, const void *bg, const void *Wu, const void *bu,
     const void *Wd, const void *bd, void *Y, int64_t ldy);
 
+/* ---- FP8 (OCP e4m3) weights ------------------------------------------
+ * Weights stored in one byte (OCP FP8 e4m3: 1 sign, 4 exponent bits of
+ * bias 7, 3 mantissa bits; finite range +-448, no infinities, one NaN
+ * pattern S.1111.111), each output channel with an fp32 scale: the weight
+ * is w = e4m3 * scale. Activations, biases and outputs are of dtype
+ * (FB_DTYPE_F32, FB_DTYPE_F16 or FB_DTYPE_BF16; the GPU's tensor-core
+ * paths take the 16-bit ones). The result is the other routines' with the
+ * dequantised weights (fp32 accumulation, one rounding of the output); see
+ * gemm_e4m3_bias_act(3). Bit-compatible with torch.float8_e4m3fn and
+ * __nv_fp8_e4m3. */
+typedef struct fb_e4m3 { uint8_t bits; } fb_e4m3;
+
+/* Round to nearest even; saturating: a finite value beyond +-448 and an
+ * infinity give +-448; NaN gives the NaN pattern with its sign. */
+FB_EXPORT fb_e4m3 fb_float_to_e4m3(float x);
+/* Exact (every e4m3 value is an fp32); the NaN pattern gives a NaN. */
+FB_EXPORT float fb_e4m3_to_float(fb_e4m3 x);
+
+/* Row-wise quantisation of a row-major rows x cols fp32 matrix W (ldw >=
+ * cols), e.g. an nn.Linear weight [out, in]: scales[r] = max |W(r, :)| /
+ * 448 (1 for a row of zeros), Q(r, c) = fb_float_to_e4m3(W(r, c) /
+ * scales[r]) (ldq >= cols). Host memory. A non-finite W is an invalid
+ * argument. Positions: 1 handle 2 rows 3 cols 4 W 5 ldw 6 Q 7 ldq
+ * 8 scales. */
+FB_EXPORT FB_WARN_UNUSED fb_status fb_quantize_e4m3_rows(
+    fb_handle handle, int64_t rows, int64_t cols, const float *W,
+    int64_t ldw, fb_e4m3 *Q, int64_t ldq, float *scales);
+
+/*   C <- act( alpha * op(A) * (op(B) diag(b_scale)) + beta * C + bias )
+ * gemm_bias_act with e4m3 B and b_scale[j] (n floats) scaling column j of
+ * op(B), the output channel j; A, C and bias are of dtype. nn.Linear in
+ * row-major: transb = FB_TRANS, B the [n, k] weight, ldb >= k.
+ * Positions: 1 handle  2 dtype  3 layout  4 transa  5 transb  6 m  7 n
+ *   8 k  9 alpha  10 A  11 lda  12 B  13 ldb  14 b_scale  15 beta  16 C
+ *   17 ldc  18 bias  19 act */
+FB_EXPORT FB_WARN_UNUSED fb_status gemm_e4m3_bias_act(
+    fb_handle handle, fb_dtype dtype, fb_layout layout, fb_transpose transa,
+    fb_transpose transb, int64_t m, int64_t n, int64_t k, float alpha,
+    const void *A, int64_t lda, const fb_e4m3 *B, int64_t ldb,
+    const float *b_scale, float beta, void *C, int64_t ldc,
+    const void *bias, fb_activation act);
+
+/* mlp_geglu_forward with e4m3 weights Wg, Wu (h x k) and Wd (n x h), each
+ * row r scaled by sg[r], su[r] (h floats) and sd[r] (n floats).
+ * Positions: 1 handle  2 dtype  3 gate_act  4 m  5 k  6 h  7 n  8 X  9 ldx
+ *   10 Wg  11 sg  12 bg  13 Wu  14 su  15 bu  16 Wd  17 sd  18 bd  19 Y
+ *   20 ldy */
+FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward_e4m3(
+    fb_handle handle, fb_dtype dtype, fb_activation gate_act, int64_t m,
+    int64_t k, int64_t h, int64_t n, const void *X, int64_t ldx,
+    const fb_e4m3 *Wg, const float *sg, const void *bg, const fb_e4m3 *Wu,
+    const float *su, const void *bu, const fb_e4m3 *Wd, const float *sd,
+    const void *bd, void *Y, int64_t ldy);
+
 /* ---- tensor parallelism over NCCL --------------------------------------
  * The caller brings an NCCL communicator (an ncclComm_t, passed as void *
  * so that this header needs no NCCL), one rank per GPU, made with one

@@ -14,13 +14,14 @@
 
 #include <stddef.h>
 #include "problem.h"
+#include "problem_fp8.h"
 #include "tp_problem.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 2
+#define FB_CUDA_MODULE_ABI 3
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
 
 /* Per-handle CUDA state, owned by the module: device, stream, cuBLASLt
@@ -61,6 +62,12 @@ typedef struct fb_cuda_module {
     fb_status (*mlp)(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
                      fb_backend path, fb_math_mode math, fb_cuda_result *r);
 
+    /* e4m3 weights (problem_fp8.h), with the same conventions; the data
+     * in device memory (host pointers: FB_STATUS_NOT_SUPPORTED). */
+    fb_status (*gemm_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                           fb_backend path, fb_cuda_result *r);
+    fb_status (*mlp_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
+                          fb_backend path, fb_cuda_result *r);
     /* Tensor parallelism over the caller's NCCL communicator (c->comm on
      * c->device, the context's device); device pointers only, arguments
      * checked. Each enqueues on the context's stream and never

@@ -4,9 +4,11 @@
  */
 #include <stdio.h>
 #include "cpu.h"
+#include "cpu_fp8.h"
 #include "cuda_loader.h"
 #include "device_memory.h"
 #include "dispatch.h"
+#include "dispatch_fp8.h"
 #include "log.h"
 
 typedef struct route {
@@ -158,4 +160,48 @@ static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
     fb_handle_ran(h, res->ran, res->path);
     fb_log(h, "%s: ran %s", routine, res->path);
     return FB_STATUS_SUCCESS;
+}
+
+/* ---- e4m3 weights (dispatch_fp8.h) -------------------------------------- */
+
+fb_status fb_dispatch_gemm_e4m3(fb_handle h, const char *routine,
+                                const fb_e4m3_gemm_problem *p,
+                                const fb_operand *ops, int nops)
+{
+    route r;
+    fb_status st = choose(h, routine, ops, nops, &r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (r.backend == FB_BACKEND_CPU) {
+        char path[96];
+        st = fb_cpu_gemm_e4m3(h, p, path, sizeof path);
+        if (st != FB_STATUS_SUCCESS)
+            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
+        fb_handle_ran(h, FB_BACKEND_CPU, path);
+        return st;
+    }
+    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
+    st = r.cuda->gemm_e4m3(h->cuda, p, r.backend, &res);
+    return finish_cuda(h, routine, st, &res);
+}
+
+fb_status fb_dispatch_mlp_e4m3(fb_handle h, const char *routine,
+                               const fb_e4m3_mlp_problem *p,
+                               const fb_operand *ops, int nops)
+{
+    route r;
+    fb_status st = choose(h, routine, ops, nops, &r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (r.backend == FB_BACKEND_CPU) {
+        char path[96];
+        st = fb_cpu_mlp_e4m3(h, p, path, sizeof path);
+        if (st != FB_STATUS_SUCCESS)
+            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
+        fb_handle_ran(h, FB_BACKEND_CPU, path);
+        return st;
+    }
+    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
+    st = r.cuda->mlp_e4m3(h->cuda, p, r.backend, &res);
+    return finish_cuda(h, routine, st, &res);
 }

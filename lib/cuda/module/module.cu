@@ -17,6 +17,7 @@
 #include <string.h>
 #include "ctx.h"
 #include "fused/fused.h"
+#include "fused/fused_fp8.h"
 #include "lt/kernels.h"
 #include "lt/lt_gemm.h"
 #include "lt/lt_mlp.h"
@@ -275,6 +276,109 @@ static fb_status module_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     return finish(ctx, st, staged, &out, r);
 }
 
+/* e4m3 weights: the fused kernels (fused_fp8.h) on device memory. Host
+ * operands are not staged (a weight is staged at every call, which is
+ * what the e4m3 format is there to avoid): not supported, say so. */
+static fb_status e4m3_start(fb_cuda_ctx *ctx, const void *p, fb_backend path,
+                            const void *const *ops, int nops,
+                            fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || p == NULL || !is_gpu_path(path))
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "e4m3: no CUDA context, problem or path");
+    if (path == FB_BACKEND_CUDA_LT)
+        return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                              "cuda-lt has no e4m3 path (cuda and "
+                              "cuda-fused have)");
+    for (int i = 0; i < nops; i++)
+        if (ops[i] != NULL && !fb_is_device_pointer(ops[i]))
+            return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                                  "e4m3 weights on the GPU take device "
+                                  "memory only (operand %d is host memory)",
+                                  i + 1);
+    return FB_STATUS_SUCCESS;
+}
+
+static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
+                                  const fb_e4m3_gemm_problem *p,
+                                  fb_backend path, fb_cuda_result *r)
+{
+    const void *ops[] = {p ? p->x : NULL, p ? p->w : NULL,
+                         p ? p->scale : NULL, p ? p->c : NULL,
+                         p ? p->bias : NULL};
+    const int empty = p != NULL && (p->m == 0 || p->n == 0);
+    fb_status st = e4m3_start(ctx, p, path, ops, empty ? 0 : 5, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (empty) {
+        fb_result_ran(r, FB_BACKEND_CUDA_FUSED, "cuda-fused/quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    /* many rows: cuBLASLt's GEMM on widened weight tiles; else (or
+     * where it has no algorithm) our kernels */
+    st = fb_fp8_gemm_prefill(ctx, p, 0, r);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(r->path, sizeof r->path, "cuda-fused/e4m3-lt-prefill");
+    } else if (st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = fb_fp8_gemm(ctx->stream, p, r->path, sizeof r->path);
+    }
+    if (st == FB_STATUS_SUCCESS)
+        st = fb_result_launch(r, "e4m3 gemm");
+    if (st == FB_STATUS_SUCCESS)
+        r->ran = FB_BACKEND_CUDA_FUSED;
+    fb_staged_output none;
+    memset(&none, 0, sizeof none);
+    return finish(ctx, st, 0, &none, r);
+}
+
+static fb_status module_mlp_e4m3(fb_cuda_ctx *ctx,
+                                 const fb_e4m3_mlp_problem *p,
+                                 fb_backend path, fb_cuda_result *r)
+{
+    const void *ops[] = {p ? p->x : NULL,  p ? p->wg : NULL,
+                         p ? p->sg : NULL, p ? p->bg : NULL,
+                         p ? p->wu : NULL, p ? p->su : NULL,
+                         p ? p->bu : NULL, p ? p->wd : NULL,
+                         p ? p->sd : NULL, p ? p->bd : NULL,
+                         p ? p->y : NULL};
+    const int empty = p != NULL && (p->m == 0 || p->n == 0);
+    fb_status st = e4m3_start(ctx, p, path, ops, empty ? 0 : 11, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (empty) {
+        fb_result_ran(r, FB_BACKEND_CUDA_FUSED, "cuda-fused/quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    const size_t need = fb_fp8_mlp_scratch_bytes(p);
+    if (need > 0) {
+        st = fb_ctx_reserve(ctx, &ctx->scratch, need, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+    }
+    char ran[sizeof r->path];
+    st = fb_fp8_mlp(ctx, ctx->stream, p, ctx->scratch.ptr,
+                    ctx->scratch.bytes, ran, sizeof ran, r);
+    if (st == FB_STATUS_SUCCESS)
+        snprintf(r->path, sizeof r->path, "%s", ran);
+    if (st == FB_STATUS_SUCCESS)
+        st = fb_result_launch(r, "e4m3 mlp");
+    if (st == FB_STATUS_SUCCESS)
+        r->ran = FB_BACKEND_CUDA_FUSED;
+    fb_staged_output none;
+    memset(&none, 0, sizeof none);
+    return finish(ctx, st, 0, &none, r);
+}
+
 static const fb_cuda_module module_table = {
     FB_CUDA_MODULE_ABI,
     probe,
@@ -284,6 +388,8 @@ static const fb_cuda_module module_table = {
     fb_ctx_set_stream,
     module_gemm,
     module_mlp,
+    module_gemm_e4m3,
+    module_mlp_e4m3,
     fb_tp_agree,
     fb_tp_mlp,
     fb_tp_gemm,

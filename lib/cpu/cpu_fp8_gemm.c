@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_fp8_gemm.c -- gemm_e4m3_bias_act on the CPU.
+ *
+ * Tokens (rows of op(A)) are taken in blocks; each block of x is widened
+ * once into an fp32 panel shared by the threads, and the threads split the
+ * channels (columns of C), so each streams only its share of the e4m3
+ * weights (fb_cpu_e4m3_dots). A thread then finishes its channels of the
+ * block while the dot products are in cache:
+ *   v = alpha * (dot * scale[j]) + beta * C(i, j) + bias[j],  act(v),
+ * rounded once into C. Nothing goes through OpenBLAS, so no first-use
+ * allocation of its can block a call.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+#include "cpu_fp8.h"
+#include "cpu_fp8_kernel.h"
+#include "cpu_fp8_rows.h"
+
+/* Tokens per block: their x panel (64 x 1 KiB per chunk of k) stays in L2
+ * while a group of weight rows is multiplied against it. */
+#define TOKENS 64
+
+fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
+                           char *path, size_t len)
+{
+    if (p->m == 0 || p->n == 0) {
+        snprintf(path, len, "cpu/quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    const int64_t k = p->k, n = p->n;
+    const int nothing = k == 0 || p->alpha == 0.0f;
+    const int64_t tb = p->m < TOKENS ? p->m : TOKENS;
+    const int64_t ldx = fb_cpu_e4m3_panel_ld(nothing ? 0 : k);
+    const int64_t ldo = n + 16;
+    const double flops = 2.0 * (double)p->m * (double)n *
+                         (double)(k > 0 ? k : 1);
+    int t = fb_cpu_own_threads(h, flops);
+    if (t > (n + 3) / 4)
+        t = (int)((n + 3) / 4);
+    /* x panel, the block's dots, the bias in fp32, and per thread a
+     * column buffer for C's old values. */
+    const size_t floats = (size_t)(tb * ldx + tb * ldo + n + 16) +
+                          (size_t)t * FB_E4M3_ROW_BUF;
+    float *ws = fb_handle_workspace(h, floats * sizeof(float));
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace",
+                 floats * sizeof(float));
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    float *xp = ws, *dots = xp + tb * ldx, *bias32 = dots + tb * ldo;
+    float *rowbuf = bias32 + n + 16;
+    if (p->bias != NULL)
+        fb_cpu_to_f32(p->dtype, p->bias, bias32, n);
+    const fb_e4m3_epilogue ep = {p->alpha, p->beta, nothing, p->scale,
+                                 p->bias != NULL ? bias32 : NULL, p->act,
+                                 p->dtype};
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* Whole groups of four channels per thread. */
+        const int64_t groups = (n + 3) / 4;
+        const int64_t j0 = groups * tid / nt * 4;
+        const int64_t j1 = groups * (tid + 1) / nt * 4 < n
+                               ? groups * (tid + 1) / nt * 4
+                               : n;
+        float *old = rowbuf + (size_t)tid * FB_E4M3_ROW_BUF;
+        for (int64_t i0 = 0; i0 < p->m; i0 += tb) {
+            const int64_t rows = p->m - i0 < tb ? p->m - i0 : tb;
+            if (!nothing) {
+#pragma omp for schedule(static)
+                for (int64_t i = 0; i < rows; i++)
+                    fb_e4m3_widen_row(p->dtype, p->x, (i0 + i) * p->x_ts,
+                                      p->x_ks, k, xp + i * ldx, ldx);
+                if (j1 > j0)
+                    fb_cpu_e4m3_dots(rows, j1 - j0, k, xp, ldx,
+                                     p->w + j0 * p->w_cs, p->w_cs, p->w_ks,
+                                     dots + j0, ldo);
+            }
+            for (int64_t i = 0; i < rows && j1 > j0; i++)
+                fb_e4m3_finish_row(&ep, dots + i * ldo + j0, j0, j1 - j0,
+                                   p->c, (i0 + i) * p->c_ts + j0 * p->c_cs,
+                                   p->c_cs, old);
+            /* The panel is rewritten for the next block only after every
+             * thread is done with it. */
+#pragma omp barrier
+        }
+    }
+    snprintf(path, len, "cpu/e4m3-%s/%s/threads=%d", fb_cpu_e4m3_isa(),
+             p->w_ks == 1 ? "rows" : "strided", t);
+    return FB_STATUS_SUCCESS;
+}

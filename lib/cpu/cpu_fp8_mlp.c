@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_fp8_mlp.c -- mlp_geglu_forward_e4m3 on the CPU.
+ *
+ * Rows of X are taken in blocks. For one block: X widened once into an
+ * fp32 panel; the threads split the hidden width, each computing its
+ * columns of G = X Wg^T and U = X Wu^T from the e4m3 rows
+ * (fb_cpu_e4m3_dots), then H = act_g(G sg + bg) .* (U su + bu) on them
+ * while in cache, rounded to the input type for fp16/bf16 (as a framework
+ * that stores H does, and as cpu_mlp.c does); then the threads split the
+ * output width for Y = H (Wd sd)^T + bd, rounded once into Y. Each weight
+ * byte is read once per block: a decode call streams the e4m3 weights
+ * once.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+#include "cpu_fp8.h"
+#include "cpu_fp8_kernel.h"
+#include "cpu_fp8_rows.h"
+
+/* Rows per block: G and U (2 x 32 x h floats) stay in L2/L3. */
+#define ROWS 32
+
+/* The share [*j0, *j1) of n columns, in whole groups of four, of thread
+ * tid of nt. */
+static void share(int64_t n, int tid, int nt, int64_t *j0, int64_t *j1)
+{
+    const int64_t groups = (n + 3) / 4;
+    *j0 = groups * tid / nt * 4;
+    *j1 = groups * (tid + 1) / nt * 4;
+    if (*j1 > n)
+        *j1 = n;
+    if (*j0 > n)
+        *j0 = n;
+}
+
+fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
+                          char *path, size_t len)
+{
+    if (p->m == 0 || p->n == 0) {
+        snprintf(path, len, "cpu/quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    const int64_t k = p->k, hd = p->h, n = p->n;
+    const int64_t rb = p->m < ROWS ? p->m : ROWS;
+    const int64_t ldx = fb_cpu_e4m3_panel_ld(k);
+    const int64_t ldg = fb_cpu_e4m3_panel_ld(hd);
+    const int64_t ldy = n + 16;
+    const double flops = 2.0 * (double)p->m *
+                         (2.0 * (double)hd * (double)(k > 0 ? k : 1) +
+                          (double)n * (double)(hd > 0 ? hd : 1));
+    int t = fb_cpu_own_threads(h, flops);
+    const int64_t widest = (hd > n ? hd : n);
+    if (t > (widest + 3) / 4)
+        t = (int)((widest + 3) / 4);
+    const size_t floats = (size_t)(rb * ldx + 2 * rb * ldg + rb * ldy) +
+                          (size_t)(2 * hd + n + 48) +
+                          (size_t)t * FB_E4M3_ROW_BUF;
+    float *ws = fb_handle_workspace(h, floats * sizeof(float));
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace",
+                 floats * sizeof(float));
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    float *xp = ws, *g = xp + rb * ldx, *u = g + rb * ldg, *yd = u + rb * ldg;
+    float *bg = yd + rb * ldy, *bu = bg + hd + 16, *bd = bu + hd + 16;
+    float *rowbuf = bd + n + 16;
+    if (p->bg != NULL)
+        fb_cpu_to_f32(p->dtype, p->bg, bg, hd);
+    if (p->bu != NULL)
+        fb_cpu_to_f32(p->dtype, p->bu, bu, hd);
+    if (p->bd != NULL)
+        fb_cpu_to_f32(p->dtype, p->bd, bd, n);
+    /* H's panel padding (columns h..ldg of G) must read as zeros. */
+    for (int64_t i = 0; i < rb; i++)
+        memset(g + i * ldg + hd, 0, (size_t)(ldg - hd) * sizeof(float));
+    const fb_e4m3_epilogue down = {1.0f, 0.0f, hd == 0, p->sd,
+                                   p->bd != NULL ? bd : NULL, FB_ACT_NONE,
+                                   p->dtype};
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t h0, h1, n0, n1;
+        share(hd, tid, nt, &h0, &h1);
+        share(n, tid, nt, &n0, &n1);
+        float *old = rowbuf + (size_t)tid * FB_E4M3_ROW_BUF;
+        for (int64_t i0 = 0; i0 < p->m; i0 += rb) {
+            const int64_t rows = p->m - i0 < rb ? p->m - i0 : rb;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < rows; i++)
+                fb_e4m3_widen_row(p->dtype, p->x, (i0 + i) * p->ldx, 1, k,
+                                  xp + i * ldx, ldx);
+            if (h1 > h0) {
+                if (k > 0) {
+                    fb_cpu_e4m3_dots(rows, h1 - h0, k, xp, ldx,
+                                     p->wg + h0 * k, k, 1, g + h0, ldg);
+                    fb_cpu_e4m3_dots(rows, h1 - h0, k, xp, ldx,
+                                     p->wu + h0 * k, k, 1, u + h0, ldg);
+                }
+                for (int64_t i = 0; i < rows; i++) {
+                    float *gi = g + i * ldg + h0, *ui = u + i * ldg + h0;
+                    const int64_t c = h1 - h0;
+                    if (k > 0)
+                        for (int64_t j = 0; j < c; j++) {
+                            gi[j] *= p->sg[h0 + j];
+                            ui[j] *= p->su[h0 + j];
+                        }
+                    else
+                        for (int64_t j = 0; j < c; j++)
+                            gi[j] = ui[j] = 0.0f;
+                    fb_cpu_gate(gi, ui, p->bg != NULL ? bg + h0 : NULL,
+                                p->bu != NULL ? bu + h0 : NULL, c,
+                                p->gate_act);
+                    fb_cpu_round_to(p->dtype, gi, c);
+                }
+            }
+#pragma omp barrier
+            if (n1 > n0) {
+                if (hd > 0)
+                    fb_cpu_e4m3_dots(rows, n1 - n0, hd, g, ldg,
+                                     p->wd + n0 * hd, hd, 1, yd + n0, ldy);
+                for (int64_t i = 0; i < rows; i++)
+                    fb_e4m3_finish_row(&down, yd + i * ldy + n0, n0,
+                                       n1 - n0, p->y,
+                                       (i0 + i) * p->ldy + n0, 1, old);
+            }
+            /* G and the x panel are rewritten for the next block only
+             * after every thread is done with them. */
+#pragma omp barrier
+        }
+    }
+    snprintf(path, len, "cpu/e4m3-%s/mlp/threads=%d", fb_cpu_e4m3_isa(), t);
+    return FB_STATUS_SUCCESS;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fused_fp8.h -- the CUDA kernels for e4m3 weights (problem_fp8.h).
+ *
+ * Two families: a decode kernel for up to 16 tokens that streams the e4m3
+ * rows with 16-byte loads, widens them in registers (exactly: every e4m3
+ * value is an fp16 and a bf16) and multiplies on the tensor cores
+ * (mma.sync m16n8k16, fp32 accumulators), the scale applied to each
+ * channel's fp32 sum; and a tiled fp32 kernel that takes every shape,
+ * stride and dtype. The MLP runs gate and up together (H stored in the
+ * input type, as the CPU does), then the down projection.
+ */
+#ifndef FB_FUSED_FP8_H
+#define FB_FUSED_FP8_H
+
+#include <stddef.h>
+#include <cuda_runtime.h>
+#include "cuda_module.h"
+#include "problem_fp8.h"
+
+/* Device memory in bytes the MLP needs beside its operands (H, and for
+ * more than 16 rows the fp32 G and U). */
+size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p);
+
+/* Launch on stream; path receives the kernel's name. FB_STATUS_SUCCESS
+ * once launched (the caller checks the launch error). */
+fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
+                      char *path, size_t len);
+/* ctx, r: for the prefill path's GEMMs (fb_fp8_gemm_prefill). */
+fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
+                     const fb_e4m3_mlp_problem *p, void *scratch,
+                     size_t scratch_bytes, char *path, size_t len,
+                     fb_cuda_result *r);
+
+/* Within the module: whether the decode kernel takes p; p with fp32
+ * output (c is float whatever p->dtype) on the tiled kernel. */
+bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p);
+void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
+
+/* More than 16 rows of 16-bit data (fused_fp8_prefill.cu): the weights
+ * widened per tile of channels, cuBLASLt's GEMM into fp32, our epilogue.
+ * f32_out: p->c is float (the MLP's G and U). FB_STATUS_NOT_SUPPORTED,
+ * nothing launched that writes p->c, where it does not apply or cuBLASLt
+ * has no algorithm: the caller runs the tiled kernel. Uses the context's
+ * staging and accumulator buffers (the e4m3 calls stage nothing). */
+fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                              int f32_out, fb_cuda_result *r);
+
+#endif /* FB_FUSED_FP8_H */

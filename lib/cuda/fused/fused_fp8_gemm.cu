@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fused_fp8_gemm.cu -- gemm_e4m3_bias_act on the GPU (fused_fp8.h).
+ *
+ * Decode (at most 16 tokens, weight rows contiguous and 16-byte aligned,
+ * x rows 8-byte aligned, 16-bit activations): a block owns 8 * NT
+ * channels and its WARPS warps split k in chunks of 64. In a chunk, lane
+ * (g, t) of a warp (g = lane / 4, t = lane % 4) loads 16 bytes of channel
+ * g of each n-tile, k = 16t .. 16t + 15, and feeds them to four m16n8k16
+ * steps: step s takes bytes 4s .. 4s + 3 as its B fragment (k positions
+ * 2t, 2t + 1, 2t + 8, 2t + 9 of the step stand for k = 16t + 4s + 0..3;
+ * the sum does not care which k a position stands for, as long as A's
+ * fragment says the same), and A's fragment is tokens g and g + 8 at
+ * those same k. Tokens past m and k past the end are zeros. The warps'
+ * partial sums meet in shared memory, then each output gets the
+ * epilogue. Each weight byte is read once, with a streaming hint.
+ *
+ * Everything else: a 64 x 64 tile per block, fp32 products of values
+ * widened on their way into shared memory, any strides.
+ */
+#include <stdio.h>
+#include <type_traits>
+#include "fused_fp8.h"
+#include "fused_fp8_decode.cuh"
+#include "fused_fp8_device.cuh"
+
+namespace {
+
+using namespace fb_fp8;
+
+template <typename T, int NT>
+__global__ void __launch_bounds__(kWarps * 32)
+    e4m3_gemm_decode(fb_e4m3_gemm_problem p)
+{
+    __shared__ float red[16 * 8 * NT];
+    const int64_t c0 = (int64_t)blockIdx.x * 8 * NT;
+    const uint8_t *w[NT];
+    int64_t w_cs[NT], c[NT];
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+        w[nt] = p.w, w_cs[nt] = p.w_cs, c[nt] = c0 + 8 * nt;
+    decode_sums<T, NT>((const T *)p.x, p.x_ts, p.m, p.k, w, w_cs, c, p.n,
+                       red);
+    for (int q = threadIdx.x; q < 16 * 8 * NT; q += blockDim.x) {
+        const int64_t i = q / (8 * NT), j = c0 + q % (8 * NT);
+        if (i < p.m && j < p.n)
+            fb_fp8_finish<T, T>(p, i, j, red[q], false);
+    }
+}
+
+constexpr int kTile = 64, kStep = 16;
+
+/* TC: the output's type (T, or fp32 for the MLP's G and U). */
+template <typename T, typename TC>
+__global__ void __launch_bounds__(256) e4m3_gemm_tiled(fb_e4m3_gemm_problem p)
+{
+    __shared__ float xs[kStep][kTile + 1];
+    __shared__ float ws[kStep][kTile + 1];
+    const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+    const bool nothing = p.k == 0 || p.alpha == 0.0f;
+    const int64_t mt = (p.m + kTile - 1) / kTile, nt = (p.n + kTile - 1) / kTile;
+    const T *x = (const T *)p.x;
+    for (int64_t tile = blockIdx.x; tile < mt * nt; tile += gridDim.x) {
+        const int64_t i0 = tile / nt * kTile, j0 = tile % nt * kTile;
+        float acc[4][4] = {};
+        for (int64_t k0 = 0; !nothing && k0 < p.k; k0 += kStep) {
+            for (int e = tid; e < kStep * kTile; e += 256) {
+                /* consecutive threads along k when k is the contiguous
+                 * index, else along the rows */
+                const int kk = p.x_ks == 1 ? e % kStep : e / kTile;
+                const int r = p.x_ks == 1 ? e / kStep : e % kTile;
+                const int64_t i = i0 + r, q = k0 + kk;
+                xs[kk][r] = i < p.m && q < p.k
+                                ? fb_load_f32(x[i * p.x_ts + q * p.x_ks])
+                                : 0.0f;
+                const int kw = p.w_ks == 1 ? e % kStep : e / kTile;
+                const int cw = p.w_ks == 1 ? e / kStep : e % kTile;
+                const int64_t j = j0 + cw, qw = k0 + kw;
+                ws[kw][cw] = j < p.n && qw < p.k
+                                 ? fb_fp8_value(p.w[j * p.w_cs + qw * p.w_ks])
+                                 : 0.0f;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int kk = 0; kk < kStep; kk++) {
+                float a[4], b[4];
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    a[r] = xs[kk][ty * 4 + r], b[r] = ws[kk][tx * 4 + r];
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+                        acc[r][q] = fmaf(a[r], b[q], acc[r][q]);
+            }
+            __syncthreads();
+        }
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 4; q++) {
+                const int64_t i = i0 + ty * 4 + r, j = j0 + tx * 4 + q;
+                if (i < p.m && j < p.n)
+                    fb_fp8_finish<T, TC>(p, i, j, acc[r][q], nothing);
+            }
+    }
+}
+
+constexpr int kNt = 2;
+
+} // namespace
+
+bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p)
+{
+    return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
+           p->m <= 16 && p->k > 0 && p->alpha != 0.0f && p->w_ks == 1 &&
+           p->w_cs % 16 == 0 && (uintptr_t)p->w % 16 == 0 && p->x_ks == 1 &&
+           p->x_ts % 4 == 0 && (uintptr_t)p->x % 8 == 0;
+}
+
+namespace {
+
+template <typename T, typename TC>
+void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
+{
+    /* the decode kernel has 16-bit forms only (decode_applies) */
+    if constexpr (!std::is_same<T, float>::value && std::is_same<T, TC>::value) {
+        if (decode) {
+            const int64_t blocks = (p->n + 8 * kNt - 1) / (8 * kNt);
+            e4m3_gemm_decode<T, kNt>
+                <<<(unsigned)blocks, kWarps * 32, 0, stream>>>(*p);
+            return;
+        }
+    }
+    const int64_t tiles = ((p->m + kTile - 1) / kTile) *
+                          ((p->n + kTile - 1) / kTile);
+    const unsigned grid = tiles < (1 << 20) ? (unsigned)tiles : (1u << 20);
+    e4m3_gemm_tiled<T, TC><<<grid, 256, 0, stream>>>(*p);
+}
+
+} // namespace
+
+fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
+                      char *path, size_t len)
+{
+    /* one block per 16 channels: n must fit the grid's 2^31 - 1 */
+    const bool decode = fb_fp8_decode_applies(p) &&
+                        (p->n + 15) / 16 <= 0x7fffffff;
+    switch (p->dtype) {
+    case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode); break;
+    case FB_DTYPE_BF16:
+        launch<__nv_bfloat16, __nv_bfloat16>(stream, p, decode);
+        break;
+    default: launch<float, float>(stream, p, decode); break;
+    }
+    snprintf(path, len, "cuda-fused/e4m3-%s",
+             decode ? "decode-mma" : "tiled-fp32");
+    return FB_STATUS_SUCCESS;
+}
+
+void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p)
+{
+    switch (p->dtype) {
+    case FB_DTYPE_F16: launch<__half, float>(stream, p, false); break;
+    case FB_DTYPE_BF16: launch<__nv_bfloat16, float>(stream, p, false); break;
+    default: launch<float, float>(stream, p, false); break;
+    }
+}

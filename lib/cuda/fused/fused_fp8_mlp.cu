@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fused_fp8_mlp.cu -- mlp_geglu_forward_e4m3 on the GPU (fused_fp8.h).
+ *
+ * Up to 16 rows (decode), when the rows are aligned for the decode kernel:
+ * one launch computes gate and up together -- a block owns 8 hidden
+ * channels, its two n-tiles are those rows of Wg and of Wu -- and writes
+ * H = act_g(G sg + bg) .* (U su + bu) rounded to the input type into the
+ * scratch; the down projection is then gemm_e4m3's kernel on H. More rows:
+ * G and U in fp32 from the tiled kernel, H from them, then the down
+ * projection. Either way H is stored in the input type, as the CPU
+ * backend (and a framework) stores it.
+ */
+#include <stdio.h>
+#include "fused_fp8.h"
+#include "fused_fp8_decode.cuh"
+#include "fused_fp8_device.cuh"
+#include "module/result.h"
+
+namespace {
+
+using namespace fb_fp8;
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32)
+    e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
+{
+    __shared__ float red[16 * 16];
+    const int64_t c0 = (int64_t)blockIdx.x * 8;
+    const uint8_t *const w[2] = {p.wg, p.wu};
+    const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
+    decode_sums<T, 2>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs, c, p.h,
+                      red);
+    for (int q = threadIdx.x; q < 16 * 8; q += blockDim.x) {
+        const int64_t i = q / 8, j = c0 + q % 8;
+        if (i >= p.m || j >= p.h)
+            continue;
+        float g = red[i * 16 + q % 8] * p.sg[j];
+        float u = red[i * 16 + 8 + q % 8] * p.su[j];
+        if (p.bg != NULL)
+            g += fb_load_f32(((const T *)p.bg)[j]);
+        if (p.bu != NULL)
+            u += fb_load_f32(((const T *)p.bu)[j]);
+        hbuf[i * p.h + j] = fb_store_as<T>(fb_act_dynamic(p.gate_act, g) * u);
+    }
+}
+
+/* H = act(G) .* U (G and U fp32 with their biases), rounded to T. */
+template <typename T>
+__global__ void e4m3_gate(const float *g, const float *u, int64_t count,
+                          fb_activation act, T *hbuf)
+{
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         q < count; q += (int64_t)gridDim.x * blockDim.x)
+        hbuf[q] = fb_store_as<T>(fb_act_dynamic(act, g[q]) * u[q]);
+}
+
+bool gate_up_decode_applies(const fb_e4m3_mlp_problem *p)
+{
+    return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
+           p->m <= 16 && p->k > 0 && p->h > 0 && p->k % 16 == 0 &&
+           (uintptr_t)p->wg % 16 == 0 && (uintptr_t)p->wu % 16 == 0 &&
+           p->ldx % 4 == 0 && (uintptr_t)p->x % 8 == 0;
+}
+
+/* A projection x (rows, ld) times W^T with scales and bias, as a gemm. */
+fb_e4m3_gemm_problem projection(fb_dtype dt, int64_t m, int64_t n, int64_t k,
+                                const void *x, int64_t ldx, const uint8_t *w,
+                                const float *s, void *out, int64_t ldo,
+                                const void *bias)
+{
+    fb_e4m3_gemm_problem q;
+    q.dtype = dt;
+    q.m = m, q.n = n, q.k = k;
+    q.alpha = 1.0f, q.beta = 0.0f;
+    q.x = x, q.x_ts = ldx, q.x_ks = 1;
+    q.w = w, q.w_cs = k, q.w_ks = 1;
+    q.scale = s;
+    q.c = out, q.c_ts = ldo, q.c_cs = 1;
+    q.bias = bias;
+    q.act = FB_ACT_NONE;
+    return q;
+}
+
+size_t elem_size(fb_dtype t)
+{
+    return t == FB_DTYPE_F32 ? 4 : 2;
+}
+
+template <typename T>
+void gate(cudaStream_t stream, const float *g, const float *u, int64_t count,
+          fb_activation act, void *hbuf)
+{
+    const int64_t blocks = (count + 255) / 256;
+    const unsigned grid = blocks < 65536 ? (unsigned)(blocks > 0 ? blocks : 1)
+                                         : 65536u;
+    e4m3_gate<T><<<grid, 256, 0, stream>>>(g, u, count, act, (T *)hbuf);
+}
+
+} // namespace
+
+size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p)
+{
+    const size_t mh = (size_t)p->m * (size_t)p->h;
+    const size_t hbytes = (mh * elem_size(p->dtype) + 255) / 256 * 256;
+    return gate_up_decode_applies(p) ? hbytes : hbytes + 2 * mh * 4;
+}
+
+fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
+                     const fb_e4m3_mlp_problem *p, void *scratch,
+                     size_t scratch_bytes, char *path, size_t len,
+                     fb_cuda_result *r)
+{
+    if (scratch_bytes < fb_fp8_mlp_scratch_bytes(p))
+        return FB_STATUS_INTERNAL;
+    const size_t mh = (size_t)p->m * (size_t)p->h;
+    void *hbuf = scratch;
+    const bool fused = gate_up_decode_applies(p);
+    bool prefill = false;
+    if (p->h > 0 && fused) {
+        const unsigned blocks = (unsigned)((p->h + 7) / 8);
+        if (p->dtype == FB_DTYPE_F16)
+            e4m3_gate_up_decode<__half>
+                <<<blocks, kWarps * 32, 0, stream>>>(*p, (__half *)hbuf);
+        else
+            e4m3_gate_up_decode<__nv_bfloat16>
+                <<<blocks, kWarps * 32, 0, stream>>>(*p,
+                                                     (__nv_bfloat16 *)hbuf);
+    } else if (p->h > 0) {
+        char *base = (char *)scratch +
+                     (mh * elem_size(p->dtype) + 255) / 256 * 256;
+        float *g = (float *)base, *u = g + mh;
+        fb_e4m3_gemm_problem q[2] = {
+            projection(p->dtype, p->m, p->h, p->k, p->x, p->ldx, p->wg,
+                       p->sg, g, p->h, p->bg),
+            projection(p->dtype, p->m, p->h, p->k, p->x, p->ldx, p->wu,
+                       p->su, u, p->h, p->bu)};
+        for (int i = 0; i < 2; i++) {
+            /* G and U in fp32 with their scales and biases: cuBLASLt's
+             * GEMM where it takes them, else the tiled kernel */
+            fb_status st = fb_fp8_gemm_prefill(ctx, &q[i], 1, r);
+            if (st == FB_STATUS_NOT_SUPPORTED) {
+                fb_result_clear(r);
+                fb_fp8_gemm_f32_out(stream, &q[i]);
+            } else if (st != FB_STATUS_SUCCESS) {
+                return st;
+            } else {
+                prefill = true;
+            }
+        }
+        switch (p->dtype) {
+        case FB_DTYPE_F16: gate<__half>(stream, g, u, (int64_t)mh, p->gate_act, hbuf); break;
+        case FB_DTYPE_BF16: gate<__nv_bfloat16>(stream, g, u, (int64_t)mh, p->gate_act, hbuf); break;
+        default: gate<float>(stream, g, u, (int64_t)mh, p->gate_act, hbuf); break;
+        }
+    }
+    const fb_e4m3_gemm_problem d = projection(
+        p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
+        p->sd, p->y, p->ldy, p->bd);
+    char down[64];
+    fb_status st = fb_fp8_gemm_prefill(ctx, &d, 0, r);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill");
+    } else if (st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = fb_fp8_gemm(stream, &d, down, sizeof down);
+    }
+    snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
+             fused     ? "gate-up-decode-mma"
+             : prefill ? "gate-up-lt-prefill"
+                       : "gate-up-tiled-fp32",
+             down + sizeof "cuda-fused/e4m3-" - 1);
+    return st;
+}

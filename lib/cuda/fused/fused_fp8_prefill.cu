@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fused_fp8_prefill.cu -- e4m3 weights for many rows (prefill) on
+ * cuBLASLt's tensor-core GEMM, the contract kept: per tile of channels,
+ * the tile's e4m3 weights are widened to the activations' 16-bit type
+ * (exact: every e4m3 value is an fp16 and a bf16, the scale is not
+ * applied here), cublasLtMatmul multiplies them with fp32 accumulation
+ * into an fp32 buffer, and our kernel finishes each output as the other
+ * e4m3 kernels do (dot * scale, alpha, beta C, bias, activation, one
+ * rounding). The weights' scale never meets a 16-bit rounding.
+ */
+#include <stdio.h>
+#include "fused_fp8.h"
+#include "fused_fp8_device.cuh"
+#include "lt/lt_gemm.h"
+#include "module/ctx.h"
+#include "module/result.h"
+
+namespace {
+
+/* out[j * k + p] = q(j0 + j, p) for j < cols, p < k, as T (exact). */
+template <typename T>
+__global__ void e4m3_widen_tile(const uint8_t *w, int64_t w_cs, int64_t w_ks,
+                                int64_t j0, int64_t cols, int64_t k, T *out)
+{
+    const int64_t total = cols * k;
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = q / k, p = q % k;
+        out[q] = fb_store_as<T>(fb_fp8_value(w[(j0 + j) * w_cs + p * w_ks]));
+    }
+}
+
+/* Outputs (i, j0 + j) from acc (cols x m, column-major, ldacc). */
+template <typename T, typename TC>
+__global__ void e4m3_finish_tile(fb_e4m3_gemm_problem p, int64_t j0,
+                                 int64_t cols, const float *acc,
+                                 int64_t ldacc)
+{
+    const int64_t total = cols * p.m;
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+         q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = q % cols, i = q / cols;
+        fb_fp8_finish<T, TC>(p, i, j0 + j, acc[j + i * ldacc], false);
+    }
+}
+
+unsigned grid_for(int64_t total)
+{
+    const int64_t b = (total + 255) / 256;
+    return b < 1 ? 1u : b > 65536 ? 65536u : (unsigned)b;
+}
+
+template <typename T, typename TC>
+fb_status run(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p, int transb,
+              int64_t ldb, fb_cuda_result *r)
+{
+    /* Channels per tile: the widened weights and the fp32 dots each
+     * within 64 MiB where that leaves at least 64 channels. */
+    const size_t cap = (size_t)64 << 20;
+    int64_t width = p->n;
+    const int64_t by_w = (int64_t)(cap / ((size_t)p->k * sizeof(T)));
+    const int64_t by_acc = (int64_t)(cap / ((size_t)p->m * sizeof(float)));
+    if (width > by_w)
+        width = by_w;
+    if (width > by_acc)
+        width = by_acc;
+    width = width / 64 * 64;
+    if (width < 64)
+        width = 64;
+    if (width > p->n)
+        width = p->n;
+    const int64_t ldacc = (width + 7) / 8 * 8;
+    fb_status st = fb_ctx_reserve(ctx, &ctx->staging,
+                                  (size_t)width * (size_t)p->k * sizeof(T), r);
+    if (st == FB_STATUS_SUCCESS)
+        st = fb_ctx_reserve(ctx, &ctx->accum,
+                            (size_t)ldacc * (size_t)p->m * sizeof(float), r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    T *wt = (T *)ctx->staging.ptr;
+    float *acc = (float *)ctx->accum.ptr;
+    for (int64_t j0 = 0; j0 < p->n; j0 += width) {
+        const int64_t cols = p->n - j0 < width ? p->n - j0 : width;
+        e4m3_widen_tile<T><<<grid_for(cols * p->k), 256, 0, ctx->stream>>>(
+            p->w, p->w_cs, p->w_ks, j0, cols, p->k, wt);
+        /* acc (cols x m) = Wt (k x cols, column-major)^T x^T */
+        fb_gemm_problem g;
+        g.dtype = p->dtype;
+        g.transa = 1, g.transb = transb;
+        g.m = cols, g.n = p->m, g.k = p->k;
+        g.alpha = 1.0f, g.beta = 0.0f;
+        g.a = wt, g.lda = p->k;
+        g.b = p->x, g.ldb = ldb;
+        g.c = acc, g.ldc = ldacc;
+        g.ep.bias = NULL, g.ep.act = FB_ACT_NONE, g.ep.bias_per_row = 0;
+        char why[128] = "";
+        st = fb_lt_matmul(ctx, &g, FB_DTYPE_F32, CUBLASLT_EPILOGUE_DEFAULT,
+                          NULL, FB_MATH_DEFAULT, why, sizeof why, r);
+        if (st == FB_STATUS_NOT_SUPPORTED && j0 == 0)
+            return st; /* nothing written: the caller's tiled kernel */
+        if (st == FB_STATUS_NOT_SUPPORTED) {
+            /* this tile's columns on the tiled kernel */
+            fb_e4m3_gemm_problem t = *p;
+            t.n = cols;
+            t.w = p->w + j0 * p->w_cs;
+            t.scale = p->scale + j0;
+            t.c = (char *)p->c + j0 * p->c_cs * (int64_t)sizeof(TC);
+            t.bias = p->bias ? (const char *)p->bias + j0 * (int64_t)sizeof(T)
+                             : NULL;
+            if (sizeof(TC) == sizeof(float))
+                fb_fp8_gemm_f32_out(ctx->stream, &t);
+            else {
+                char path[64];
+                fb_fp8_gemm(ctx->stream, &t, path, sizeof path);
+            }
+            fb_result_clear(r);
+            continue;
+        }
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        e4m3_finish_tile<T, TC><<<grid_for(cols * p->m), 256, 0,
+                                  ctx->stream>>>(*p, j0, cols, acc, ldacc);
+    }
+    return FB_STATUS_SUCCESS;
+}
+
+} // namespace
+
+fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                              int f32_out, fb_cuda_result *r)
+{
+    if ((p->dtype != FB_DTYPE_F16 && p->dtype != FB_DTYPE_BF16) ||
+        p->m <= 16 || p->k <= 0 || p->alpha == 0.0f)
+        return FB_STATUS_NOT_SUPPORTED;
+    /* x^T as cuBLASLt's column-major B: x's rows contiguous (B = x^T
+     * stored k x m, ld x_ts) or its columns (op(B) = B^T, ld x_ks). */
+    int transb;
+    int64_t ldb;
+    if (p->x_ks == 1 && p->x_ts >= p->k)
+        transb = 0, ldb = p->x_ts;
+    else if (p->x_ts == 1 && p->x_ks >= p->m)
+        transb = 1, ldb = p->x_ks;
+    else
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->dtype == FB_DTYPE_F16)
+        return f32_out ? run<__half, float>(ctx, p, transb, ldb, r)
+                       : run<__half, __half>(ctx, p, transb, ldb, r);
+    return f32_out ? run<__nv_bfloat16, float>(ctx, p, transb, ldb, r)
+                   : run<__nv_bfloat16, __nv_bfloat16>(ctx, p, transb, ldb, r);
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_gpu_fp8.c -- gemm_e4m3_bias_act and mlp_geglu_forward_e4m3 on the
+ * GPU: the sweeps of fp8_check.h with device memory on cuda-fused, cuda
+ * and auto, against the oracle of the dequantised weights (bit for bit on
+ * the exact data, else the tensor-core bound for 16-bit data and the fp32
+ * bound for fp32); the bad-argument positions are the CPU's (the checks
+ * come first, test_fp8); host operands on a named GPU backend and the
+ * cuda-lt backend are FB_STATUS_NOT_SUPPORTED; each kernel family runs
+ * where the pages say, and replays from a CUDA graph with the direct
+ * call's bits.
+ *
+ * Prints "1..0 # SKIP no CUDA device" where there is none.
+ */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_mem.h"
+#include "fp8_check.h"
+
+#define CK(x)                                                                  \
+    do {                                                                       \
+        cudaError_t e_ = (x);                                                  \
+        if (e_ != cudaSuccess)                                                 \
+            tap_bail("%s: %s", #x, cudaGetErrorString(e_));                    \
+    } while (0)
+
+/* n random bytes that are e4m3 values (no NaN), or values of t, put in
+ * device memory. */
+static void *dev_random(fb_dtype t, int e4m3, int64_t n)
+{
+    const size_t es = e4m3 ? 1 : dt_size(t);
+    unsigned char *h = malloc((size_t)n * es);
+    void *d = NULL;
+    if (h == NULL)
+        tap_bail("out of host memory");
+    for (int64_t i = 0; i < n; i++) {
+        if (e4m3)
+            h[i] = (unsigned char)(rng_below(0x7f) | (rng_below(2) << 7));
+        else
+            dt_set(t, h, i, rng_value(t));
+    }
+    CK(cudaMalloc(&d, (size_t)n * es));
+    CK(cudaMemcpy(d, h, (size_t)n * es, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static void *dev_scales(int64_t n)
+{
+    float *h = malloc((size_t)n * sizeof *h);
+    void *d = NULL;
+    if (h == NULL)
+        tap_bail("out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (float)((0.5 + rng_unit()) / 256);
+    CK(cudaMalloc(&d, (size_t)n * sizeof *h));
+    CK(cudaMemcpy(d, h, (size_t)n * sizeof *h, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+/* One e4m3 call of each GPU kernel family captured in a CUDA graph on the
+ * handle's stream after a warm-up call, replayed, and compared bit for bit
+ * with a direct call (fusedblas(3): the warm-up rule). */
+static void graph_capture(void)
+{
+    static const struct {
+        int mlp;
+        fb_dtype dt;
+        int64_t m, k, h, n;
+        const char *what;
+    } cases[] = {{0, FB_DTYPE_BF16, 4, 1024, 0, 2048, "decode gemm bf16"},
+                 {0, FB_DTYPE_F16, 256, 512, 0, 768, "lt-prefill gemm f16"},
+                 {0, FB_DTYPE_F32, 40, 96, 0, 72, "tiled gemm f32"},
+                 {1, FB_DTYPE_BF16, 1, 1024, 2048, 512, "decode mlp bf16"},
+                 {1, FB_DTYPE_F16, 64, 256, 512, 256, "prefill mlp f16"}};
+    cudaStream_t stream;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const fb_dtype dt = cases[c].dt;
+        const int64_t m = cases[c].m, k = cases[c].k, h = cases[c].h,
+                      n = cases[c].n;
+        const size_t ybytes = (size_t)(m * n) * dt_size(dt);
+        void *x = dev_random(dt, 0, m * k), *y[2] = {NULL, NULL};
+        void *w[3], *s[3], *b = dev_random(dt, 0, h > n ? h : n);
+        const int64_t rows[3] = {cases[c].mlp ? h : n, h, n};
+        const int64_t cols[3] = {k, k, h};
+        for (int i = 0; i < 3; i++) {
+            w[i] = dev_random(dt, 1,
+                              rows[i] * cols[i] > 0 ? rows[i] * cols[i] : 1);
+            s[i] = dev_scales(rows[i] > 0 ? rows[i] : 1);
+        }
+        CK(cudaMalloc(&y[0], ybytes));
+        CK(cudaMalloc(&y[1], ybytes));
+        fb_handle hd = handle_on(FB_BACKEND_CUDA);
+        if (fb_set_cuda_stream(hd, (void *)stream) != FB_STATUS_SUCCESS)
+            tap_bail("fb_set_cuda_stream");
+        fb_status st[3];
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        for (int pass = 0; pass < 3; pass++) {
+            /* 0: the direct call into y[1] (also the warm-up); 1: the
+             * captured one into y[0]; 2: nothing, the replay follows */
+            if (pass == 1)
+                CK(cudaStreamBeginCapture(stream,
+                                          cudaStreamCaptureModeGlobal));
+            if (pass < 2) {
+                void *out = y[pass == 0 ? 1 : 0];
+                st[pass] = cases[c].mlp
+                    ? mlp_geglu_forward_e4m3(hd, dt, FB_ACT_SILU, m, k, h, n,
+                                             x, k, w[0], s[0], b, w[1], s[1],
+                                             b, w[2], s[2], b, out, n)
+                    : gemm_e4m3_bias_act(hd, dt, FB_ROW_MAJOR, FB_NO_TRANS,
+                                         FB_TRANS, m, n, k, 1.0f, x, k, w[0],
+                                         k, s[0], 0.0f, out, n, b,
+                                         FB_ACT_GELU_TANH);
+            }
+            if (pass == 1) {
+                CK(cudaStreamEndCapture(stream, &graph));
+                CK(cudaGraphInstantiate(&exec, graph, 0));
+            }
+        }
+        CK(cudaMemsetAsync(y[0], 0xff, ybytes, stream));
+        CK(cudaGraphLaunch(exec, stream));
+        CK(cudaStreamSynchronize(stream));
+        unsigned char *a = malloc(ybytes), *bb = malloc(ybytes);
+        if (a == NULL || bb == NULL)
+            tap_bail("out of host memory");
+        CK(cudaMemcpy(a, y[0], ybytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(bb, y[1], ybytes, cudaMemcpyDeviceToHost));
+        tap_ok(st[0] == FB_STATUS_SUCCESS && st[1] == FB_STATUS_SUCCESS &&
+                   memcmp(a, bb, ybytes) == 0,
+               "graph: e4m3 %s m=%lld captured and replayed, the direct "
+               "call's bits (%s, %s) [%s]",
+               cases[c].what, (long long)m, fb_status_string(st[0]),
+               fb_status_string(st[1]), fb_handle_last_path(hd));
+        free(a), free(bb);
+        CK(cudaGraphExecDestroy(exec));
+        CK(cudaGraphDestroy(graph));
+        fb_destroy(hd);
+        CK(cudaFree(x));
+        CK(cudaFree(b));
+        CK(cudaFree(y[0]));
+        CK(cudaFree(y[1]));
+        for (int i = 0; i < 3; i++) {
+            CK(cudaFree(w[i]));
+            CK(cudaFree(s[i]));
+        }
+    }
+    CK(cudaStreamDestroy(stream));
+}
+
+static fp8_target device_target(const char *name, fb_backend b)
+{
+    fp8_target t = {name, handle_on(b), &tmem_cuda, ARITH_FP32, ARITH_TENSOR,
+                    1};
+    return t;
+}
+
+/* Host operands on a GPU backend, and cuda-lt: refused, nothing run. */
+static void not_supported(void)
+{
+    static float x[16], c[16], s[4];
+    static fb_e4m3 w[16];
+    fb_handle h = handle_on(FB_BACKEND_CUDA_FUSED);
+    fb_status st = gemm_e4m3_bias_act(h, FB_DTYPE_F32, FB_ROW_MAJOR,
+                                      FB_NO_TRANS, FB_TRANS, 4, 4, 4, 1.0f, x,
+                                      4, w, 4, s, 0.0f, c, 4, NULL,
+                                      FB_ACT_NONE);
+    tap_ok(st == FB_STATUS_NOT_SUPPORTED,
+           "cuda-fused: e4m3 gemm on host memory is not supported (%s: %s)",
+           fb_status_string(st), fb_handle_last_message(h));
+    fb_destroy(h);
+    h = handle_on(FB_BACKEND_CUDA_LT);
+    void *dx = tmem_cuda.alloc(64), *dw = tmem_cuda.alloc(16),
+         *ds = tmem_cuda.alloc(16), *dc = tmem_cuda.alloc(64);
+    st = gemm_e4m3_bias_act(h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS,
+                            FB_TRANS, 4, 4, 4, 1.0f, dx, 4, dw, 4, ds, 0.0f,
+                            dc, 4, NULL, FB_ACT_NONE);
+    tap_ok(st == FB_STATUS_NOT_SUPPORTED,
+           "cuda-lt: no e4m3 path, not supported (%s)",
+           fb_status_string(st));
+    tmem_cuda.release(dx), tmem_cuda.release(dw), tmem_cuda.release(ds);
+    tmem_cuda.release(dc);
+    fb_destroy(h);
+}
+
+int main(void)
+{
+    tap_begin("test_gpu_fp8");
+    if (fb_backend_available(FB_BACKEND_CUDA_FUSED) != FB_STATUS_SUCCESS ||
+        cuda_device_count() == 0)
+        tap_skip_all("no CUDA device");
+    char name[256];
+    int sms;
+    cuda_device_describe(name, sizeof name, &sms);
+    tap_diag("device: %s, %d SMs", name, sms);
+    fp8_target t[3] = {device_target("cuda-fused", FB_BACKEND_CUDA_FUSED),
+                       device_target("cuda", FB_BACKEND_CUDA),
+                       device_target("auto", FB_BACKEND_AUTO)};
+    for (int i = 0; i < 3; i++) {
+        fp8_sweep_gemm(&t[i]);
+        fp8_sweep_mlp(&t[i]);
+    }
+    /* Each GPU kernel family is what runs where the pages say. */
+    static const struct {
+        fb_dtype dt;
+        fb_transpose tb;
+        int64_t m, n, k, pad;
+        const char *path;
+    } paths[] = {
+        {FB_DTYPE_BF16, FB_TRANS, 1, 40, 256, 0, "e4m3-decode-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 16, 24, 64, 0, "e4m3-decode-mma"},
+        {FB_DTYPE_BF16, FB_TRANS, 4, 24, 40, 0, "e4m3-tiled-fp32"}, /* ldb 40 */
+        {FB_DTYPE_F32, FB_TRANS, 2, 24, 64, 0, "e4m3-tiled-fp32"},
+        {FB_DTYPE_BF16, FB_TRANS, 17, 72, 128, 0, "e4m3-lt-prefill"},
+        {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0, "e4m3-lt-prefill"}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        fp8_gemm_case(&t[0], paths[i].dt, FB_ROW_MAJOR, FB_NO_TRANS,
+                      paths[i].tb, paths[i].m, paths[i].n, paths[i].k, 1.0f,
+                      0.0f, 1, FB_ACT_GELU_TANH, 0, paths[i].pad);
+        const char *ran = fb_handle_last_path(t[0].handle);
+        tap_ok(strstr(ran, paths[i].path) != NULL,
+               "cuda-fused: %s m=%lld n=%lld k=%lld ran %s (want %s)",
+               dt_name(paths[i].dt), (long long)paths[i].m,
+               (long long)paths[i].n, (long long)paths[i].k, ran,
+               paths[i].path);
+    }
+    /* Decode at the goal's widths, one case each (the oracle is slow). */
+    fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_SILU, 1, 4096, 11008, 4096, 0,
+                 0, 0);
+    fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  16, 11008, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);
+    not_supported();
+    graph_capture();
+    for (int i = 0; i < 3; i++)
+        fb_destroy(t[i].handle);
+    return tap_end();
+}
