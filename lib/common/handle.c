@@ -18,6 +18,7 @@
 #include "env.h"
 #include "handle.h"
 #include "log.h"
+#include "tensor_parallel.h"
 
 /* ---- public API --------------------------------------------------------- */
 
@@ -324,6 +325,7 @@ static void handle_free(fb_handle h)
             m->ctx_destroy(h->cuda);
     }
     free(h->ws);
+    fb_tp_state_free(h->tp);
     h->magic = 0;
     free(h);
 }

@@ -23,6 +23,8 @@ struct fb_handle_s {
     void *cuda_stream;
     /* CUDA state, made on first GPU call */
     fb_cuda_ctx *cuda;
+    /* the attached NCCL communicator (tensor_parallel.c), or NULL */
+    struct fb_tp_state *tp;
     /* host workspace for the CPU backend, grown on demand, 64-byte aligned */
     void *ws;
     size_t ws_bytes;
