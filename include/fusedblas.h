@@ -306,6 +306,44 @@ FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward_e4m3(
     const float *su, const void *bu, const fb_e4m3 *Wd, const float *sd,
     const void *bd, void *Y, int64_t ldy);
 
+/* ---- tensor parallelism over NCCL --------------------------------------
+ * The caller brings an NCCL communicator (an ncclComm_t, passed as void *
+ * so that this header needs no NCCL), one rank per GPU, made with one
+ * process or one thread per GPU, and attaches it to the handle whose CUDA
+ * device is that rank's; NULL detaches. NCCL itself (libnccl.so.2, or
+ * FUSEDBLAS_NCCL_LIBRARY) is loaded by these calls only. The layer is
+ * split in Megatron's layout; every rank makes the same calls in the same
+ * order, as for any NCCL collective, and gets the same bits. Device
+ * memory only; see mlp_geglu_forward_tp(3).
+ *
+ * mlp_geglu_forward_tp: this rank's h_local rows of Wg, Wu (h_local x k,
+ * contiguous), bg and bu, and its n x h_local column slice of Wd, whose
+ * rows are ldwd elements apart (ldwd = the layer's h for a slice taken in
+ * place); Y (m x n) receives the whole layer's output on every rank,
+ * bd added once, rounded once. Argument positions:
+ *   1 handle  2 dtype  3 gate_act  4 m  5 k  6 h_local  7 n  8 X  9 ldx
+ *   10 Wg  11 bg  12 Wu  13 bu  14 Wd  15 ldwd  16 bd  17 Y  18 ldy
+ * gemm_bias_act_tp: row-parallel gemm_bias_act, k split across the ranks
+ * (this rank's k columns of op(A), rows of op(B)):
+ *   C <- act( alpha * sum_ranks op(A_r) op(B_r) + beta * C + bias )
+ * with bias and act applied once, to the sum. Argument positions:
+ *   1 handle  2 dtype  3 layout  4 transa  5 transb  6 m  7 n  8 k
+ *   9 alpha  10 A  11 lda  12 B  13 ldb  14 beta  15 C  16 ldc  17 bias
+ *   18 act */
+FB_EXPORT fb_status fb_set_nccl_comm(fb_handle handle, void *nccl_comm);
+
+FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward_tp(
+    fb_handle handle, fb_dtype dtype, fb_activation gate_act, int64_t m,
+    int64_t k, int64_t h_local, int64_t n, const void *X, int64_t ldx,
+    const void *Wg, const void *bg, const void *Wu, const void *bu,
+    const void *Wd, int64_t ldwd, const void *bd, void *Y, int64_t ldy);
+
+FB_EXPORT FB_WARN_UNUSED fb_status gemm_bias_act_tp(
+    fb_handle handle, fb_dtype dtype, fb_layout layout, fb_transpose transa,
+    fb_transpose transb, int64_t m, int64_t n, int64_t k, float alpha,
+    const void *A, int64_t lda, const void *B, int64_t ldb, float beta,
+    void *C, int64_t ldc, const void *bias, fb_activation act);
+
 #ifdef __cplusplus
 }
 #endif

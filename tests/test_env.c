@@ -14,7 +14,9 @@
  *    effective id root: AT_SECURE) does not load a FUSEDBLAS_CUDA_MODULE
  *    whose constructor leaves a marker file, while the same copy without
  *    setuid, run by root with the same environment, loads it;
- *    FUSEDBLAS_BACKEND=bogus is ignored there;
+ *    FUSEDBLAS_BACKEND=bogus is ignored there, and so is
+ *    FUSEDBLAS_NCCL_LIBRARY naming the marker module (fb_set_nccl_comm
+ *    neither loads nor names it);
  *  - a value outside a variable's set (FUSEDBLAS_BACKEND,
  *    FUSEDBLAS_VERBOSE, FUSEDBLAS_CPU_SGEMM, FUSEDBLAS_CPU_NO_BF16) runs
  *    nothing: fb_create fails, every call on a default handle fails, each
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -161,6 +164,21 @@ static void secure_child(void)
            "a call runs (on the %s backend); fb_backend_available(cuda) "
            "said %s", fb_backend_name(fb_handle_last_backend(h)),
            fb_status_string(cuda));
+    /* What would load FUSEDBLAS_NCCL_LIBRARY if it were read. The
+     * communicator is zeroed memory larger than NCCL's, which an NCCL
+     * found instead refuses (or counts 0 ranks in): never read past. */
+    void *comm = mmap(NULL, (size_t)16 << 20, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (comm == MAP_FAILED)
+        tap_bail("mmap failed");
+    st = fb_set_nccl_comm(h, comm);
+    const char *msg = fb_handle_last_message(h);
+    tap_ok(strstr(msg, "FUSEDBLAS_NCCL_LIBRARY") == NULL &&
+               strstr(msg, FB_MARKER_MODULE) == NULL,
+           "FUSEDBLAS_NCCL_LIBRARY is ignored: fb_set_nccl_comm %s: %s",
+           fb_status_string(st), msg);
+    fb_set_nccl_comm(h, NULL);
+    munmap(comm, (size_t)16 << 20);
     fb_destroy(h);
 }
 
@@ -254,11 +272,13 @@ static void secure_execution(void)
         !copy_file(tap_self_exe(), copy))
         tap_bail("cannot prepare %s: %s", dir, strerror(errno));
 
-    char module[512], mark[160];
+    char module[512], nccl[512], mark[160];
     snprintf(module, sizeof module, "FUSEDBLAS_CUDA_MODULE=%s",
              FB_MARKER_MODULE);
+    snprintf(nccl, sizeof nccl, "FUSEDBLAS_NCCL_LIBRARY=%s",
+             FB_MARKER_MODULE);
     snprintf(mark, sizeof mark, "FB_TEST_MARKER=%s", marker);
-    const char *env[] = {module, mark, "FUSEDBLAS_BACKEND=bogus",
+    const char *env[] = {module, nccl, mark, "FUSEDBLAS_BACKEND=bogus",
                          "FUSEDBLAS_VERBOSE=1", NULL};
 
     /* The witness that the marker works: without setuid it is loaded. */
@@ -274,7 +294,8 @@ static void secure_execution(void)
     const int loaded_secure = access(marker, F_OK) == 0;
     unlink(marker);
     tap_ok(!loaded_secure, "setuid root, started by nobody: the same "
-           "environment's FUSEDBLAS_CUDA_MODULE is not loaded (%s %s)",
+           "environment's FUSEDBLAS_CUDA_MODULE and FUSEDBLAS_NCCL_LIBRARY "
+           "are not loaded (%s %s)",
            marker, loaded_secure ? "exists" : "does not exist");
     unlink(copy);
     rmdir(markers);

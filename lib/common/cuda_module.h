@@ -16,12 +16,13 @@
 #include "plan_segments.h"
 #include "problem.h"
 #include "problem_fp8.h"
+#include "tp_problem.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 3
+#define FB_CUDA_MODULE_ABI 4
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
 
 /* The module's implementations by name, for fb_set_implementation: the
@@ -103,6 +104,27 @@ typedef struct fb_cuda_module {
                            fb_backend path, fb_cuda_result *r);
     fb_status (*mlp_e4m3)(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
                           fb_backend path, fb_cuda_result *r);
+    /* Tensor parallelism over the caller's NCCL communicator (c->comm on
+     * c->device, the context's device); device pointers only, arguments
+     * checked. Each enqueues on the context's stream and never
+     * synchronises the host, except tp_agree. */
+    /* all[len * nranks] <- every rank's mine[len] (ncclAllGather of int64),
+     * then waits for it: the one host synchronisation, made when a shape
+     * is first seen (tensor_parallel.c). */
+    fb_status (*tp_agree)(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                          const int64_t *mine, int64_t *all, int len,
+                          fb_cuda_result *r);
+    /* The local MLP's fp32 partial of Y (no bias), ncclAllReduce(sum) of
+     * the partials, then Y <- round(sum + bd). */
+    fb_status (*tp_mlp)(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                        const fb_tp_mlp_problem *p, fb_math_mode math,
+                        fb_cuda_result *r);
+    /* Row-parallel gemm: alpha op(A) op(B) in fp32 (this rank's k),
+     * ncclAllReduce(sum), then C <- act(sum + beta C + bias), one
+     * rounding. */
+    fb_status (*tp_gemm)(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                         const fb_gemm_problem *p, fb_math_mode math,
+                         fb_cuda_result *r);
 } fb_cuda_module;
 
 typedef const fb_cuda_module *(*fb_cuda_module_entry)(void);

@@ -22,6 +22,7 @@
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static fb_env env;
 static char cuda_module_copy[PATH_MAX];
+static char nccl_library_copy[PATH_MAX];
 
 /* Whether this process runs with privileges its environment's author may
  * not have (setuid, setgid, file capabilities): the kernel's AT_SECURE,
@@ -136,6 +137,16 @@ static void read_all(void)
             env.cuda_module = cuda_module_copy;
         } else {
             env.cuda_module_too_long = 1;
+        }
+    }
+
+    v = read_variable("FUSEDBLAS_NCCL_LIBRARY");
+    if (v != NULL) {
+        if (strlen(v) < sizeof nccl_library_copy) {
+            memcpy(nccl_library_copy, v, strlen(v) + 1);
+            env.nccl_library = nccl_library_copy;
+        } else {
+            env.nccl_library_too_long = 1;
         }
     }
 }

@@ -42,6 +42,11 @@ typedef struct fb_env {
      * than the copy can hold (cuda_module is then NULL). */
     const char *cuda_module;
     int cuda_module_too_long;
+    /* FUSEDBLAS_NCCL_LIBRARY: the NCCL library the tensor-parallel calls
+     * load instead of libnccl.so.2, as cuda_module (nccl_loader.c judges
+     * it: absolute, a regular file). */
+    const char *nccl_library;
+    int nccl_library_too_long;
 } fb_env;
 
 /* The environment as this process was started with it; read on the first

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "plan.h"
 #include "registry.h"
+#include "tensor_parallel.h"
 
 /* ---- public API --------------------------------------------------------- */
 
@@ -345,6 +346,7 @@ static void handle_free(fb_handle h)
             m->ctx_destroy(h->cuda);
     }
     free(h->ws);
+    fb_tp_state_free(h->tp);
     h->magic = 0;
     free(h);
 }

@@ -26,6 +26,8 @@ struct fb_handle_s {
     fb_cuda_ctx *cuda;
     /* the handle's live plans (plan.c), destroyed with it */
     struct fb_plan_s *plans;
+    /* the attached NCCL communicator (tensor_parallel.c), or NULL */
+    struct fb_tp_state *tp;
     /* host workspace for the CPU backend, grown on demand, 64-byte aligned */
     void *ws;
     size_t ws_bytes;

@@ -119,24 +119,12 @@ static fb_status project_intermediate(fb_cuda_ctx *ctx,
     return st;
 }
 
-fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
-                    fb_math_mode math, fb_cuda_result *r)
+fb_status fb_lt_mlp_hidden(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
+                           fb_math_mode math, fb_lt_hidden *out,
+                           fb_cuda_result *r)
 {
     const int64_t elem = fb_dtype_size(p->dtype);
-    const int64_t m = p->m, k = p->k, h = p->h, n = p->n;
-    if (m == 0 || n == 0) {
-        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/mlp(empty)");
-        return FB_STATUS_SUCCESS;
-    }
-    if (h == 0) {
-        /* H has no columns: Y = bd in every row (or zeros). */
-        fb_status st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy,
-                                          n, m, NULL, 0, 0.0f, 0, p->bd, 1,
-                                          FB_ACT_NONE, r);
-        if (st == FB_STATUS_SUCCESS)
-            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/mlp(h=0)");
-        return st;
-    }
+    const int64_t m = p->m, k = p->k, h = p->h;
 
     /* One gate_up weight in memory, in either order? */
     const char *wg = (const char *)p->wg, *wu = (const char *)p->wu;
@@ -169,7 +157,8 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         return st;
     char *scratch = (char *)ctx->scratch.ptr;
 
-    char gate_name[24] = "", up_name[24] = "", down_name[48] = "";
+    char *gate_name = out->gate_name, *up_name = out->up_name;
+    gate_name[0] = up_name[0] = '\0';
     const void *g, *u;
     const void *product_bg = p->bg, *product_bu = p->bu;
     const fb_activation product_act = p->gate_act;
@@ -177,7 +166,7 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         projected done;
         st = project_intermediate(ctx, p, gate_first ? p->wg : p->wu, 2 * h,
                                   merged_bias, scratch, ld, math, &done,
-                                  gate_name, sizeof gate_name, r);
+                                  gate_name, sizeof out->gate_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
         if (done.bias_done)
@@ -187,11 +176,12 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     } else {
         projected gate, up;
         st = project_intermediate(ctx, p, p->wg, h, p->bg, scratch, ld, math,
-                                  &gate, gate_name, sizeof gate_name, r);
+                                  &gate, gate_name, sizeof out->gate_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
         st = project_intermediate(ctx, p, p->wu, h, p->bu, scratch + part,
-                                  ld, math, &up, up_name, sizeof up_name, r);
+                                  ld, math, &up, up_name,
+                                  sizeof out->up_name, r);
         if (st != FB_STATUS_SUCCESS)
             return st;
         if (gate.bias_done)
@@ -210,6 +200,38 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     if (st != FB_STATUS_SUCCESS)
         return st;
 
+    out->h = hbuf;
+    out->ldh = ld;
+    out->merged = merged;
+    out->act = product_act;
+    out->biased = product_bg != NULL || product_bu != NULL;
+    return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
+                    fb_math_mode math, fb_cuda_result *r)
+{
+    const int64_t m = p->m, h = p->h, n = p->n;
+    if (m == 0 || n == 0) {
+        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/mlp(empty)");
+        return FB_STATUS_SUCCESS;
+    }
+    if (h == 0) {
+        /* H has no columns: Y = bd in every row (or zeros). */
+        fb_status st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy,
+                                          n, m, NULL, 0, 0.0f, 0, p->bd, 1,
+                                          FB_ACT_NONE, r);
+        if (st == FB_STATUS_SUCCESS)
+            fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/mlp(h=0)");
+        return st;
+    }
+
+    fb_lt_hidden hid;
+    fb_status st = fb_lt_mlp_hidden(ctx, p, math, &hid, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    char down_name[48] = "";
+
     /* Y^T (n x m, ldy) = Wd H^T + bd: the whole gemm contract. */
     fb_gemm_problem d;
     memset(&d, 0, sizeof d);
@@ -223,8 +245,8 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     d.beta = 0.0f;
     d.a = p->wd;
     d.lda = h;
-    d.b = hbuf;
-    d.ldb = ld;
+    d.b = hid.h;
+    d.ldb = hid.ldh;
     d.c = p->y;
     d.ldc = p->ldy;
     d.ep.bias = p->bd;
@@ -236,16 +258,17 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         return st;
     stage_name(r, down_name, sizeof down_name);
 
-    const int biased = product_bg != NULL || product_bu != NULL;
-    if (merged)
+    const int biased = hid.biased;
+    if (hid.merged)
         fb_result_ran(r, FB_BACKEND_CUDA_LT,
                       "cuda-lt/mlp(gate+up=%s,fb_gated_%s%s,down=%s)",
-                      gate_name,
-                      product_act == FB_ACT_NONE ? "none" : "act",
+                      hid.gate_name,
+                      hid.act == FB_ACT_NONE ? "none" : "act",
                       biased ? "+bias" : "", down_name);
     else
         fb_result_ran(r, FB_BACKEND_CUDA_LT,
                       "cuda-lt/mlp(gate=%s,up=%s,fb_gated%s,down=%s)",
-                      gate_name, up_name, biased ? "+bias" : "", down_name);
+                      hid.gate_name, hid.up_name, biased ? "+bias" : "",
+                      down_name);
     return FB_STATUS_SUCCESS;
 }

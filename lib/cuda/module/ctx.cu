@@ -45,6 +45,8 @@ static void release(fb_cuda_ctx *ctx)
         (void)cudaFree(ctx->staging.ptr);
     if (ctx->accum.ptr != NULL)
         (void)cudaFree(ctx->accum.ptr);
+    if (ctx->tp_partial.ptr != NULL)
+        (void)cudaFree(ctx->tp_partial.ptr);
     if (ctx->done != NULL)
         (void)cudaEventDestroy(ctx->done);
     (void)cudaGetLastError();

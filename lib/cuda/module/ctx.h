@@ -65,6 +65,8 @@ struct fb_cuda_ctx {
                                  their epilogue (lt_gemm.cu), at most
                                  FB_CTX_ACCUM_BYTES once grown */
     fb_device_buffer staging; /* copies of host operands */
+    fb_device_buffer tp_partial; /* fp32 partial sums of tensor-parallel
+                                    calls, all-reduced in place (tp.cu) */
 
     fb_lt_plan_cache plans;
 };

@@ -28,6 +28,7 @@
 #include "lt/lt_mlp.h"
 #include "result.h"
 #include "staging.h"
+#include "tp/tp.h"
 
 /* The lowest compute capability this build has code for; nvcc lists the
  * targets of this compilation (e.g. 800,900) in __CUDA_ARCH_LIST__. */
@@ -732,6 +733,9 @@ static const fb_cuda_module module_table = {
     plan_destroy,
     module_gemm_e4m3,
     module_mlp_e4m3,
+    fb_tp_agree,
+    fb_tp_mlp,
+    fb_tp_gemm,
 };
 
 /* The module's only exported symbol (FB_CUDA_MODULE_SYMBOL); everything

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tp.cu -- the tensor-parallel gated MLP and row-parallel gemm over the
+ * caller's NCCL communicator (tp_problem.h says the layout).
+ *
+ * Each call, on the handle's stream, with no host synchronisation:
+ *   1. this rank's fp32 partial of the output, without bias: for the MLP,
+ *      cuda-lt's gate/up GEMMs and gated product (fb_lt_mlp_hidden), then
+ *      the down GEMM with an fp32 D (cuBLASLt's mixed-type row: 16-bit A
+ *      and B, fp32 D under CUBLAS_COMPUTE_32F); for the gemm, the product
+ *      alone into fp32;
+ *   2. ncclAllReduce(sum) of the fp32 partials, in place, in the
+ *      context's tp_partial buffer;
+ *   3. our epilogue kernel (kernels.h): bias (and for the gemm beta C and
+ *      the activation) added to the sum, rounded once to the output type.
+ * Every rank reduces the same fp32 values in the same NCCL order and runs
+ * the same epilogue on them, so every rank gets the same bits. The
+ * partial is never rounded to 16 bits, so the contract's one rounding
+ * holds for the whole layer (H is stored in the input type, as cuda-lt's
+ * single-GPU MLP and PyTorch store it).
+ *
+ * NCCL is reached only through the fb_nccl_api table the library filled
+ * (nccl_api.h): the module neither links nor loads NCCL.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "lt/kernels.h"
+#include "lt/lt_gemm.h"
+#include "lt/lt_mlp.h"
+#include "module/ctx.h"
+#include "module/result.h"
+#include "tp.h"
+
+/* How long tp_agree waits for the other ranks before it gives up with
+ * EXECUTION_FAILED instead of blocking forever (a rank that never joins). */
+#define FB_TP_AGREE_TIMEOUT_S 120
+
+static fb_status nccl_fail(fb_cuda_result *r, const fb_tp_comm *c,
+                           fb_nccl_result e, const char *what)
+{
+    return fb_result_fail(r, FB_STATUS_EXECUTION_FAILED, "%s: NCCL error %d "
+                          "(%s)", what, e, c->nccl->error_string
+                                               ? c->nccl->error_string(e)
+                                               : "?");
+}
+
+/* The partial buffer: at least elems floats. */
+static fb_status reserve_partial(fb_cuda_ctx *ctx, size_t elems, float **out,
+                                 fb_cuda_result *r)
+{
+    if (elems > SIZE_MAX / sizeof(float))
+        return fb_result_fail(r, FB_STATUS_ALLOC_FAILED, "tensor-parallel "
+                              "partial of %zu floats does not fit", elems);
+    fb_status st = fb_ctx_reserve(ctx, &ctx->tp_partial,
+                                  elems * sizeof(float), r);
+    if (st == FB_STATUS_SUCCESS)
+        *out = (float *)ctx->tp_partial.ptr;
+    return st;
+}
+
+/* D (p->m x p->n, fp32, ldd) <- alpha op(A) op(B): cuBLASLt with an fp32
+ * D; fp32 data without an algorithm for its alignment takes the plain
+ * tiled kernel (its C is then fp32 too); 16-bit data without one is not
+ * supported (nothing launched). */
+static fb_status product_f32(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
+                             float *d, int64_t ldd, fb_math_mode math,
+                             char *name, size_t namelen, fb_cuda_result *r)
+{
+    fb_gemm_problem g = *p;
+    g.c = d;
+    g.ldc = ldd;
+    g.beta = 0.0f;
+    g.ep.bias = NULL;
+    g.ep.act = FB_ACT_NONE;
+    if (g.k == 0 || g.alpha == 0.0f) {
+        /* A and B are not referenced: the partial is zero. */
+        cudaError_t e = cudaMemsetAsync(
+            d, 0, (size_t)ldd * (size_t)g.n * sizeof(float), ctx->stream);
+        if (e != cudaSuccess)
+            return fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
+        snprintf(name, namelen, "zero");
+        return FB_STATUS_SUCCESS;
+    }
+    char why[128] = "";
+    fb_status st = fb_lt_matmul(ctx, &g, FB_DTYPE_F32,
+                                CUBLASLT_EPILOGUE_DEFAULT, NULL, math, why,
+                                sizeof why, r);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(name, namelen, "DEFAULT>f32");
+        return st;
+    }
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    if (g.dtype == FB_DTYPE_F32) {
+        st = fb_launch_simt_gemm(ctx->stream, &g, r);
+        if (st == FB_STATUS_SUCCESS)
+            snprintf(name, namelen, "fb_simt_gemm");
+        return st;
+    }
+    return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                          "tensor-parallel partial product with an fp32 "
+                          "result: %s", why);
+}
+
+/* Sum the partials across the ranks, in place, on the context's stream. */
+static fb_status all_reduce(fb_cuda_ctx *ctx, const fb_tp_comm *c, float *d,
+                            size_t elems, fb_cuda_result *r)
+{
+    fb_nccl_result e = c->nccl->all_reduce(d, d, elems, FB_NCCL_FLOAT32,
+                                           FB_NCCL_SUM, c->comm,
+                                           (void *)ctx->stream);
+    if (e != FB_NCCL_SUCCESS && e != FB_NCCL_IN_PROGRESS)
+        return nccl_fail(r, c, e, "ncclAllReduce");
+    return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_tp_agree(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                      const int64_t *mine, int64_t *all, int len,
+                      fb_cuda_result *r)
+{
+    fb_result_clear(r);
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    const size_t n = (size_t)len, ranks = (size_t)c->nranks;
+    float *buf = NULL;
+    /* int64 words, in the float buffer's bytes */
+    fb_status st = reserve_partial(ctx, 2 * n * (ranks + 1), &buf, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    int64_t *dmine = (int64_t *)buf, *dall = dmine + n;
+    cudaError_t e = cudaMemcpyAsync(dmine, mine, n * sizeof *mine,
+                                    cudaMemcpyHostToDevice, ctx->stream);
+    if (e != cudaSuccess)
+        return fb_result_cuda(r, e, "cudaMemcpyAsync(shape to device)");
+    fb_nccl_result ne = c->nccl->all_gather(dmine, dall, n, FB_NCCL_INT64,
+                                            c->comm, (void *)ctx->stream);
+    if (ne != FB_NCCL_SUCCESS && ne != FB_NCCL_IN_PROGRESS)
+        return nccl_fail(r, c, ne, "ncclAllGather(shapes)");
+    st = fb_ctx_mark_done(ctx, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    /* Wait for the other ranks, but not forever: poll, and give up with a
+     * status if NCCL reports an error or a rank never joins. */
+    const time_t start = time(NULL);
+    for (;;) {
+        e = cudaEventQuery(ctx->done);
+        if (e == cudaSuccess)
+            break;
+        if (e != cudaErrorNotReady)
+            return fb_result_cuda(r, e, "waiting for ncclAllGather(shapes)");
+        fb_nccl_result async = FB_NCCL_SUCCESS;
+        if (c->nccl->comm_get_async_error(c->comm, &async) ==
+                FB_NCCL_SUCCESS &&
+            async != FB_NCCL_SUCCESS && async != FB_NCCL_IN_PROGRESS)
+            return nccl_fail(r, c, async, "ncclAllGather(shapes)");
+        if (time(NULL) - start > FB_TP_AGREE_TIMEOUT_S)
+            return fb_result_fail(r, FB_STATUS_EXECUTION_FAILED,
+                                  "ncclAllGather(shapes): the other ranks "
+                                  "did not join within %d s (the "
+                                  "communicator is unusable now: abort it)",
+                                  FB_TP_AGREE_TIMEOUT_S);
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
+    /* Only now: a copy to pageable memory would block the host until the
+     * all-gather is done, past the timeout above. */
+    e = cudaMemcpy(all, dall, n * ranks * sizeof *all,
+                   cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+        return fb_result_cuda(r, e, "cudaMemcpy(shapes to host)");
+    return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                    const fb_tp_mlp_problem *tp, fb_math_mode math,
+                    fb_cuda_result *r)
+{
+    fb_result_clear(r);
+    const fb_mlp_problem *p = &tp->mlp;
+    if (p->m == 0 || p->n == 0) {
+        /* Every rank has the same m and n (checked), so none reduces. */
+        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-tp/mlp(empty)");
+        return FB_STATUS_SUCCESS;
+    }
+    if (p->h > 0 && p->k == 0) /* refused before, on every rank */
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "tensor-parallel MLP with k = 0 and h > 0");
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+
+    /* Y^T's partial: column-major n x m, columns on 32-byte boundaries
+     * for the epilogue's vector loads. */
+    const int64_t ldp = (p->n + 7) / 8 * 8;
+    const size_t elems = (size_t)ldp * (size_t)p->m;
+    float *partial = NULL;
+    fb_status st = reserve_partial(ctx, elems, &partial, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+
+    char local[64] = "";
+    if (p->h == 0) {
+        cudaError_t e = cudaMemsetAsync(partial, 0, elems * sizeof(float),
+                                        ctx->stream);
+        if (e != cudaSuccess)
+            return fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
+        snprintf(local, sizeof local, "h=0");
+    } else {
+        fb_lt_hidden hid;
+        st = fb_lt_mlp_hidden(ctx, p, math, &hid, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        /* partial (n x m) = Wd_slice H^T: Wd's rows are ldwd apart, which
+         * column-major is h_local x n with lda = ldwd, transposed. */
+        fb_gemm_problem d;
+        memset(&d, 0, sizeof d);
+        d.dtype = p->dtype;
+        d.transa = 1;
+        d.m = p->n;
+        d.n = p->m;
+        d.k = p->h;
+        d.alpha = 1.0f;
+        d.a = p->wd;
+        d.lda = tp->ldwd;
+        d.b = hid.h;
+        d.ldb = hid.ldh;
+        d.ep.bias_per_row = 1;
+        char down[24] = "";
+        st = product_f32(ctx, &d, partial, ldp, math, down, sizeof down, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        if (hid.merged)
+            snprintf(local, sizeof local, "gate+up=%s,down=%s",
+                     hid.gate_name, down);
+        else
+            snprintf(local, sizeof local, "gate=%s,up=%s,down=%s",
+                     hid.gate_name, hid.up_name, down);
+    }
+    st = all_reduce(ctx, c, partial, elems, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy, p->n, p->m,
+                            partial, ldp, 0.0f, 0, p->bd, 1, FB_ACT_NONE, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    st = fb_ctx_mark_done(ctx, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    fb_result_ran(r, FB_BACKEND_CUDA_LT,
+                  "cuda-tp/mlp(%s,allreduce(f32,%d),fb_epilogue)", local,
+                  c->nranks);
+    return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_tp_gemm(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                     const fb_gemm_problem *p, fb_math_mode math,
+                     fb_cuda_result *r)
+{
+    fb_result_clear(r);
+    if (p->m == 0 || p->n == 0) {
+        fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-tp/gemm(empty)");
+        return FB_STATUS_SUCCESS;
+    }
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    const int64_t ldp = (p->m + 7) / 8 * 8;
+    const size_t elems = (size_t)ldp * (size_t)p->n;
+    float *partial = NULL;
+    fb_status st = reserve_partial(ctx, elems, &partial, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    char name[24] = "";
+    st = product_f32(ctx, p, partial, ldp, math, name, sizeof name, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    st = all_reduce(ctx, c, partial, elems, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    st = fb_launch_epilogue(ctx->stream, p->dtype, p->c, p->ldc, p->m, p->n,
+                            partial, ldp, p->beta, p->beta != 0.0f,
+                            p->ep.bias, p->ep.bias_per_row, p->ep.act, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    st = fb_ctx_mark_done(ctx, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    fb_result_ran(r, FB_BACKEND_CUDA_LT,
+                  "cuda-tp/gemm(%s,allreduce(f32,%d),fb_epilogue)", name,
+                  c->nranks);
+    return FB_STATUS_SUCCESS;
+}
