@@ -145,13 +145,16 @@ typedef struct bench_set {
 
 /* Implementation names, shared by the table, the CSV and the plots. */
 #define BENCH_IMPL_CPU "fusedblas/cpu"
+#define BENCH_IMPL_CPU_PLAN "fusedblas/cpu-plan"
 #define BENCH_IMPL_CPU_E4M3 "fusedblas/cpu-e4m3"
 #define BENCH_IMPL_OPENBLAS "openblas+pass"
 #define BENCH_IMPL_OPENBLAS_GEMM "openblas-gemm-only"
 #define BENCH_IMPL_ONEDNN "onednn"
+#define BENCH_IMPL_ONEDNN_REORDERED "onednn-reordered"
 #define BENCH_IMPL_EAGER "cublas+eager"
 #define BENCH_IMPL_CUBLAS_GEMM "cublas-gemm-only"
 #define BENCH_IMPL_CUDA "fusedblas/cuda"
+#define BENCH_IMPL_CUDA_PLAN "fusedblas/cuda-plan"
 #define BENCH_IMPL_CUDA_LT "fusedblas/cuda-lt"
 #define BENCH_IMPL_CUDA_FUSED "fusedblas/cuda-fused"
 #define BENCH_IMPL_CUDA_E4M3 "fusedblas/cuda-e4m3"

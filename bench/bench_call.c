@@ -45,3 +45,31 @@ int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
              *fb_handle_last_message(h) ? ": " : "", fb_handle_last_message(h));
     return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
 }
+
+fb_status bench_plan_fusedblas(fb_handle h, const bench_case *c,
+                               const bench_set *s, fb_plan *plan)
+{
+    if (c->routine == BENCH_MLP)
+        return fb_plan_create_mlp(h, c->dtype, c->act, c->m, c->k, c->h,
+                                  c->n, s->wg, s->bg, s->wu, s->bu, s->wd,
+                                  s->bd, plan);
+    return fb_plan_create_gemm(h, c->dtype, FB_ROW_MAJOR, FB_NO_TRANS,
+                               FB_TRANS, c->m, c->n, c->k, 1.0f, s->w, c->k,
+                               0.0f, s->b, c->act, plan);
+}
+
+int bench_run_plan(fb_plan plan, fb_handle h, const bench_case *c,
+                   const bench_set *s, char *msg, size_t len)
+{
+    const fb_status st =
+        c->routine == BENCH_MLP
+            ? fb_plan_mlp(plan, c->m, s->x, c->k, s->y, c->n)
+            : fb_plan_gemm(plan, c->m, s->x, c->k, s->y, c->n);
+    if (st == FB_STATUS_SUCCESS) {
+        snprintf(msg, len, "%s", fb_handle_last_path(h));
+        return 0;
+    }
+    snprintf(msg, len, "%s%s%s", fb_status_string(st),
+             *fb_handle_last_message(h) ? ": " : "", fb_handle_last_message(h));
+    return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
+}

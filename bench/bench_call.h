@@ -20,4 +20,12 @@ fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
 int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
                         char *msg, size_t len);
 
+/* The case as a plan on the handle (fb_plan_create_gemm or
+ * fb_plan_create_mlp with set's weights, max_m = the case's m), and one
+ * execution of it on set's X and Y; the same outcome conventions. */
+fb_status bench_plan_fusedblas(fb_handle h, const bench_case *c,
+                               const bench_set *set, fb_plan *plan);
+int bench_run_plan(fb_plan plan, fb_handle h, const bench_case *c,
+                   const bench_set *set, char *msg, size_t len);
+
 #endif /* FB_BENCH_CALL_H */

@@ -27,12 +27,14 @@ typedef struct bench_cpu_impl {
 } bench_cpu_impl;
 
 extern const bench_cpu_impl bench_cpu_fusedblas;      /* fusedblas/cpu */
+extern const bench_cpu_impl bench_cpu_fusedblas_plan; /* fusedblas/cpu-plan */
 /* The same with e4m3 copies of the weights: its output is not held to the
  * baseline's check (the quantisation changes it). */
 extern const bench_cpu_impl bench_cpu_fusedblas_e4m3;
 extern const bench_cpu_impl bench_cpu_openblas;       /* openblas+pass */
 extern const bench_cpu_impl bench_cpu_openblas_gemm;  /* the GEMMs alone */
 extern const bench_cpu_impl bench_cpu_onednn;         /* oneDNN post-ops */
+extern const bench_cpu_impl bench_cpu_onednn_reordered; /* weights once */
 
 /* oneDNN's matmul rate in GFLOP/s on an n x n x n problem of type t (the
  * median of reps), for the CPU's ceilings; 0 without oneDNN or where this

@@ -11,8 +11,11 @@
  *   Y = H Wd^T + bd               matmul, bias
  *
  * Same plain buffers as everyone else (weights n x k row-major, oneDNN's
- * "ba" tag for a k x n matrix); no weight reorder ahead of time, since
- * fusedblas takes plain weights on every call too. G and H are stored in
+ * "ba" tag for a k x n matrix), as fusedblas's plain routines take them
+ * on every call. A second row, onednn-reordered, gives each matmul the
+ * weight layout it prefers (format tag "any") and reorders every set's
+ * weights into it once, outside the timing: the comparison for
+ * fusedblas's plans, which pack the weights once. G and H are stored in
  * the data type, as a framework stores them. oneDNN 2.x and 3.x APIs.
  */
 #include <stdio.h>
@@ -66,6 +69,8 @@ static void od_md_free(od_md *md)
 typedef struct od_matmul {
     dnnl_primitive_t prim;
     dnnl_memory_t src, wei, bias, dst, mul;
+    /* reordered: each set's weights in the primitive's layout */
+    dnnl_memory_t *wei_sets;
 } od_matmul;
 
 typedef struct od_state {
@@ -74,6 +79,8 @@ typedef struct od_state {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     od_matmul mm[3];   /* gemm: mm[0]; mlp: gate, up, down */
+    int reordered;     /* weights reordered once (mm[i].wei_sets) */
+    int nsets;
     void *g, *hid;     /* mlp scratch in the data type */
     char message[160];
 } od_state;
@@ -92,10 +99,20 @@ static int od_eltwise_alg(fb_activation act, dnnl_alg_kind_t *alg, float *alpha)
 }
 
 /* dst (m x n) = src (m x k) W^T (+ bias) [then act] [then .* mul]. */
+/* With weights from sets (nsets of them, NULL: plain weights bound at
+ * each call), the weights' layout is the primitive's choice, and each
+ * set's weights are reordered into it now. */
+static dnnl_status_t od_reorder_weights(od_matmul *mm, dnnl_engine_t eng,
+                                        dnnl_stream_t stream,
+                                        dnnl_primitive_desc_t pd,
+                                        const od_md *plain, void *const *w,
+                                        int nsets);
+
 static dnnl_status_t od_matmul_make(od_matmul *mm, dnnl_engine_t eng,
+                                    dnnl_stream_t stream,
                                     dnnl_data_type_t dt, int64_t m, int64_t k,
                                     int64_t n, int bias, fb_activation act,
-                                    int mul)
+                                    int mul, void *const *w, int nsets)
 {
     od_md src = {0}, wei = {0}, bmd = {0}, dst = {0};
     dnnl_primitive_attr_t attr = NULL;
@@ -108,7 +125,8 @@ static dnnl_status_t od_matmul_make(od_matmul *mm, dnnl_engine_t eng,
             goto done;                                                        \
     } while (0)
     OD_TRY(od_md_make(&src, m, k, dt, dnnl_ab));
-    OD_TRY(od_md_make(&wei, k, n, dt, dnnl_ba));
+    OD_TRY(od_md_make(&wei, k, n, dt, w != NULL ? dnnl_format_tag_any
+                                                : dnnl_ba));
     OD_TRY(od_md_make(&dst, m, n, dt, dnnl_ab));
     if (bias)
         OD_TRY(od_md_make(&bmd, 1, n, dt, dnnl_ab));
@@ -140,7 +158,17 @@ static dnnl_status_t od_matmul_make(od_matmul *mm, dnnl_engine_t eng,
 #endif
     OD_TRY(dnnl_primitive_create(&mm->prim, pd));
     OD_TRY(dnnl_memory_create(&mm->src, OD_MD(&src), eng, DNNL_MEMORY_NONE));
-    OD_TRY(dnnl_memory_create(&mm->wei, OD_MD(&wei), eng, DNNL_MEMORY_NONE));
+    if (w != NULL) {
+        od_md plain = {0};
+        OD_TRY(od_md_make(&plain, k, n, dt, dnnl_ba));
+        st = od_reorder_weights(mm, eng, stream, pd, &plain, w, nsets);
+        od_md_free(&plain);
+        if (st != dnnl_success)
+            goto done;
+    } else {
+        OD_TRY(dnnl_memory_create(&mm->wei, OD_MD(&wei), eng,
+                                  DNNL_MEMORY_NONE));
+    }
     OD_TRY(dnnl_memory_create(&mm->dst, OD_MD(&dst), eng, DNNL_MEMORY_NONE));
     if (bias)
         OD_TRY(dnnl_memory_create(&mm->bias, OD_MD(&bmd), eng, DNNL_MEMORY_NONE));
@@ -161,32 +189,89 @@ done:
     return st;
 }
 
-static void od_matmul_free(od_matmul *mm)
+static dnnl_status_t od_reorder_weights(od_matmul *mm, dnnl_engine_t eng,
+                                        dnnl_stream_t stream,
+                                        dnnl_primitive_desc_t pd,
+                                        const od_md *plain, void *const *w,
+                                        int nsets)
+{
+#if DNNL_VERSION_MAJOR >= 3
+    const_dnnl_memory_desc_t want =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+#else
+    const dnnl_memory_desc_t *want =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+#endif
+    dnnl_status_t st = dnnl_success;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t from = NULL;
+    mm->wei_sets = calloc((size_t)nsets, sizeof *mm->wei_sets);
+    if (mm->wei_sets == NULL)
+        return dnnl_out_of_memory;
+#define OD_TRY(call)                                                          \
+    do {                                                                      \
+        if ((st = (call)) != dnnl_success)                                    \
+            goto done;                                                        \
+    } while (0)
+    OD_TRY(dnnl_reorder_primitive_desc_create(&rpd, OD_MD(plain), eng, want,
+                                              eng, NULL));
+    OD_TRY(dnnl_primitive_create(&reorder, rpd));
+    OD_TRY(dnnl_memory_create(&from, OD_MD(plain), eng, DNNL_MEMORY_NONE));
+    for (int s = 0; s < nsets; s++) {
+        OD_TRY(dnnl_memory_create(&mm->wei_sets[s], want, eng,
+                                  DNNL_MEMORY_ALLOCATE));
+        OD_TRY(dnnl_memory_set_data_handle(from, w[s]));
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from},
+                                   {DNNL_ARG_TO, mm->wei_sets[s]}};
+        OD_TRY(dnnl_primitive_execute(reorder, stream, 2, args));
+    }
+    st = dnnl_stream_wait(stream);
+done:
+#undef OD_TRY
+    if (from)
+        dnnl_memory_destroy(from);
+    if (reorder)
+        dnnl_primitive_destroy(reorder);
+    if (rpd)
+        dnnl_primitive_desc_destroy(rpd);
+    return st;
+}
+
+static void od_matmul_free(od_matmul *mm, int nsets)
 {
     dnnl_memory_t mems[] = {mm->src, mm->wei, mm->bias, mm->dst, mm->mul};
     for (int i = 0; i < 5; i++)
         if (mems[i])
             dnnl_memory_destroy(mems[i]);
+    if (mm->wei_sets != NULL) {
+        for (int s = 0; s < nsets; s++)
+            if (mm->wei_sets[s])
+                dnnl_memory_destroy(mm->wei_sets[s]);
+        free(mm->wei_sets);
+    }
     if (mm->prim)
         dnnl_primitive_destroy(mm->prim);
 }
 
 static dnnl_status_t od_matmul_run(od_matmul *mm, dnnl_stream_t stream,
-                                   const void *src, const void *wei,
+                                   int set, const void *src, const void *wei,
                                    const void *bias, void *dst, const void *mul,
                                    int mul_index)
 {
+    dnnl_memory_t wmem = mm->wei_sets != NULL ? mm->wei_sets[set] : mm->wei;
     dnnl_exec_arg_t args[5];
     int nargs = 0;
     dnnl_status_t st;
     /* oneDNN takes non-const handles; it does not write src, weights,
      * bias or the binary operand. */
     if ((st = dnnl_memory_set_data_handle(mm->src, (void *)src)) != dnnl_success ||
-        (st = dnnl_memory_set_data_handle(mm->wei, (void *)wei)) != dnnl_success ||
+        (mm->wei_sets == NULL &&
+         (st = dnnl_memory_set_data_handle(mm->wei, (void *)wei)) != dnnl_success) ||
         (st = dnnl_memory_set_data_handle(mm->dst, dst)) != dnnl_success)
         return st;
     args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, mm->src};
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mm->wei};
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, wmem};
     args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, mm->dst};
     if (mm->bias) {
         if ((st = dnnl_memory_set_data_handle(mm->bias, (void *)bias)) != dnnl_success)
@@ -210,7 +295,7 @@ static void od_fini(void *state)
     if (s == NULL)
         return;
     for (int i = 0; i < 3; i++)
-        od_matmul_free(&s->mm[i]);
+        od_matmul_free(&s->mm[i], s->nsets);
     if (s->stream)
         dnnl_stream_destroy(s->stream);
     if (s->eng)
@@ -220,12 +305,10 @@ static void od_fini(void *state)
     free(s);
 }
 
-static bench_outcome od_init(void **state, const bench_case *c,
-                             const bench_set *sets, int nsets,
-                             const bench_options *opt, char *why, size_t len)
+static bench_outcome od_make(void **state, const bench_case *c,
+                             const bench_set *sets, int nsets, int reordered,
+                             char *why, size_t len)
 {
-    (void)nsets;
-    (void)opt;
     od_state *s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(why, len, "out of memory");
@@ -234,6 +317,22 @@ static bench_outcome od_init(void **state, const bench_case *c,
     *state = s;
     s->c = *c;
     s->sets = sets;
+    s->nsets = nsets;
+    s->reordered = reordered;
+    /* each set's weights, per matmul, for the reordered row */
+    void **w[3] = {NULL, NULL, NULL};
+    if (reordered) {
+        for (int i = 0; i < 3; i++)
+            if ((w[i] = calloc((size_t)nsets, sizeof *w[i])) == NULL) {
+                snprintf(why, len, "out of memory");
+                return BENCH_FAILED;
+            }
+        for (int j = 0; j < nsets; j++) {
+            w[0][j] = c->routine == BENCH_GEMM ? sets[j].w : sets[j].wg;
+            w[1][j] = sets[j].wu;
+            w[2][j] = sets[j].wd;
+        }
+    }
     dnnl_data_type_t dt = c->dtype == FB_DTYPE_F32   ? dnnl_f32
                           : c->dtype == FB_DTYPE_BF16 ? dnnl_bf16
                                                       : dnnl_f16;
@@ -245,17 +344,17 @@ static bench_outcome od_init(void **state, const bench_case *c,
         return BENCH_FAILED;
     }
     if (c->routine == BENCH_GEMM) {
-        st = od_matmul_make(&s->mm[0], s->eng, dt, c->m, c->k, c->n, c->bias,
-                            c->act, 0);
+        st = od_matmul_make(&s->mm[0], s->eng, s->stream, dt, c->m, c->k,
+                            c->n, c->bias, c->act, 0, w[0], nsets);
     } else {
-        st = od_matmul_make(&s->mm[0], s->eng, dt, c->m, c->k, c->h, c->bias,
-                            c->act, 0);
+        st = od_matmul_make(&s->mm[0], s->eng, s->stream, dt, c->m, c->k,
+                            c->h, c->bias, c->act, 0, w[0], nsets);
         if (st == dnnl_success)
-            st = od_matmul_make(&s->mm[1], s->eng, dt, c->m, c->k, c->h, c->bias,
-                                FB_ACT_NONE, 1);
+            st = od_matmul_make(&s->mm[1], s->eng, s->stream, dt, c->m, c->k,
+                                c->h, c->bias, FB_ACT_NONE, 1, w[1], nsets);
         if (st == dnnl_success)
-            st = od_matmul_make(&s->mm[2], s->eng, dt, c->m, c->h, c->n, c->bias,
-                                FB_ACT_NONE, 0);
+            st = od_matmul_make(&s->mm[2], s->eng, s->stream, dt, c->m, c->h,
+                                c->n, c->bias, FB_ACT_NONE, 0, w[2], nsets);
         size_t es = c->dtype == FB_DTYPE_F32 ? 4 : 2;
         if (st == dnnl_success &&
             (!(s->g = bench_host_alloc((size_t)(c->m * c->h) * es)) ||
@@ -264,6 +363,8 @@ static bench_outcome od_init(void **state, const bench_case *c,
             return BENCH_SKIPPED;
         }
     }
+    for (int i = 0; i < 3; i++)
+        free(w[i]);
     if (st == dnnl_unimplemented) {
         snprintf(why, len, "oneDNN has no %s matmul for this CPU",
                  c->dtype == FB_DTYPE_F32 ? "f32" : c->dtype == FB_DTYPE_BF16 ? "bf16" : "f16");
@@ -273,8 +374,26 @@ static bench_outcome od_init(void **state, const bench_case *c,
         snprintf(why, len, "oneDNN matmul: status %d", (int)st);
         return BENCH_FAILED;
     }
-    snprintf(s->message, sizeof s->message, "matmul+post-ops");
+    snprintf(s->message, sizeof s->message, "matmul+post-ops%s",
+             reordered ? ", weights reordered once" : "");
     return BENCH_RAN;
+}
+
+static bench_outcome od_init(void **state, const bench_case *c,
+                             const bench_set *sets, int nsets,
+                             const bench_options *opt, char *why, size_t len)
+{
+    (void)opt;
+    return od_make(state, c, sets, nsets, 0, why, len);
+}
+
+static bench_outcome od_init_reordered(void **state, const bench_case *c,
+                                       const bench_set *sets, int nsets,
+                                       const bench_options *opt, char *why,
+                                       size_t len)
+{
+    (void)opt;
+    return od_make(state, c, sets, nsets, 1, why, len);
 }
 
 static int od_run(void *state, int j)
@@ -283,17 +402,17 @@ static int od_run(void *state, int j)
     const bench_set *set = &s->sets[j];
     dnnl_status_t st;
     if (s->c.routine == BENCH_GEMM) {
-        st = od_matmul_run(&s->mm[0], s->stream, set->x, set->w, set->b, set->y,
-                           NULL, 0);
+        st = od_matmul_run(&s->mm[0], s->stream, j, set->x, set->w, set->b,
+                           set->y, NULL, 0);
     } else {
-        st = od_matmul_run(&s->mm[0], s->stream, set->x, set->wg, set->bg, s->g,
-                           NULL, 0);
+        st = od_matmul_run(&s->mm[0], s->stream, j, set->x, set->wg, set->bg,
+                           s->g, NULL, 0);
         if (st == dnnl_success)
-            st = od_matmul_run(&s->mm[1], s->stream, set->x, set->wu, set->bu,
-                               s->hid, s->g, 0);
+            st = od_matmul_run(&s->mm[1], s->stream, j, set->x, set->wu,
+                               set->bu, s->hid, s->g, 0);
         if (st == dnnl_success)
-            st = od_matmul_run(&s->mm[2], s->stream, s->hid, set->wd, set->bd,
-                               set->y, NULL, 0);
+            st = od_matmul_run(&s->mm[2], s->stream, j, s->hid, set->wd,
+                               set->bd, set->y, NULL, 0);
     }
     if (st != dnnl_success) {
         snprintf(s->message, sizeof s->message, "oneDNN execute: status %d", (int)st);
@@ -309,6 +428,10 @@ static const char *od_message(void *state)
 
 const bench_cpu_impl bench_cpu_onednn = {
     BENCH_IMPL_ONEDNN, BENCH_ALT, od_init, od_run, od_message, od_fini,
+};
+const bench_cpu_impl bench_cpu_onednn_reordered = {
+    BENCH_IMPL_ONEDNN_REORDERED, BENCH_ALT, od_init_reordered, od_run,
+    od_message, od_fini,
 };
 
 double bench_onednn_gflops(fb_dtype t, int n, int reps)
@@ -376,6 +499,10 @@ static void od_none_fini(void *state)
 
 const bench_cpu_impl bench_cpu_onednn = {
     BENCH_IMPL_ONEDNN, BENCH_ALT, od_none_init, od_none_run, NULL, od_none_fini,
+};
+const bench_cpu_impl bench_cpu_onednn_reordered = {
+    BENCH_IMPL_ONEDNN_REORDERED, BENCH_ALT, od_none_init, od_none_run, NULL,
+    od_none_fini,
 };
 
 double bench_onednn_gflops(fb_dtype t, int n, int reps)

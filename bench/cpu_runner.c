@@ -27,7 +27,9 @@ static const bench_cpu_impl *const impls[] = {
     &bench_cpu_openblas,
     &bench_cpu_openblas_gemm,
     &bench_cpu_onednn,
+    &bench_cpu_onednn_reordered,
     &bench_cpu_fusedblas,
+    &bench_cpu_fusedblas_plan,
     &bench_cpu_fusedblas_e4m3,
 };
 #define NIMPL ((int)(sizeof impls / sizeof impls[0]))

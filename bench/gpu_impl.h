@@ -42,6 +42,7 @@ extern const bench_gpu_impl bench_gpu_cublas_gemm;  /* the GEMMs alone */
 extern const bench_gpu_impl bench_gpu_fb_cuda;      /* fusedblas/cuda */
 extern const bench_gpu_impl bench_gpu_fb_cuda_lt;   /* fusedblas/cuda-lt */
 extern const bench_gpu_impl bench_gpu_fb_cuda_fused;/* fusedblas/cuda-fused */
+extern const bench_gpu_impl bench_gpu_fb_cuda_plan; /* fusedblas/cuda-plan */
 /* fusedblas/cuda with e4m3 copies of the weights: its output is not held
  * to the baseline's check (the quantisation changes it). */
 extern const bench_gpu_impl bench_gpu_fb_cuda_e4m3;

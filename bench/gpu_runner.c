@@ -9,11 +9,14 @@
  * pair around each timed call, all enqueued back to back on one stream and
  * read after a single synchronisation, cycling through the sets; the median
  * is reported. Launch overhead therefore counts whenever the host cannot
- * keep the GPU busy, as it does for a user.
+ * keep the GPU busy, as it does for a user. The host's own time per call
+ * (the wall time of the timed enqueue loop, over its calls) is noted for
+ * our rows, beside the GPU's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "config.h"
 #include "gpu_runner.h"
 
@@ -36,13 +39,15 @@ static int opened;
 /* The baseline first: its output is the reference for the check. */
 static const bench_gpu_impl *const impls[] = {
     &bench_gpu_eager,      &bench_gpu_cublas_gemm, &bench_gpu_fb_cuda_lt,
-    &bench_gpu_fb_cuda_fused, &bench_gpu_fb_cuda, &bench_gpu_fb_cuda_e4m3,
+    &bench_gpu_fb_cuda_fused, &bench_gpu_fb_cuda, &bench_gpu_fb_cuda_plan,
+    &bench_gpu_fb_cuda_e4m3,
 };
 #define NIMPL ((int)(sizeof impls / sizeof impls[0]))
 
 static int selected(const bench_options *opt, const bench_gpu_impl *impl)
 {
-    if (impl == &bench_gpu_fb_cuda || impl == &bench_gpu_fb_cuda_e4m3)
+    if (impl == &bench_gpu_fb_cuda || impl == &bench_gpu_fb_cuda_plan ||
+        impl == &bench_gpu_fb_cuda_e4m3)
         return opt->backends.cuda;
     if (impl == &bench_gpu_fb_cuda_lt)
         return opt->backends.cuda_lt;
@@ -79,11 +84,20 @@ static int make_events(int n)
     return 0;
 }
 
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Time whatever enq(arg) enqueues: warm-up, then reps event pairs.
- * Returns the first non-zero enq() result, -2 on a CUDA error, or 0. */
+ * Returns the first non-zero enq() result, -2 on a CUDA error, or 0.
+ * host_s (may be NULL): the host's wall time per call of the timed
+ * loop, which enqueues and never waits. */
 static int time_enqueued(int (*enq)(void *, int), void *arg, int nsets,
                          const bench_options *opt, double target_s, int min_reps,
-                         int max_reps, bench_stats *out)
+                         int max_reps, bench_stats *out, double *host_s)
 {
     int rc, calls = 0;
     double warm_ms = 0, last_ms = 0;
@@ -107,12 +121,15 @@ static int time_enqueued(int (*enq)(void *, int), void *arg, int nsets,
         reps = MAX_REPS;
     if (make_events(reps) != 0)
         return -2;
+    const double t0 = wall_s();
     for (int r = 0; r < reps; r++) {
         cudaEventRecord(ev_start[r], gpu.stream);
         if ((rc = enq(arg, (calls + r) % nsets)) != 0)
             return rc;
         cudaEventRecord(ev_end[r], gpu.stream);
     }
+    if (host_s != NULL)
+        *host_s = (wall_s() - t0) / reps;
     if (cudaStreamSynchronize(gpu.stream) != cudaSuccess)
         return -2;
     double *t = malloc((size_t)reps * sizeof *t);
@@ -167,7 +184,7 @@ static void measure_ceilings(const bench_options *opt, bench_ceilings *cl)
     if (cudaMalloc(&a, bytes) == cudaSuccess && cudaMalloc(&b, bytes) == cudaSuccess) {
         fbb_fill_uniform(FB_DTYPE_F32, a, (int64_t)(bytes / 4), 7, 1.0f, gpu.stream);
         copy_arg ca = {b, a, bytes};
-        if (time_enqueued(enq_copy, &ca, 1, opt, 0.2, 10, 50, &st) == 0)
+        if (time_enqueued(enq_copy, &ca, 1, opt, 0.2, 10, 50, &st, NULL) == 0)
             cl->gpu_copy_gbs = 2.0 * (double)bytes / st.min * 1e-9;
     }
     cudaFree(a);
@@ -195,7 +212,7 @@ static void measure_ceilings(const bench_options *opt, bench_ceilings *cl)
             fbb_fill_uniform(ga.t, ga.b, (int64_t)n * n, 9, 1.0f, gpu.stream);
             int save = gpu.tf32;
             gpu.tf32 = runs[i].tf32;
-            if (time_enqueued(enq_gemm, &ga, 1, opt, 0.1, 3, 20, &st) == 0)
+            if (time_enqueued(enq_gemm, &ga, 1, opt, 0.1, 3, 20, &st, NULL) == 0)
                 *runs[i].out = 2.0 * n * (double)n * n / st.min * 1e-12;
             gpu.tf32 = save;
         }
@@ -374,8 +391,9 @@ void bench_run_gpu_case(const bench_options *opt, const bench_ceilings *cl,
         w->outcome = impl->init(&state, &gpu, c, sets, nsets, w->note, sizeof w->note);
         if (w->outcome == BENCH_RAN) {
             impl_arg a = {impl, state};
+            double host_s = 0;
             int rc = time_enqueued(enq_impl, &a, nsets, opt, target, min_reps,
-                                   max_reps, &w->t);
+                                   max_reps, &w->t, &host_s);
             if (rc != 0) {
                 w->outcome = rc > 0 ? BENCH_NOT_SUPPORTED : BENCH_FAILED;
                 if (rc == -2)
@@ -386,6 +404,12 @@ void bench_run_gpu_case(const bench_options *opt, const bench_ceilings *cl,
             } else {
                 if (impl->message)
                     snprintf(w->path, sizeof w->path, "%s", impl->message(state));
+                /* A host that takes longer than the GPU per call leaves
+                 * the GPU idle: the row's note says by how much. */
+                if (w->kind == BENCH_OURS)
+                    snprintf(w->note, sizeof w->note,
+                             "host %.1f us/call, GPU %.1f us", host_s * 1e6,
+                             w->t.median * 1e6);
                 if (opt->check && w->kind != BENCH_REFERENCE &&
                     impl != &bench_gpu_fb_cuda_e4m3 &&
                     output_of_set0(impl, state, sets[0].y, out, ybytes) == 0) {

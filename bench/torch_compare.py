@@ -73,6 +73,18 @@ def load_fusedblas(lib_path, module_path):
     lib.mlp_geglu_forward.argtypes = [P, I, I, I64, I64, I64, I64, P, I64,
                                       P, P, P, P, P, P, P, I64]
     lib.mlp_geglu_forward.restype = I
+    lib.fb_plan_create_gemm.argtypes = [P, I, I, I, I, I64, I64, I64, F32, P,
+                                        I64, F32, P, I, ctypes.POINTER(P)]
+    lib.fb_plan_create_mlp.argtypes = [P, I, I, I64, I64, I64, I64, P, P, P,
+                                       P, P, P, ctypes.POINTER(P)]
+    lib.fb_plan_gemm.argtypes = [P, I64, P, I64, P, I64]
+    lib.fb_plan_mlp.argtypes = [P, I64, P, I64, P, I64]
+    lib.fb_plan_destroy.argtypes = [P]
+    for name in ("fb_plan_create_gemm", "fb_plan_create_mlp", "fb_plan_gemm",
+                 "fb_plan_mlp", "fb_plan_destroy"):
+        getattr(lib, name).restype = I
+    lib.fb_plan_path.argtypes = [P, I64]
+    lib.fb_plan_path.restype = ctypes.c_char_p
     return lib
 
 
@@ -119,6 +131,45 @@ class FusedBlas:
             h, FB_DTYPE[w.dtype], FB_ACT[w.act], w.m, w.k, w.h, w.n,
             ptr(x), w.k, ptr(wg), ptr(bg), ptr(wu), ptr(bu), ptr(wd), ptr(bd),
             ptr(y), w.n)
+
+    def make_plans(self, w, sets):
+        """A plan of workload w on the cuda handle for each set's weights
+        (the plan column: made once, outside the timing), or None."""
+        h = self.handles.get("cuda")
+        if h is None:
+            return None
+        ptr = lambda t: ctypes.c_void_p(t.data_ptr() if t is not None else 0)
+        plans = []
+        for args in sets:
+            p = ctypes.c_void_p()
+            if w.routine == "gemm":
+                x, wt, b, y = args
+                st = self.lib.fb_plan_create_gemm(
+                    h, FB_DTYPE[w.dtype], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                    w.m, w.n, w.k, 1.0, ptr(wt), w.k, 0.0, ptr(b),
+                    FB_ACT[w.act], ctypes.byref(p))
+            else:
+                x, wg, bg, wu, bu, wd, bd, y = args
+                st = self.lib.fb_plan_create_mlp(
+                    h, FB_DTYPE[w.dtype], FB_ACT[w.act], w.m, w.k, w.h, w.n,
+                    ptr(wg), ptr(bg), ptr(wu), ptr(bu), ptr(wd), ptr(bd),
+                    ctypes.byref(p))
+            if st != FB_SUCCESS:
+                self.free_plans(plans)
+                return st
+            plans.append(p)
+        return plans
+
+    def free_plans(self, plans):
+        for p in plans:
+            self.lib.fb_plan_destroy(p)
+
+    def call_plan(self, plans, w, args, i):
+        """One execution of set i's plan on args; the status."""
+        x, y = args[0], args[-1]
+        run = self.lib.fb_plan_gemm if w.routine == "gemm" else self.lib.fb_plan_mlp
+        return run(plans[i], w.m, ctypes.c_void_p(x.data_ptr()), w.k,
+                   ctypes.c_void_p(y.data_ptr()), w.n)
 
     def describe(self, name, status):
         h = self.handles[name]
@@ -410,6 +461,26 @@ def main():
                     failures += 1
                     continue
                 row[name + "_us"] = 1e3 * time_gpu(lambda a: fb.call(name, w, a), sets)
+            # the same on the cuda path as plans, one per set, made once
+            row["plan_us"] = None
+            plans = fb.make_plans(w, sets)
+            if isinstance(plans, list):
+                index = {id(a): i for i, a in enumerate(sets)}
+                y = sets[0][-1]
+                y.fill_(float("nan"))
+                st = fb.call_plan(plans, w, sets[0], 0)
+                torch.cuda.synchronize()
+                if st != FB_SUCCESS:
+                    row["plan_path"] = "FAILED " + fb.describe("cuda", st)
+                    failures += 1
+                elif not rel_err(y, ref) <= tolerance(w):
+                    row["plan_path"] = f"MISMATCH rel err {rel_err(y, ref):.2g}"
+                    failures += 1
+                else:
+                    row["plan_path"] = fb.describe("cuda", st)
+                    row["plan_us"] = 1e3 * time_gpu(
+                        lambda a: fb.call_plan(plans, w, a, index[id(a)]), sets)
+                fb.free_plans(plans)
         rows.append(row)
         print(f"  {w.group} {row['dtype']} {w.shape()}: eager {row['eager_us']:.1f} us",
               file=sys.stderr)
@@ -419,19 +490,22 @@ def main():
 
     # the table: times in microseconds, ratios > 1 mean fusedblas is faster
     cols = ["workload", "dtype", "shape", "eager", "compile", "cuda-lt",
-            "cuda-fused", "cuda", "best/eager", "best/compile", "cuda path"]
+            "cuda-fused", "cuda", "plan", "best/eager", "best/compile",
+            "cuda path"]
     if opt.engine:
         cols[4:5] = ["products", "compile"]
         cols[-1:] = ["best/lt", "products/best", "best TF", "products TF",
                      "cuda-fused path"]
     table = []
     for r in rows:
-        ours = [r[n + "_us"] for n, _ in FB_BACKENDS if r.get(n + "_us")]
+        ours = [r[n + "_us"] for n in [b for b, _ in FB_BACKENDS] + ["plan"]
+                if r.get(n + "_us")]
         best = min(ours) if ours else None
         fmt = lambda v: f"{v:.1f}" if v else "n/a" if v is None else "-"
         line = [r["group"], r["dtype"], r["shape"], fmt(r["eager_us"]),
                 fmt(r["compile_us"]) if r["compile_us"] else "-",
                 *(fmt(r.get(n + "_us")) for n, _ in FB_BACKENDS),
+                fmt(r.get("plan_us")),
                 f"{r['eager_us'] / best:.2f}x" if best else "-",
                 f"{r['compile_us'] / best:.2f}x" if best and r["compile_us"] else "-",
                 r.get("cuda_path", "")]

@@ -139,6 +139,13 @@ FB_EXPORT fb_status fb_set_cuda_device(fb_handle handle, int device);
 /* A cudaStream_t, passed as void * so that this header needs no CUDA.
  * NULL is the legacy default stream. */
 FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream);
+/* Run later calls on the implementation of this name (the start of the
+ * path fb_handle_last_path reports, e.g. "cpu/f32-avx512",
+ * "cuda-fused/mlp_decode", "cuda-lt"), within the backend the call goes
+ * to; a call it does not apply to returns FB_STATUS_NOT_SUPPORTED. NULL:
+ * the backend's own choice (the default). */
+FB_EXPORT fb_status fb_set_implementation(fb_handle handle,
+                                          const char *name);
 
 /* What the last call on this handle did. */
 FB_EXPORT fb_status fb_handle_last_status(fb_handle handle);
@@ -199,6 +206,52 @@ FB_EXPORT FB_WARN_UNUSED fb_status mlp_geglu_forward(
     const void *Wg, const void *bg, const void *Wu, const void *bu,
     const void *Wd, const void *bd, void *Y, int64_t ldy);
 
+/* ---- plans -------------------------------------------------------------
+ * A plan fixes an operation's weights, shapes and epilogue for many calls:
+ * it decides the implementation for every m up to max_m once, packs the
+ * weights once into that implementation's layout, and reserves its
+ * workspace; executing it takes the activations and the output only, and
+ * gives the same bits as the plain routine would. A plan belongs to its
+ * handle (one thread at a time) and is destroyed with it. Device weights
+ * make a GPU plan (under FB_BACKEND_AUTO), whose executions take device
+ * pointers and can be captured in a CUDA graph. The overview is
+ * fb_plan_create_gemm(3). */
+typedef struct fb_plan_s *fb_plan;
+
+/* gemm_bias_act with B (the weights), the epilogue and n, k fixed:
+ *   C (m x n) <- act(alpha op(A) op(B) + beta C + bias), 0 <= m <= max_m.
+ * Positions: 1 handle  2 dtype  3 layout  4 transa  5 transb  6 max_m
+ *   7 n  8 k  9 alpha  10 B  11 ldb  12 beta  13 bias  14 act  15 plan */
+FB_EXPORT FB_WARN_UNUSED fb_status fb_plan_create_gemm(
+    fb_handle handle, fb_dtype dtype, fb_layout layout, fb_transpose transa,
+    fb_transpose transb, int64_t max_m, int64_t n, int64_t k, float alpha,
+    const void *B, int64_t ldb, float beta, const void *bias,
+    fb_activation act, fb_plan *plan);
+/* Positions: 1 plan  2 m  3 A  4 lda  5 C  6 ldc */
+FB_EXPORT FB_WARN_UNUSED fb_status fb_plan_gemm(fb_plan plan, int64_t m,
+                                                const void *A, int64_t lda,
+                                                void *C, int64_t ldc);
+
+/* The gated MLP with its weights and biases fixed, 0 <= m <= max_m.
+ * Positions: 1 handle  2 dtype  3 gate_act  4 max_m  5 k  6 h  7 n
+ *   8 Wg  9 bg  10 Wu  11 bu  12 Wd  13 bd  14 plan */
+FB_EXPORT FB_WARN_UNUSED fb_status fb_plan_create_mlp(
+    fb_handle handle, fb_dtype dtype, fb_activation gate_act, int64_t max_m,
+    int64_t k, int64_t h, int64_t n, const void *Wg, const void *bg,
+    const void *Wu, const void *bu, const void *Wd, const void *bd,
+    fb_plan *plan);
+/* Positions: 1 plan  2 m  3 X  4 ldx  5 Y  6 ldy */
+FB_EXPORT FB_WARN_UNUSED fb_status fb_plan_mlp(fb_plan plan, int64_t m,
+                                               const void *X, int64_t ldx,
+                                               void *Y, int64_t ldy);
+
+/* NULL is accepted and does nothing; a plan that is not live is
+ * FB_STATUS_INVALID_ARGUMENT. */
+FB_EXPORT fb_status fb_plan_destroy(fb_plan plan);
+/* The implementation m rows would run, e.g. "cpu/f32-avx512" or
+ * "cuda-fused/mlp_decode" ("" for a plan that is not live, or an m out of
+ * range or that no implementation takes). */
+FB_EXPORT const char *fb_plan_path(fb_plan plan, int64_t m);
 /* ---- FP8 (OCP e4m3) weights ------------------------------------------
  * Weights stored in one byte (OCP FP8 e4m3: 1 sign, 4 exponent bits of
  * bias 7, 3 mantissa bits; finite range +-448, no infinities, one NaN

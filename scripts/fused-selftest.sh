@@ -43,7 +43,7 @@ for f in tests/fused_selftest.cu $srcs; do
     o=$build/$(basename "$f" .cu).o
     objs="$objs $o"
     nvcc -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a \
-        -Xptxas -v -DFB_HAVE_SM90A=1 ${FUSED_NVCCFLAGS:-} \
+        -Xptxas -v -DFB_HAVE_SM90A=1 -DFBF_SANDBOX ${FUSED_NVCCFLAGS:-} \
         -Iinclude -Ilib/common -Ilib/cuda \
         -c "$f" -o "$o" \
         >"$o.log" 2>&1 &

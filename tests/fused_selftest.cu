@@ -42,6 +42,51 @@
 #include "fused/fused_internal.h"
 #include "device_math.cuh"
 
+#ifndef FBF_SANDBOX
+#error "build with -DFBF_SANDBOX (scripts/fused-selftest.sh): the knobs below"
+#endif
+
+/* The launchers' experiment knobs (fused_internal.h), set for one scope:
+ * the variant sweeps below set them, and they are 0 (each launcher's own
+ * choice) everywhere else. */
+fbf_tuning fbf_knobs;
+struct Knobs {
+    explicit Knobs(const fbf_tuning &t) { fbf_knobs = t; }
+    ~Knobs() { fbf_knobs = fbf_tuning(); }
+};
+
+/* The first family of the tables (shape_rule.cu) that covers the call
+ * runs it, as FB_BACKEND_CUDA_FUSED does (an empty call succeeds as
+ * "cuda-fused/empty"); FB_STATUS_NOT_SUPPORTED if none does.
+ * env->scratch must hold what the family's scratch asks. */
+static fb_status fb_fused_gemm(const fb_fused_env *env,
+                               const fb_gemm_problem *p, char *path,
+                               size_t pathlen)
+{
+    if (p->m == 0 || p->n == 0) {
+        fbf_set_path(path, pathlen, "empty");
+        return FB_STATUS_SUCCESS;
+    }
+    for (const fb_fused_gemm_impl *e = fb_fused_gemm_impls; e->name; ++e)
+        if (e->applies(env, p))
+            return e->run(env, p, path, pathlen);
+    return FB_STATUS_NOT_SUPPORTED;
+}
+
+static fb_status fb_fused_mlp(const fb_fused_env *env,
+                              const fb_mlp_problem *p, char *path,
+                              size_t pathlen)
+{
+    if (p->m == 0 || p->n == 0) {
+        fbf_set_path(path, pathlen, "empty");
+        return FB_STATUS_SUCCESS;
+    }
+    for (const fb_fused_mlp_impl *e = fb_fused_mlp_impls; e->name; ++e)
+        if (e->applies(env, p))
+            return e->run(env, p, path, pathlen);
+    return FB_STATUS_NOT_SUPPORTED;
+}
+
 /* ---- plumbing -------------------------------------------------------- */
 
 static int g_failed = 0, g_passed = 0;
@@ -509,7 +554,8 @@ static fb_status run_mlp(Device &dev, const fb_mlp_problem *p, char *path,
         return fb_fused_mlp(&dev.env, p, path, pathlen);
     fbf_tuning tune = {};
     tune.decode_engine = g_decode_engine;
-    return fbf_decode_mlp(&dev.env, p, &tune, path, pathlen);
+    Knobs knobs(tune);
+    return fbf_decode_mlp(&dev.env, p, FBF_RUN, path, pathlen);
 }
 
 static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
@@ -518,8 +564,9 @@ static fb_status run_prefill(Device &dev, const fb_mlp_problem *p, void *hbuf,
     fbf_tuning tune = {};
     tune.h_only = g_prefill_variant == 1;
     tune.prefill_down_bn = g_prefill_variant == 2 ? 128 : g_prefill_variant == 3 ? 256 : 0;
+    Knobs knobs(tune);
     return fbf_prefill_mlp_wgmma(&dev.env, p, hbuf,
-                                 (size_t)p->m * (size_t)p->h * 2, &tune,
+                                 (size_t)p->m * (size_t)p->h * 2, FBF_RUN,
                                  path, pathlen);
 }
 
@@ -648,6 +695,7 @@ static void check_gemm(Device &dev, const GemmCase &c, uint64_t seed,
     p.transb = c.transb;
     p.m = c.m; p.n = c.n; p.k = c.k;
     p.alpha = c.alpha; p.beta = c.beta;
+    fb_gemm_decide(&p);
     const int64_t arows = c.transa ? c.k : c.m, acols = c.transa ? c.m : c.k;
     const int64_t brows = c.transb ? c.n : c.k, bcols = c.transb ? c.k : c.n;
     p.lda = arows + c.pad;
@@ -693,8 +741,9 @@ static void check_gemm(Device &dev, const GemmCase &c, uint64_t seed,
     char path[96] = "";
     fbf_tuning tune = {};
     tune.decode_engine = g_decode_engine;
+    Knobs knobs(tune);
     const fb_status st = g_decode_engine
-                             ? fbf_decode_gemm(&dev.env, &p, &tune, path, sizeof path)
+                             ? fbf_decode_gemm(&dev.env, &p, FBF_RUN, path, sizeof path)
                              : fb_fused_gemm(&dev.env, &p, path, sizeof path);
     CK(cudaStreamSynchronize(dev.stream));
     CK(cudaGetLastError());
@@ -937,10 +986,11 @@ static void prefill_probe(Device &dev, const MlpCase &c)
         fbf_tuning tune = {};
         tune.prefill_down_bn = vs[v].down_bn;
         tune.h_only = vs[v].h_only;
+        Knobs knobs(tune);
         char path[96];
         const fb_status st = fbf_prefill_mlp_wgmma(&dev.env, &p, g,
                                                    (size_t)c.m * c.h * es,
-                                                   &tune, path, sizeof path);
+                                                   FBF_RUN, path, sizeof path);
         if (st != FB_STATUS_SUCCESS)
             report(false, "probe %s: status %d", vs[v].name, (int)st);
         return st == FB_STATUS_SUCCESS;
@@ -992,8 +1042,9 @@ static void decode_probe(Device &dev, const MlpCase &c)
         tune.hs = vs[v].hs;
         tune.tma_box_cols = vs[v].box;
         tune.tma_xs_kb = vs[v].xs_kb;
+        Knobs knobs(tune);
         char path[96];
-        return fbf_decode_mlp(&dev.env, &p, &tune, path, sizeof path) ==
+        return fbf_decode_mlp(&dev.env, &p, FBF_RUN, path, sizeof path) ==
                FB_STATUS_SUCCESS;
     };
     round_robin(dev, mlp_label(c), names, run, [&](double us) {
@@ -1076,9 +1127,11 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
         for (int v = 1; v <= 5; ++v) {
             if (v == 3)
                 vfirst = 0;
-            fbf_tuning t = {0, 0, 0, v};
+            fbf_tuning t = {};
+            t.tiny_variant = v;
+            Knobs knobs(t);
             CK(cudaMemsetAsync(bufs[0].y, 0xff, ybytes, dev.stream));
-            if (fbf_tiny_mlp(&dev.env, &probs[0], &t, path, sizeof path) !=
+            if (fbf_tiny_mlp(&dev.env, &probs[0], FBF_RUN, path, sizeof path) !=
                 FB_STATUS_SUCCESS) {
                 CK(cudaStreamSynchronize(dev.stream));
                 continue;
@@ -1095,7 +1148,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
                        mlp_label(c).c_str(), v, vfirst);
             }
             const double us = time_us(dev.stream, 3, 30, [&](int i) {
-                (void)fbf_tiny_mlp(&dev.env, &probs[i % sets], &t, path, sizeof path);
+                (void)fbf_tiny_mlp(&dev.env, &probs[i % sets], FBF_RUN, path, sizeof path);
             });
             char line[200];
             snprintf(line, sizeof line, "%-32s tiny variant %d: %7.1f us", shape.c_str(), v, us);
@@ -1113,7 +1166,7 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
             for (auto &q : pm)
                 q.m = mm;
             const double us = time_us(dev.stream, 3, 30, [&](int i) {
-                (void)fbf_tiny_mlp(&dev.env, &pm[i % sets], NULL, path, sizeof path);
+                (void)fbf_tiny_mlp(&dev.env, &pm[i % sets], FBF_RUN, path, sizeof path);
             });
             char line[200];
             snprintf(line, sizeof line, "%-32s m=%-8lld: %7.1f us (%s)", shape.c_str(),
@@ -1132,14 +1185,17 @@ static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
             for (int pk : pref) {
                 if (hs != 0 && pk != 64)
                     continue; /* prefetch varied at the default hs only */
-                fbf_tuning t = {hs, pk, 0, 0};
-                if (fbf_decode_mlp(&dev.env, &probs[0], &t, path, sizeof path) !=
+                fbf_tuning t = {};
+                t.hs = hs;
+                t.prefetch_kb = pk;
+                Knobs knobs(t);
+                if (fbf_decode_mlp(&dev.env, &probs[0], FBF_RUN, path, sizeof path) !=
                     FB_STATUS_SUCCESS) {
                     CK(cudaStreamSynchronize(dev.stream));
                     continue; /* hs does not divide the grid, or no fit */
                 }
                 const double us = time_us(dev.stream, 3, 30, [&](int i) {
-                    (void)fbf_decode_mlp(&dev.env, &probs[i % sets], &t, path, sizeof path);
+                    (void)fbf_decode_mlp(&dev.env, &probs[i % sets], FBF_RUN, path, sizeof path);
                 });
                 char line[200];
                 snprintf(line, sizeof line, "%-32s hs=%-3s prefetch=%4s KiB: %7.1f us  %5.0f GB/s",
@@ -1181,6 +1237,7 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
         p.transb = 0;
         p.m = out; p.n = tokens; p.k = k;
         p.alpha = 1.0f; p.beta = 0.0f;
+        fb_gemm_decide(&p);
         p.a = ws[i]; p.lda = k;
         p.b = xs[i]; p.ldb = k;
         p.c = ys[i]; p.ldc = out;
@@ -1221,8 +1278,9 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
             t.decode_engine = vs[v].engine;
             t.tma_box_cols = vs[v].box;
             t.tma_xs_kb = vs[v].xs_kb;
+            Knobs knobs(t);
             char p2[96];
-            return fbf_decode_gemm(&dev.env, &probs[i % sets], &t, p2, sizeof p2) ==
+            return fbf_decode_gemm(&dev.env, &probs[i % sets], FBF_RUN, p2, sizeof p2) ==
                    FB_STATUS_SUCCESS;
         }, [&](double us) {
             char b[64];

@@ -4,6 +4,9 @@
  * handle's stream and replayed, bit for bit against the same calls made
  * directly (fusedblas(3): the warm-up rule of fb_set_cuda_stream).
  *
+ * Plans too: a plan made once per call below marked "plan", executed
+ * (fb_plan_gemm, fb_plan_mlp) where the others call the routine.
+ *
  * Two orders, as frameworks do it: the handle's stream set before the
  * capture begins, and set while the capture runs (torch.cuda.graph makes
  * its capture stream current first). Each order captures one call of every
@@ -37,6 +40,8 @@ typedef struct call {
     int64_t m, k, h, n;
     fb_activation act;
     int bias;
+    int planned;     /* run through a plan made on the handle */
+    fb_plan plan;
     /* device buffers: inputs, and the output of the graph and the direct
      * call */
     void *x, *w1, *w2, *w3, *b1, *b2, *b3, *out_graph, *out_direct;
@@ -47,6 +52,11 @@ typedef struct call {
     {                                                                          \
         .what = WHAT, .backend = B, .mlp = MLP, .dtype = DT, .m = M, .k = K,   \
         .h = H, .n = N, .act = ACT, .bias = BIAS                               \
+    }
+#define PLAN(WHAT, B, MLP, DT, M, K, H, N, ACT, BIAS)                          \
+    {                                                                          \
+        .what = WHAT, .backend = B, .mlp = MLP, .dtype = DT, .m = M, .k = K,   \
+        .h = H, .n = N, .act = ACT, .bias = BIAS, .planned = 1                 \
     }
 static const call calls[] = {
     CALL("cuda-lt gemm f32 bias gelu_tanh", FB_BACKEND_CUDA_LT, 0, FB_DTYPE_F32,
@@ -79,6 +89,18 @@ static const call calls[] = {
          264, 1536, 2048, 1536, FB_ACT_SILU, 1),
     CALL("cuda (shape rule) mlp bf16", FB_BACKEND_CUDA, 1, FB_DTYPE_BF16, 16,
          1024, 2048, 1024, FB_ACT_GELU_TANH, 0),
+    PLAN("plan: cuda-fused decode mlp bf16", FB_BACKEND_CUDA_FUSED, 1,
+         FB_DTYPE_BF16, 4, 768, 3072, 768, FB_ACT_GELU_TANH, 1),
+    PLAN("plan: cuda-fused tiny mlp bf16", FB_BACKEND_CUDA_FUSED, 1,
+         FB_DTYPE_BF16, 4096, 64, 256, 64, FB_ACT_GELU_TANH, 1),
+    PLAN("plan: cuda-fused decode gemm bf16", FB_BACKEND_CUDA_FUSED, 0,
+         FB_DTYPE_BF16, 4, 1024, 0, 2048, FB_ACT_GELU_TANH, 1),
+    PLAN("plan: cuda-lt gemm bf16 bias silu", FB_BACKEND_CUDA_LT, 0,
+         FB_DTYPE_BF16, 200, 512, 0, 768, FB_ACT_SILU, 1),
+    PLAN("plan: cuda-lt mlp f32", FB_BACKEND_CUDA_LT, 1, FB_DTYPE_F32, 48,
+         256, 512, 256, FB_ACT_GELU_TANH, 0),
+    PLAN("plan: cuda (shape rule) mlp f16 prefill", FB_BACKEND_CUDA, 1,
+         FB_DTYPE_F16, 1024, 768, 3072, 768, FB_ACT_GELU_TANH, 1),
 };
 #define NCALLS ((int)(sizeof calls / sizeof calls[0]))
 
@@ -156,8 +178,26 @@ static void new_inputs(call *c)
     }
 }
 
+/* The plan of a planned call, made on its handle once its weights exist
+ * (they are read in place: fresh weights reach the plan too). */
+static void make_plan(call *c, fb_handle h)
+{
+    const fb_status st =
+        c->mlp ? fb_plan_create_mlp(h, c->dtype, c->act, c->m, c->k, c->h,
+                                    c->n, c->w1, c->b1, c->w2, c->b2, c->w3,
+                                    c->b3, &c->plan)
+               : fb_plan_create_gemm(h, c->dtype, FB_ROW_MAJOR, FB_NO_TRANS,
+                                     FB_TRANS, c->m, c->n, c->k, 1.0f, c->w1,
+                                     c->k, 0.0f, c->b1, c->act, &c->plan);
+    if (st != FB_STATUS_SUCCESS)
+        tap_bail("%s: %s", c->what, fb_handle_last_message(h));
+}
+
 static fb_status run(const call *c, fb_handle h, void *out)
 {
+    if (c->planned)
+        return c->mlp ? fb_plan_mlp(c->plan, c->m, c->x, c->k, out, c->n)
+                      : fb_plan_gemm(c->plan, c->m, c->x, c->k, out, c->n);
     if (c->mlp)
         return mlp_geglu_forward(h, c->dtype, c->act, c->m, c->k, c->h, c->n,
                                  c->x, c->k, c->w1, c->b1, c->w2, c->b2, c->w3,
@@ -318,8 +358,11 @@ int main(void)
         handles[b] = handle_on((fb_backend)(FB_BACKEND_CUDA + b));
     call cs[NCALLS];
     memcpy(cs, calls, sizeof cs);
-    for (int i = 0; i < NCALLS; i++)
+    for (int i = 0; i < NCALLS; i++) {
         make_buffers(&cs[i]);
+        if (cs[i].planned)
+            make_plan(&cs[i], handle_for(handles, cs[i].backend));
+    }
     one_order(0, cs, handles);
     one_order(1, cs, handles);
     for (int i = 0; i < NCALLS; i++)

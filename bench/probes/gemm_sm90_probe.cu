@@ -5,6 +5,7 @@
 // rounded once) and time (median of CUDA-event-timed runs). Not built by
 // make; on a Hopper GPU, from the top of a configured build tree's source:
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -DFB_HAVE_SM90A=1 \
+//     -DFBF_SANDBOX \
 //     -Ilib/cuda -Ilib/common -Iinclude -o gemm_sm90_probe \
 //     bench/probes/gemm_sm90_probe.cu lib/cuda/fused/fused_gemm_sm90.cu \
 //     lib/cuda/fused/fused_tma_map.cu -lcublas && ./gemm_sm90_probe
@@ -52,7 +53,9 @@ fb_status fbf_launch_status(cudaError_t e)
 
 typedef __nv_bfloat16 bf16;
 
-static fbf_tuning g_tune; // engine_mode: 1 ping-pong, 2 cooperative
+// The launchers' knobs (-DFBF_SANDBOX): engine_mode 1 ping-pong, 2
+// cooperative.
+fbf_tuning fbf_knobs;
 
 __global__ void fill(bf16 *p, size_t n, uint32_t seed, float scale)
 {
@@ -186,6 +189,7 @@ static bool check_gemm(cublasHandle_t cb, const fb_fused_env &env, int R,
     p.n = R;
     p.k = K;
     p.alpha = alpha;
+    fb_gemm_decide(&p);
     p.beta = beta;
     p.a = w;
     p.lda = K;
@@ -197,7 +201,7 @@ static bool check_gemm(cublasHandle_t cb, const fb_fused_env &env, int R,
     p.ep.bias_per_row = bias_kind == 1; // engine: on columns
     p.ep.act = (fb_activation)act;
     char path[96] = "";
-    fb_status st = fbf_gemm_sm90(&env, &p, &g_tune, path, sizeof path);
+    fb_status st = fbf_gemm_sm90(&env, &p, FBF_RUN, path, sizeof path);
     CK(cudaDeviceSynchronize());
     unsigned long long *cnt;
     CK(cudaMalloc(&cnt, 16));
@@ -247,6 +251,7 @@ static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
     p.n = R;
     p.k = K;
     p.alpha = 1.0f;
+    fb_gemm_decide(&p);
     p.a = w;
     p.lda = K;
     p.b = x;
@@ -254,7 +259,7 @@ static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
     p.c = d;
     p.ldc = S;
     auto engine = [&] {
-        if (fbf_gemm_sm90(&env, &p, &g_tune, NULL, 0) != FB_STATUS_SUCCESS) {
+        if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS) {
             printf("engine refused\n");
             exit(1);
         }
@@ -264,7 +269,7 @@ static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
     q.ep.bias_per_row = 1;
     q.ep.act = FB_ACT_GELU_TANH;
     auto fused = [&] {
-        if (fbf_gemm_sm90(&env, &q, &g_tune, NULL, 0) != FB_STATUS_SUCCESS)
+        if (fbf_gemm_sm90(&env, &q, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS)
             exit(1);
     };
     float tc = time_ms(env.stream, cublas), te = time_ms(env.stream, engine);
@@ -302,6 +307,7 @@ static void profile_once(cublasHandle_t cb, const fb_fused_env &env, int R,
     p.n = R;
     p.k = K;
     p.alpha = 1.0f;
+    fb_gemm_decide(&p);
     p.a = w;
     p.lda = K;
     p.b = x;
@@ -309,15 +315,15 @@ static void profile_once(cublasHandle_t cb, const fb_fused_env &env, int R,
     p.c = d;
     p.ldc = S;
     for (int mode = 2; mode >= 1; --mode) {
-        g_tune.engine_mode = mode;
-        if (fbf_gemm_sm90(&env, &p, &g_tune, NULL, 0) != FB_STATUS_SUCCESS)
+        fbf_knobs.engine_mode = mode;
+        if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS)
             exit(1);
     }
-    g_tune.engine_mode = 2;
+    fbf_knobs.engine_mode = 2;
     p.ep.bias = bias;
     p.ep.bias_per_row = 1;
     p.ep.act = FB_ACT_GELU_TANH;
-    if (fbf_gemm_sm90(&env, &p, &g_tune, NULL, 0) != FB_STATUS_SUCCESS)
+    if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS)
         exit(1);
     CK(cudaDeviceSynchronize());
 }
@@ -369,7 +375,7 @@ static void time_mlp(cublasHandle_t cb, const fb_fused_env &env, int M, int K,
     p.y = y;
     p.ldy = N;
     auto engine = [&] {
-        if (fbf_mlp_sm90(&env, &p, h, (size_t)M * H * 2, &g_tune, NULL, 0) !=
+        if (fbf_mlp_sm90(&env, &p, h, (size_t)M * H * 2, FBF_RUN, NULL, 0) !=
             FB_STATUS_SUCCESS) {
             printf("engine mlp refused\n");
             exit(1);
@@ -420,7 +426,7 @@ int main(int argc, char **argv)
     // --check-small: the ragged small shapes only (for compute-sanitizer)
     const bool small = argc > 1 && strcmp(argv[1], "--check-small") == 0;
     for (int mi = 0; mi < 2; ++mi) {
-    g_tune.engine_mode = modes[mi];
+    fbf_knobs.engine_mode = modes[mi];
     printf("== engine mode %s\n", modes[mi] == 1 ? "ping-pong" : "cooperative");
     const int shapes[][3] = {{128, 128, 64}, {1, 8, 8}, {77, 200, 40},
                              {1000, 1000, 1000}, {257, 515, 4096},

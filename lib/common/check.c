@@ -260,6 +260,7 @@ void fb_gemm_normalise(const fb_gemm_call *c, fb_gemm_problem *p)
     p->k = c->k;
     p->ep.bias = c->bias;
     p->ep.act = c->act;
+    p->weight_is_a = c->layout == FB_ROW_MAJOR;
     if (c->layout == FB_COL_MAJOR) {
         p->m = c->m, p->n = c->n;
         p->a = c->a, p->lda = c->lda, p->transa = ta;
@@ -273,6 +274,7 @@ void fb_gemm_normalise(const fb_gemm_call *c, fb_gemm_problem *p)
         p->b = c->a, p->ldb = c->lda, p->transb = ta;
         p->ep.bias_per_row = 1;
     }
+    fb_gemm_decide(p);
 }
 
 int fb_check_mlp(const fb_mlp_problem *p, char *msg, size_t len)
@@ -358,4 +360,153 @@ int fb_check_mlp(const fb_mlp_problem *p, char *msg, size_t len)
         fail(&v, M_DTYPE, text);
     }
     return v.arg;
+}
+
+/* ---- plans --------------------------------------------------------------- */
+
+/* Positions of fb_plan_create_gemm's and fb_plan_create_mlp's arguments
+ * (fusedblas.h), and of their executions'. */
+enum {
+    PG_DTYPE = 2, PG_LAYOUT, PG_TRANSA, PG_TRANSB, PG_MAXM, PG_N, PG_K,
+    PG_ALPHA, PG_B, PG_LDB, PG_BETA, PG_BIAS, PG_ACT, PG_PLAN
+};
+enum {
+    PM_DTYPE = 2, PM_ACT, PM_MAXM, PM_K, PM_H, PM_N, PM_WG, PM_BG, PM_WU,
+    PM_BU, PM_WD, PM_BD, PM_PLAN
+};
+enum { PX_M = 2, PX_IN, PX_LDIN, PX_OUT, PX_LDOUT };
+
+static int valid_dtype(fb_dtype t)
+{
+    return t == FB_DTYPE_F32 || t == FB_DTYPE_F16 || t == FB_DTYPE_BF16;
+}
+
+int fb_check_plan_gemm(const fb_gemm_call *c, const void *plan, char *msg,
+                       size_t len)
+{
+    verdict v = {0, msg, len};
+    const int dtype_ok = valid_dtype(c->dtype);
+    const int64_t es = dtype_ok ? fb_dtype_size(c->dtype) : 1;
+    char text[192];
+    if (len > 0)
+        msg[0] = '\0';
+    if (plan == NULL)
+        fail(&v, PG_PLAN, "plan pointer is NULL");
+    if (!valid_act(c->act)) {
+        snprintf(text, sizeof text, "unknown activation %d", (int)c->act);
+        fail(&v, PG_ACT, text);
+    }
+    if (misaligned(c->bias, es))
+        fail(&v, PG_BIAS, "bias is not aligned to its elements");
+    if (c->bias != NULL && c->n > PTRDIFF_MAX / es)
+        fail(&v, PG_BIAS, "bias of length n overflows the address space");
+    if (c->n >= 0 && c->k >= 0) {
+        const int tb = c->transb != FB_NO_TRANS;
+        const int64_t b_r = tb ? c->n : c->k, b_c = tb ? c->k : c->n;
+        const int row = c->layout == FB_ROW_MAJOR;
+        check_matrix(&v, PG_B, PG_LDB, c->b, c->ldb, c->n > 0 && c->k > 0,
+                     row ? b_c : b_r, row ? b_r : b_c, es, "B");
+    }
+    if (c->k < 0)
+        fail(&v, PG_K, "k < 0");
+    if (c->n < 0)
+        fail(&v, PG_N, "n < 0");
+    if (c->m < 1)
+        fail(&v, PG_MAXM, "max_m < 1");
+    if (!valid_trans(c->transb)) {
+        snprintf(text, sizeof text, "unknown transb %d", (int)c->transb);
+        fail(&v, PG_TRANSB, text);
+    }
+    if (!valid_trans(c->transa)) {
+        snprintf(text, sizeof text, "unknown transa %d", (int)c->transa);
+        fail(&v, PG_TRANSA, text);
+    }
+    if (c->layout != FB_ROW_MAJOR && c->layout != FB_COL_MAJOR) {
+        snprintf(text, sizeof text, "unknown layout %d", (int)c->layout);
+        fail(&v, PG_LAYOUT, text);
+    }
+    if (!dtype_ok) {
+        snprintf(text, sizeof text, "unknown dtype %d", (int)c->dtype);
+        fail(&v, PG_DTYPE, text);
+    }
+    return v.arg;
+}
+
+int fb_check_plan_mlp(const fb_mlp_problem *p, const void *plan, char *msg,
+                      size_t len)
+{
+    verdict v = {0, msg, len};
+    const int dtype_ok = valid_dtype(p->dtype);
+    const int64_t es = dtype_ok ? fb_dtype_size(p->dtype) : 1;
+    char text[192];
+    if (len > 0)
+        msg[0] = '\0';
+    if (plan == NULL)
+        fail(&v, PM_PLAN, "plan pointer is NULL");
+    if (p->k >= 0 && p->h >= 0 && p->n >= 0) {
+        const int run = p->n > 0 && p->h > 0;
+        if (misaligned(p->bd, es))
+            fail(&v, PM_BD, "bd is not aligned to its elements");
+        check_matrix(&v, PM_WD, PM_WD, p->wd, p->h > 0 ? p->h : 1, run,
+                     p->h, p->n, es, "Wd");
+        if (misaligned(p->bu, es))
+            fail(&v, PM_BU, "bu is not aligned to its elements");
+        check_matrix(&v, PM_WU, PM_WU, p->wu, p->k > 0 ? p->k : 1,
+                     run && p->k > 0, p->k, p->h, es, "Wu");
+        if (misaligned(p->bg, es))
+            fail(&v, PM_BG, "bg is not aligned to its elements");
+        check_matrix(&v, PM_WG, PM_WG, p->wg, p->k > 0 ? p->k : 1,
+                     run && p->k > 0, p->k, p->h, es, "Wg");
+    }
+    if (p->n < 0)
+        fail(&v, PM_N, "n < 0");
+    if (p->h < 0)
+        fail(&v, PM_H, "h < 0");
+    if (p->k < 0)
+        fail(&v, PM_K, "k < 0");
+    if (p->m < 1)
+        fail(&v, PM_MAXM, "max_m < 1");
+    if (!valid_act(p->gate_act)) {
+        snprintf(text, sizeof text, "unknown gate activation %d",
+                 (int)p->gate_act);
+        fail(&v, PM_ACT, text);
+    }
+    if (!dtype_ok) {
+        snprintf(text, sizeof text, "unknown dtype %d", (int)p->dtype);
+        fail(&v, PM_DTYPE, text);
+    }
+    return v.arg;
+}
+
+/* A routine's position, as its plan's execution numbers it: m, the input
+ * and its ld, the output and its ld; 0 for the rest. */
+static int exec_position(int arg, int m, int in, int ldin, int out,
+                         int ldout)
+{
+    return arg == m ? PX_M : arg == in ? PX_IN : arg == ldin ? PX_LDIN
+         : arg == out ? PX_OUT : arg == ldout ? PX_LDOUT : 0;
+}
+
+int fb_check_plan_gemm_exec(const fb_gemm_call *c, int64_t max_m,
+                            char *msg, size_t len)
+{
+    if (c->m > max_m || c->m < 0) {
+        snprintf(msg, len, "m = %lld is outside [0, max_m = %lld]",
+                 (long long)c->m, (long long)max_m);
+        return PX_M;
+    }
+    const int arg = fb_check_gemm(c, msg, len);
+    return arg == 0 ? 0 : exec_position(arg, G_M, G_A, G_LDA, G_C, G_LDC);
+}
+
+int fb_check_plan_mlp_exec(const fb_mlp_problem *p, int64_t max_m,
+                           char *msg, size_t len)
+{
+    if (p->m > max_m || p->m < 0) {
+        snprintf(msg, len, "m = %lld is outside [0, max_m = %lld]",
+                 (long long)p->m, (long long)max_m);
+        return PX_M;
+    }
+    const int arg = fb_check_mlp(p, msg, len);
+    return arg == 0 ? 0 : exec_position(arg, M_M, M_X, M_LDX, M_Y, M_LDY);
 }

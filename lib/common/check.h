@@ -40,4 +40,19 @@ void fb_gemm_normalise(const fb_gemm_call *call, fb_gemm_problem *p);
 /* Same for mlp_geglu_forward; the problem is the call itself. */
 int fb_check_mlp(const fb_mlp_problem *p, char *msg, size_t len);
 
+/* Plans. Creation: the call's fixed part (for gemm, m is max_m, A and C
+ * are not given; for the MLP, m is max_m, X and Y are not given), plan the
+ * pointer the plan is stored through; positions as fb_plan_create_gemm's
+ * and fb_plan_create_mlp's. Execution: the whole call; an argument at
+ * fault is numbered as the execution's (2 m, 3 input, 4 its ld, 5
+ * output, 6 its ld; 0 for one fixed at creation, which cannot fail). */
+int fb_check_plan_gemm(const fb_gemm_call *call, const void *plan,
+                       char *msg, size_t len);
+int fb_check_plan_mlp(const fb_mlp_problem *p, const void *plan, char *msg,
+                      size_t len);
+int fb_check_plan_gemm_exec(const fb_gemm_call *call, int64_t max_m,
+                            char *msg, size_t len);
+int fb_check_plan_mlp_exec(const fb_mlp_problem *p, int64_t max_m,
+                           char *msg, size_t len);
+
 #endif /* FB_CHECK_H */

@@ -13,6 +13,7 @@
 #define FB_CUDA_MODULE_H
 
 #include <stddef.h>
+#include "plan_segments.h"
 #include "problem.h"
 #include "problem_fp8.h"
 #include "tp_problem.h"
@@ -21,8 +22,17 @@
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 3
+#define FB_CUDA_MODULE_ABI 4
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
+
+/* The module's implementations by name, for fb_set_implementation: the
+ * library knows them without loading the module, and the module's table
+ * (module.cu, with the fused families of fused/shape_rule.cu) uses
+ * these names. */
+#define FB_CUDA_IMPL_NAMES                                                     \
+    "cuda-fused/gemm_tiny", "cuda-fused/gemm_decode", "cuda-fused/gemm_sm90", \
+        "cuda-fused/mlp_tiny", "cuda-fused/mlp_decode",                        \
+        "cuda-fused/mlp_prefill_wgmma", "cuda-fused/mlp_sm90", "cuda-lt"
 
 /* Per-handle CUDA state, owned by the module: device, stream, cuBLASLt
  * handle, plan cache, workspaces. */
@@ -35,6 +45,10 @@ typedef struct fb_cuda_result {
     char message[256];  /* on failure: why, with the CUDA/cuBLAS error text */
 } fb_cuda_result;
 
+/* A plan's GPU side: its choice of implementation for every m up to its
+ * max_m, and the device memory reserved for it. Owned by the module. */
+typedef struct fb_cuda_plan fb_cuda_plan;
+
 typedef struct fb_cuda_module {
     int abi; /* FB_CUDA_MODULE_ABI */
 
@@ -42,25 +56,47 @@ typedef struct fb_cuda_module {
      * FB_STATUS_BACKEND_UNAVAILABLE with the reason in message. */
     fb_status (*probe)(char *message, size_t len);
 
-    /* 1 if p is device or managed memory that kernels can read, else 0. */
-    int (*is_device_pointer)(const void *p);
-
     fb_status (*ctx_create)(fb_cuda_ctx **ctx, int device, char *message,
                             size_t len);
     void (*ctx_destroy)(fb_cuda_ctx *ctx);
     /* A cudaStream_t; NULL is the legacy default stream. */
     void (*ctx_set_stream)(fb_cuda_ctx *ctx, void *stream);
 
-    /* path: FB_BACKEND_CUDA_LT or FB_BACKEND_CUDA_FUSED to force one (the
-     * fused path answers FB_STATUS_NOT_SUPPORTED for a shape it does not
-     * cover), or FB_BACKEND_CUDA to let the module's shape rule choose.
-     * Arguments are already checked. Host pointers are staged through
-     * device memory (synchronously). Nothing is written on failure where
-     * the failure is detected before launch. */
+    /* path: FB_BACKEND_CUDA_LT or FB_BACKEND_CUDA_FUSED to keep to one
+     * (the fused path answers FB_STATUS_NOT_SUPPORTED for a call none of
+     * its families covers), or FB_BACKEND_CUDA to let the module's table
+     * and shape rule choose. forced: the one implementation to run (a
+     * name of FB_CUDA_IMPL_NAMES; NOT_SUPPORTED if it does not take the
+     * call), or NULL. Arguments are already checked. Host pointers are
+     * staged through device memory (synchronously). Nothing is written on
+     * failure where the failure is detected before launch. */
     fb_status (*gemm)(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
-                      fb_backend path, fb_math_mode math, fb_cuda_result *r);
+                      fb_backend path, fb_math_mode math, const char *forced,
+                      fb_cuda_result *r);
     fb_status (*mlp)(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
-                     fb_backend path, fb_math_mode math, fb_cuda_result *r);
+                     fb_backend path, fb_math_mode math, const char *forced,
+                     fb_cuda_result *r);
+
+    /* Plans. Exactly one of g, q is given: the plan's problem with m its
+     * max_m (for gemm the tokens, fb_gemm_tokens) and no activations or
+     * output (NULL pointers, tight leading dimensions), weights in device
+     * memory. Decides the implementation for every m (path and forced as
+     * above) and reserves the context's device buffers for max_m. */
+    fb_status (*plan_create)(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
+                             const fb_mlp_problem *q, fb_backend path,
+                             fb_math_mode math, const char *forced,
+                             fb_cuda_plan **plan, fb_cuda_result *r);
+    /* Runs the plan's choice for p's m (1 <= m <= max_m), device
+     * pointers only: nothing allocated, nothing staged, no
+     * synchronisation; capturable. */
+    fb_status (*plan_gemm)(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
+                           const fb_gemm_problem *p, fb_cuda_result *r);
+    fb_status (*plan_mlp)(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
+                          const fb_mlp_problem *p, fb_cuda_result *r);
+    /* The implementation m rows would run ("cuda-lt",
+     * "cuda-fused/mlp_decode", ...). */
+    const char *(*plan_impl)(const fb_cuda_plan *plan, int64_t m);
+    void (*plan_destroy)(fb_cuda_plan *plan);
 
     /* e4m3 weights (problem_fp8.h), with the same conventions; the data
      * in device memory (host pointers: FB_STATUS_NOT_SUPPORTED). */

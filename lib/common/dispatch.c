@@ -3,6 +3,7 @@
  * dispatch.c -- from a checked call to one backend, and back to a status.
  */
 #include <stdio.h>
+#include <string.h>
 #include "cpu.h"
 #include "cpu_fp8.h"
 #include "cuda_loader.h"
@@ -11,57 +12,61 @@
 #include "dispatch_fp8.h"
 #include "log.h"
 
-typedef struct route {
-    fb_backend backend; /* CPU, or a GPU path for the module */
-    const fb_cuda_module *cuda;
-} route;
-
-static fb_status choose(fb_handle h, const char *routine,
-                        const fb_operand *ops, int nops, route *r);
 static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m);
-static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
-                             const fb_cuda_result *res);
 
 fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
                            const fb_gemm_problem *p, const fb_operand *ops,
                            int nops)
 {
-    route r;
-    fb_status st = choose(h, routine, ops, nops, &r);
+    fb_route r;
+    fb_status st = fb_dispatch_choose(h, routine, ops, nops, &r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
-        st = fb_cpu_gemm(h, p, path, sizeof path);
+        st = fb_cpu_gemm(h, p, fb_handle_forced(h), path, sizeof path);
         if (st != FB_STATUS_SUCCESS)
             return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
         fb_handle_ran(h, FB_BACKEND_CPU, path);
         return st;
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
-    st = r.cuda->gemm(h->cuda, p, r.backend, h->math, &res);
-    return finish_cuda(h, routine, st, &res);
+    st = r.cuda->gemm(h->cuda, p, r.backend, h->math, fb_handle_forced(h),
+                      &res);
+    return fb_dispatch_finish_cuda(h, routine, st, &res);
 }
 
 fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
                           const fb_mlp_problem *p, const fb_operand *ops,
                           int nops)
 {
-    route r;
-    fb_status st = choose(h, routine, ops, nops, &r);
+    fb_route r;
+    fb_status st = fb_dispatch_choose(h, routine, ops, nops, &r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
-        st = fb_cpu_mlp(h, p, path, sizeof path);
+        st = fb_cpu_mlp(h, p, fb_handle_forced(h), path, sizeof path);
         if (st != FB_STATUS_SUCCESS)
             return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
         fb_handle_ran(h, FB_BACKEND_CPU, path);
         return st;
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
-    st = r.cuda->mlp(h->cuda, p, r.backend, h->math, &res);
-    return finish_cuda(h, routine, st, &res);
+    st = r.cuda->mlp(h->cuda, p, r.backend, h->math, fb_handle_forced(h),
+                     &res);
+    return fb_dispatch_finish_cuda(h, routine, st, &res);
+}
+
+int fb_implementation_known(const char *name)
+{
+    static const char *const cuda[] = {FB_CUDA_IMPL_NAMES};
+    if (fb_cpu_knows(name))
+        return 1;
+    for (size_t i = 0; i < sizeof cuda / sizeof cuda[0]; i++)
+        if (strcmp(name, cuda[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -81,8 +86,8 @@ static int first_device_operand(const fb_operand *ops, int nops)
 
 /* The module is loaded here, the first time a call needs it: a CUDA
  * backend named, or device memory under auto. A CPU call never loads it. */
-static fb_status choose(fb_handle h, const char *routine,
-                        const fb_operand *ops, int nops, route *r)
+fb_status fb_dispatch_choose(fb_handle h, const char *routine,
+                             const fb_operand *ops, int nops, fb_route *r)
 {
     char why[256];
     const fb_cuda_module *m = NULL;
@@ -152,8 +157,8 @@ static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m)
     return FB_STATUS_SUCCESS;
 }
 
-static fb_status finish_cuda(fb_handle h, const char *routine, fb_status st,
-                             const fb_cuda_result *res)
+fb_status fb_dispatch_finish_cuda(fb_handle h, const char *routine,
+                                  fb_status st, const fb_cuda_result *res)
 {
     if (st != FB_STATUS_SUCCESS)
         return fb_handle_fail(h, st, 0, "%s: %s", routine, res->message);
@@ -168,8 +173,8 @@ fb_status fb_dispatch_gemm_e4m3(fb_handle h, const char *routine,
                                 const fb_e4m3_gemm_problem *p,
                                 const fb_operand *ops, int nops)
 {
-    route r;
-    fb_status st = choose(h, routine, ops, nops, &r);
+    fb_route r;
+    fb_status st = fb_dispatch_choose(h, routine, ops, nops, &r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (r.backend == FB_BACKEND_CPU) {
@@ -182,15 +187,15 @@ fb_status fb_dispatch_gemm_e4m3(fb_handle h, const char *routine,
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->gemm_e4m3(h->cuda, p, r.backend, &res);
-    return finish_cuda(h, routine, st, &res);
+    return fb_dispatch_finish_cuda(h, routine, st, &res);
 }
 
 fb_status fb_dispatch_mlp_e4m3(fb_handle h, const char *routine,
                                const fb_e4m3_mlp_problem *p,
                                const fb_operand *ops, int nops)
 {
-    route r;
-    fb_status st = choose(h, routine, ops, nops, &r);
+    fb_route r;
+    fb_status st = fb_dispatch_choose(h, routine, ops, nops, &r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     if (r.backend == FB_BACKEND_CPU) {
@@ -203,5 +208,5 @@ fb_status fb_dispatch_mlp_e4m3(fb_handle h, const char *routine,
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->mlp_e4m3(h->cuda, p, r.backend, &res);
-    return finish_cuda(h, routine, st, &res);
+    return fb_dispatch_finish_cuda(h, routine, st, &res);
 }

@@ -21,6 +21,26 @@ typedef struct fb_operand {
     int pos;
 } fb_operand;
 
+/* Where a call goes: the CPU, or a GPU path of the module (loaded, and
+ * the handle's CUDA context made). */
+typedef struct fb_route {
+    fb_backend backend; /* CPU, or a GPU path for the module */
+    const fb_cuda_module *cuda;
+} fb_route;
+
+/* The route for a checked call with these operands; on failure the
+ * handle has recorded why. */
+fb_status fb_dispatch_choose(fb_handle h, const char *routine,
+                             const fb_operand *ops, int nops, fb_route *r);
+
+/* Record a module call's outcome on the handle. */
+fb_status fb_dispatch_finish_cuda(fb_handle h, const char *routine,
+                                  fb_status st, const fb_cuda_result *res);
+
+/* Non-zero if name is an implementation of some backend (the CPU
+ * backend's tables, the CUDA module's), without loading the module. */
+int fb_implementation_known(const char *name);
+
 fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
                            const fb_gemm_problem *p, const fb_operand *ops,
                            int nops);

@@ -3,10 +3,10 @@
  * handle.c -- fb_handle: creation, settings, the per-thread default, the
  * registry of live handles, workspaces and the last call's outcome.
  *
- * A registry of live handles (a small hash set under a mutex) lets every
- * call tell a live handle from a destroyed or made-up pointer without
- * reading the memory it points to, so a stale handle is an invalid
- * argument rather than a use-after-free.
+ * A registry of live handles (registry.h) lets every call tell a live
+ * handle from a destroyed or made-up pointer without reading the memory
+ * it points to, so a stale handle is an invalid argument rather than a
+ * use-after-free.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -15,18 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_loader.h"
+#include "dispatch.h"
 #include "env.h"
 #include "handle.h"
 #include "log.h"
+#include "plan.h"
+#include "registry.h"
 #include "tensor_parallel.h"
 
 /* ---- public API --------------------------------------------------------- */
 
 static fb_handle handle_new(void);
 static void handle_free(fb_handle h);
-static int registry_add(fb_handle h);
-static int registry_remove(fb_handle h);
-static int registry_has(fb_handle h);
+static fb_registry handles = FB_REGISTRY_INIT;
+#define registry_add(h) fb_registry_add(&handles, (h))
+#define registry_remove(h) fb_registry_remove(&handles, (h))
+#define registry_has(h) fb_registry_has(&handles, (h))
 static fb_handle default_handle(void);
 static fb_handle resolve_to_read(fb_handle h, fb_status *status);
 static fb_status not_live(fb_handle h);
@@ -153,6 +157,22 @@ FB_EXPORT fb_status fb_set_cuda_stream(fb_handle handle, void *stream)
         if (m != NULL)
             m->ctx_set_stream(h->cuda, stream);
     }
+    return FB_STATUS_SUCCESS;
+}
+
+FB_EXPORT fb_status fb_set_implementation(fb_handle handle,
+                                          const char *name)
+{
+    SETTER_BEGIN(handle, st);
+    if (name == NULL) {
+        h->implementation[0] = '\0';
+        return FB_STATUS_SUCCESS;
+    }
+    if (!fb_implementation_known(name))
+        return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 2,
+                              "fb_set_implementation: no implementation is "
+                              "named \"%.64s\"", name);
+    snprintf(h->implementation, sizeof h->implementation, "%s", name);
     return FB_STATUS_SUCCESS;
 }
 
@@ -319,6 +339,7 @@ static fb_handle handle_new(void)
 
 static void handle_free(fb_handle h)
 {
+    fb_plans_release(h);
     if (h->cuda != NULL) {
         const fb_cuda_module *m = fb_cuda_get(NULL, 0);
         if (m != NULL)
@@ -370,111 +391,4 @@ static fb_handle default_handle(void)
     if (e->invalid)
         fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, 0, "%s", e->message);
     return h;
-}
-
-/* Registry: open addressing on the pointer's bits, tombstones on removal,
- * rebuilt when 3/4 full (live + tombstones), at a size set by the live
- * handles. A slot holds a live handle, NULL (never used) or TOMBSTONE
- * (removed). The two markers are values a caller can pass as a handle, so
- * a lookup refuses them before it compares any slot. */
-#define TOMBSTONE ((fb_handle)(uintptr_t)1)
-
-static int is_marker(fb_handle h)
-{
-    return h == NULL || h == TOMBSTONE;
-}
-
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static fb_handle *slots;
-static size_t nslots, nused, nlive;
-
-static size_t slot_of(fb_handle h, size_t n)
-{
-    uintptr_t x = (uintptr_t)h;
-    x ^= x >> 17;
-    x *= (uintptr_t)0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 7) & (n - 1);
-}
-
-static int registry_rebuild(void)
-{
-    /* Sized for the live handles alone (at most a quarter full after the
-     * rebuild), so that tombstones left by many create/destroy cycles are
-     * dropped, not carried into an ever larger table. */
-    size_t n = 64;
-    while (n < (nlive + 1) * 4)
-        n *= 2;
-    fb_handle *s = calloc(n, sizeof *s);
-    if (s == NULL)
-        return 0;
-    for (size_t i = 0; i < nslots; i++) {
-        fb_handle h = slots[i];
-        if (is_marker(h))
-            continue;
-        size_t j = slot_of(h, n);
-        while (s[j] != NULL)
-            j = (j + 1) & (n - 1);
-        s[j] = h;
-    }
-    free(slots);
-    slots = s;
-    nslots = n;
-    nused = nlive;
-    return 1;
-}
-
-/* Slot holding the live handle h, or nslots if h is not one. Call with
- * the lock held. */
-static size_t registry_find(fb_handle h)
-{
-    if (nslots == 0 || is_marker(h))
-        return nslots;
-    for (size_t j = slot_of(h, nslots);; j = (j + 1) & (nslots - 1)) {
-        if (slots[j] == h)
-            return j;
-        if (slots[j] == NULL)
-            return nslots;
-    }
-}
-
-static int registry_add(fb_handle h)
-{
-    pthread_mutex_lock(&registry_lock);
-    int ok = 1;
-    if ((nused + 1) * 4 > nslots * 3)
-        ok = registry_rebuild();
-    if (ok) {
-        size_t j = slot_of(h, nslots);
-        while (slots[j] != NULL && slots[j] != TOMBSTONE)
-            j = (j + 1) & (nslots - 1);
-        if (slots[j] == NULL)
-            nused++;
-        slots[j] = h;
-        nlive++;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return ok;
-}
-
-static int registry_remove(fb_handle h)
-{
-    pthread_mutex_lock(&registry_lock);
-    size_t j = registry_find(h);
-    int found = j < nslots;
-    if (found) {
-        /* Only a live handle's slot is found, so nlive counts live
-         * handles. */
-        slots[j] = TOMBSTONE;
-        nlive--;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return found;
-}
-
-static int registry_has(fb_handle h)
-{
-    pthread_mutex_lock(&registry_lock);
-    int found = registry_find(h) < nslots;
-    pthread_mutex_unlock(&registry_lock);
-    return found;
 }

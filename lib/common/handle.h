@@ -21,8 +21,11 @@ struct fb_handle_s {
     int verbose;
     int cuda_device;
     void *cuda_stream;
+    char implementation[48]; /* fb_set_implementation's; "" if none */
     /* CUDA state, made on first GPU call */
     fb_cuda_ctx *cuda;
+    /* the handle's live plans (plan.c), destroyed with it */
+    struct fb_plan_s *plans;
     /* the attached NCCL communicator (tensor_parallel.c), or NULL */
     struct fb_tp_state *tp;
     /* host workspace for the CPU backend, grown on demand, 64-byte aligned */
@@ -35,6 +38,12 @@ struct fb_handle_s {
     char last_path[96];
     char last_message[256];
 };
+
+/* The implementation the handle forces (fb_set_implementation), or NULL. */
+static inline const char *fb_handle_forced(fb_handle h)
+{
+    return h->implementation[0] != '\0' ? h->implementation : NULL;
+}
 
 /* The handle to use for a call: h itself if it is live, the calling
  * thread's default if h is NULL, NULL if h is not a live handle, the

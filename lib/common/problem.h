@@ -41,7 +41,28 @@ typedef struct fb_gemm_problem {
     void *c;
     int64_t ldc;
     fb_epilogue ep;
+    /* Decided once, by fb_gemm_normalise: */
+    int multiply;    /* k > 0 and alpha != 0: A and B are read; otherwise
+                        there is nothing to multiply (BLAS does not
+                        reference them) and C <- act(beta C + bias) */
+    int weight_is_a; /* the layer's weights (the caller's B, op(B) k x n)
+                        are A here, as after a row-major call's swap;
+                        else they are B. The tokens (the caller's m) are
+                        then n here, else m. */
 } fb_gemm_problem;
+
+/* Sets p->multiply from k and alpha: fb_gemm_normalise for every call,
+ * and code that builds a problem of its own (the MLPs' GEMMs). */
+static inline void fb_gemm_decide(fb_gemm_problem *p)
+{
+    p->multiply = p->k > 0 && p->alpha != 0.0f;
+}
+
+/* The caller's m: the rows of the layer's input, whatever the swap. */
+static inline int64_t fb_gemm_tokens(const fb_gemm_problem *p)
+{
+    return p->weight_is_a ? p->n : p->m;
+}
 
 /* Row-major gated MLP, exactly as mlp_geglu_forward() documents. */
 typedef struct fb_mlp_problem {

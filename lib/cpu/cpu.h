@@ -10,11 +10,32 @@
 #include "handle.h"
 #include "problem.h"
 
-/* Run a checked call; path receives what ran, or why it failed. */
-fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p, char *path,
-                      size_t len);
-fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p, char *path,
-                     size_t len);
+/* Run a checked call on the first implementation that takes it
+ * (cpu_impl.h), or on the one named forced (FB_STATUS_NOT_SUPPORTED if it
+ * does not take the call); path receives what ran, or why it failed. */
+fb_status fb_cpu_gemm(fb_handle h, const fb_gemm_problem *p,
+                      const char *forced, char *path, size_t len);
+fb_status fb_cpu_mlp(fb_handle h, const fb_mlp_problem *p,
+                     const char *forced, char *path, size_t len);
+
+/* Plans (cpu_plan.c): g or q is the plan's problem with m at its max_m
+ * (a gemm's tokens) and no activations or output. Creation decides the
+ * implementation for every m, packs the weights of those that pack them
+ * and reserves the workspace; msg says why it failed. */
+typedef struct fb_cpu_plan fb_cpu_plan;
+fb_status fb_cpu_plan_create(fb_handle h, const fb_gemm_problem *g,
+                             const fb_mlp_problem *q, const char *forced,
+                             fb_cpu_plan **plan, char *msg, size_t len);
+fb_status fb_cpu_plan_gemm(fb_handle h, const fb_cpu_plan *plan,
+                           const fb_gemm_problem *p, char *path, size_t len);
+fb_status fb_cpu_plan_mlp(fb_handle h, const fb_cpu_plan *plan,
+                          const fb_mlp_problem *p, char *path, size_t len);
+/* The implementation m rows would run ("" if none takes them). */
+const char *fb_cpu_plan_impl(const fb_cpu_plan *plan, int64_t m);
+void fb_cpu_plan_destroy(fb_cpu_plan *plan);
+
+/* Non-zero if name is one of the CPU backend's implementations. */
+int fb_cpu_knows(const char *name);
 
 /* Non-zero if v fits OpenBLAS's integer (32-bit in the usual builds).
  * Asked only where OpenBLAS is about to be called: a leading dimension

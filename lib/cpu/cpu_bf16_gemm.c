@@ -17,12 +17,13 @@
  * vectors down its columns, which is also where a row-major call's bias
  * runs.
  *
- * The whole call is packed first (threads share the panels), so that a
- * call the kernel would get wrong is found before anything is written:
  * VDPBF16PS reads denormal inputs as zero (and a denormal times a huge
  * value is not small), and flushes denormal products and sums, which IEEE
  * fp32 keeps; fb_bf16_products_exact rules those out from the smallest
- * exponents of A and B, and such calls decline to the fp32 panels. C is
+ * exponents of A and B, which applies() reads before any work (a plan's
+ * packed weights carry theirs), so that such a call goes to the next
+ * implementation with nothing done. Both operands are then packed whole
+ * (threads share the panels; a plan's weights are packed already). C is
  * cut into blocks (about 256 x 192) that each thread finishes in turn:
  * the block's fp32 accumulators (in L2) take the k range in equal chunks
  * of at most 768 (A's chunk in L2, a 12-column B panel in L1), then
@@ -43,6 +44,7 @@
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_f32_kernel.h" /* fb_f32_axpy: AVX512-BF16 implies AVX-512F */
+#include "cpu_impl.h"
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
@@ -50,12 +52,6 @@
  * columns; fp32 accumulators 256 x 192 x 4 = 192 KiB. */
 #define BLOCK_APANELS 8
 #define BLOCK_BPANELS 16
-
-int fb_cpu_bf16_gemm_applies(const fb_gemm_problem *p)
-{
-    return p->dtype == FB_DTYPE_BF16 && p->k > 0 && p->alpha != 0.0f &&
-           fb_cpu_bf16_available();
-}
 
 /* Where op(A)'s row 0 and op(B)'s column 0 start, and whether they run
  * along k in storage. */
@@ -90,79 +86,160 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
     }
 }
 
-int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
-                     fb_status *st, char *path, size_t len)
+/* The call's blocking and workspace. */
+typedef struct layout {
+    int64_t kp, apanels, bpanels, astride, bstride, ldacc;
+    fb_packed_blocking b;
+    int threads;
+    size_t bias_bytes, a_bytes, b_bytes, per_thread;
+} layout;
+
+static layout layout_of(const fb_gemm_problem *p, int threads)
+{
+    layout l;
+    l.kp = (p->k + 1) / 2;
+    l.apanels = (p->m + FB_BF16_MR - 1) / FB_BF16_MR;
+    l.bpanels = (p->n + FB_BF16_NR - 1) / FB_BF16_NR;
+    l.astride = fb_bf16_panel_elems(l.kp, FB_BF16_MR);
+    l.bstride = fb_bf16_panel_elems(l.kp, FB_BF16_NR);
+    int t = threads > 0 ? threads : 1;
+    l.b = fb_packed_blocks(l.apanels, l.bpanels, t, BLOCK_APANELS,
+                           BLOCK_BPANELS);
+    if (t > l.b.mblocks * l.b.nblocks)
+        t = (int)(l.b.mblocks * l.b.nblocks);
+    l.threads = t;
+    /* The bias in fp32; packed A and B; per thread, the block's
+     * accumulators and a column of old C. All in 64-byte units. */
+    const int64_t bias_len = p->ep.bias_per_row ? p->m : p->n;
+    l.ldacc = l.b.ap * FB_BF16_MR;
+    l.bias_bytes = fb_packed_round64((size_t)bias_len * 4);
+    l.a_bytes = fb_packed_round64((size_t)l.apanels * (size_t)l.astride * 2);
+    l.b_bytes = fb_packed_round64((size_t)l.bpanels * (size_t)l.bstride * 2);
+    l.per_thread = fb_packed_round64(
+        ((size_t)l.ldacc * (size_t)(l.b.bp * FB_BF16_NR) + (size_t)l.ldacc) *
+        4);
+    return l;
+}
+
+/* Packed weights (a plan's): their smallest exponent field, then the
+ * panels of the weight operand, 64 bytes on. */
+#define PACK_HEADER 64
+
+static size_t pack_bytes(const fb_gemm_problem *p)
+{
+    const layout l = layout_of(p, 1);
+    return PACK_HEADER + (p->weight_is_a ? l.a_bytes : l.b_bytes);
+}
+
+static int pack_weights(const fb_gemm_problem *p, int threads, void *dst)
+{
+    const layout l = layout_of(p, 1);
+    fb_bf16_operand opa, opb;
+    operands(p, &opa, &opb);
+    const fb_bf16_operand *w = p->weight_is_a ? &opa : &opb;
+    const int64_t rows = p->weight_is_a ? p->m : p->n;
+    const int r = p->weight_is_a ? FB_BF16_MR : FB_BF16_NR;
+    const int64_t panels = p->weight_is_a ? l.apanels : l.bpanels;
+    uint16_t *out = (uint16_t *)((char *)dst + PACK_HEADER);
+    int emin = 255;
+#pragma omp parallel num_threads(threads) if (threads > 1) \
+    reduction(min : emin)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int e = fb_bf16_pack(w, rows, p->k, r, panels * tid / nt,
+                                   panels * (tid + 1) / nt, out);
+        emin = e < emin ? e : emin;
+    }
+    return emin;
+}
+
+static void pack(const fb_gemm_problem *p, int threads, void *dst)
+{
+    *(int *)dst = pack_weights(p, threads, dst);
+}
+
+/* The smallest exponent fields of op(A) and op(B): the packed weights'
+ * as packing found it, the rest read now. */
+static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
+{
+    if (p->dtype != FB_DTYPE_BF16 || !p->multiply || !fb_cpu_bf16_available())
+        return 0;
+    fb_bf16_operand opa, opb;
+    operands(p, &opa, &opb);
+    /* A plan being made (no X yet): X is judged at each call, the weights
+     * once they are packed. */
+    if ((p->weight_is_a ? opb.base : opa.base) == NULL && c->packed == NULL)
+        return 1;
+    const int packed_w = c->packed != NULL ? *(const int *)c->packed : -1;
+    const int ea = c->packed != NULL && p->weight_is_a
+                       ? packed_w
+                       : fb_bf16_min_field(&opa, p->m, p->k, c->threads);
+    const int eb = c->packed != NULL && !p->weight_is_a
+                       ? packed_w
+                       : fb_bf16_min_field(&opb, p->n, p->k, c->threads);
+    if (fb_bf16_products_exact(ea, eb))
+        return 1;
+    fb_log(c->h, "bf16 kernel: smallest exponent fields %d (A), %d (B): "
+                 "VDPBF16PS could flush; another implementation instead",
+           ea, eb);
+    return 0;
+}
+
+static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
+{
+    const layout l = layout_of(p, threads);
+    return l.bias_bytes + (packed && p->weight_is_a ? 0 : l.a_bytes) +
+           (packed && !p->weight_is_a ? 0 : l.b_bytes) +
+           l.per_thread * (size_t)l.threads;
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
+                     char *path, size_t len)
 {
     const int64_t m = p->m, n = p->n, k = p->k;
-    const int64_t kp = (k + 1) / 2;
-    const int64_t apanels = (m + FB_BF16_MR - 1) / FB_BF16_MR;
-    const int64_t bpanels = (n + FB_BF16_NR - 1) / FB_BF16_NR;
-    int t = threads > 0 ? threads : 1;
-    const fb_packed_blocking b =
-        fb_packed_blocks(apanels, bpanels, t, BLOCK_APANELS, BLOCK_BPANELS);
+    const layout l = layout_of(p, c->threads);
+    const fb_packed_blocking b = l.b;
     const int64_t nblk = b.mblocks * b.nblocks;
-    if (t > nblk)
-        t = (int)nblk;
-
-    /* Workspace: the bias in fp32; packed A and B; per thread, the block's
-     * accumulators and a column of old C. All in 64-byte units. */
-    const int64_t bias_len = p->ep.bias_per_row ? m : n;
-    const int64_t ldacc = b.ap * FB_BF16_MR;
-    const size_t bias_bytes = fb_packed_round64((size_t)bias_len * 4);
-    const size_t a_bytes = fb_packed_round64(
-        (size_t)apanels * (size_t)fb_bf16_panel_elems(kp, FB_BF16_MR) * 2);
-    const size_t b_bytes = fb_packed_round64(
-        (size_t)bpanels * (size_t)fb_bf16_panel_elems(kp, FB_BF16_NR) * 2);
-    const size_t per_thread = fb_packed_round64(
-        ((size_t)ldacc * (size_t)(b.bp * FB_BF16_NR) + (size_t)ldacc) * 4);
-    const size_t bytes = bias_bytes + a_bytes + b_bytes +
-                         per_thread * (size_t)t;
-    char *ws = fb_handle_workspace(h, bytes);
-    if (ws == NULL) {
-        snprintf(path, len, "bf16 kernel: cannot allocate %zu bytes of "
-                 "workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
-    }
+    const int t = l.threads;
+    const int pa = c->packed != NULL && p->weight_is_a;
+    const int pb = c->packed != NULL && !p->weight_is_a;
+    char *ws = c->ws;
     float *bias32 = NULL;
     if (p->ep.bias != NULL) {
         bias32 = (float *)ws;
-        fb_cpu_to_f32(FB_DTYPE_BF16, p->ep.bias, bias32, bias_len);
+        fb_cpu_to_f32(FB_DTYPE_BF16, p->ep.bias, bias32,
+                      p->ep.bias_per_row ? m : n);
     }
-    uint16_t *apack = (uint16_t *)(ws + bias_bytes);
-    uint16_t *bpack = (uint16_t *)(ws + bias_bytes + a_bytes);
-    char *thread_ws = ws + bias_bytes + a_bytes + b_bytes;
+    char *cur = ws + l.bias_bytes;
+    const uint16_t *wpack = c->packed == NULL
+                                ? NULL
+                                : (const uint16_t *)((const char *)c->packed +
+                                                     PACK_HEADER);
+    uint16_t *apack = pa ? NULL : (uint16_t *)cur;
+    cur += pa ? 0 : l.a_bytes;
+    uint16_t *bpack = pb ? NULL : (uint16_t *)cur;
+    cur += pb ? 0 : l.b_bytes;
+    char *thread_ws = cur;
+    const uint16_t *ap = pa ? wpack : apack, *bp = pb ? wpack : bpack;
     fb_bf16_operand opa, opb;
     operands(p, &opa, &opb);
-    const int64_t astride = fb_bf16_panel_elems(kp, FB_BF16_MR);
-    const int64_t bstride = fb_bf16_panel_elems(kp, FB_BF16_NR);
-    int emin_a = 255, emin_b = 255;
 
-    /* Pack: each thread its share of the panels of both operands. */
-#pragma omp parallel num_threads(t) if (t > 1) reduction(min : emin_a, emin_b)
-    {
-        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int ea = fb_bf16_pack(&opa, m, k, FB_BF16_MR,
-                                    apanels * tid / nt,
-                                    apanels * (tid + 1) / nt, apack);
-        const int eb = fb_bf16_pack(&opb, n, k, FB_BF16_NR,
-                                    bpanels * tid / nt,
-                                    bpanels * (tid + 1) / nt, bpack);
-        emin_a = ea < emin_a ? ea : emin_a;
-        emin_b = eb < emin_b ? eb : emin_b;
-    }
-    if (!fb_bf16_products_exact(emin_a, emin_b)) {
-        fb_log(h, "bf16 kernel: smallest exponent fields %d (A), %d (B): "
-                  "VDPBF16PS could flush; the fp32 panels instead",
-               emin_a, emin_b);
-        return 0;
-    }
-
+    /* Pack what is not packed yet: each thread its share of the panels;
+     * then every thread may read every panel. */
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
-        float *old = acc + ldacc * b.bp * FB_BF16_NR;
+        if (!pa)
+            (void)fb_bf16_pack(&opa, m, k, FB_BF16_MR,
+                               l.apanels * tid / nt,
+                               l.apanels * (tid + 1) / nt, apack);
+        if (!pb)
+            (void)fb_bf16_pack(&opb, n, k, FB_BF16_NR,
+                               l.bpanels * tid / nt,
+                               l.bpanels * (tid + 1) / nt, bpack);
+#pragma omp barrier
+        float *acc = (float *)(thread_ws + l.per_thread * (size_t)tid);
+        float *old = acc + l.ldacc * b.bp * FB_BF16_NR;
         /* Contiguous runs of blocks, row blocks fastest: consecutive
          * blocks share their B panels. */
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
@@ -170,10 +247,10 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
             const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
             const fb_packed_block blk = fb_packed_block_at(
                 &b, bi, bj, m, n, FB_BF16_MR, FB_BF16_NR);
-            fb_bf16_block(apack + blk.pa0 * astride, astride, blk.na,
-                          bpack + blk.pb0 * bstride, bstride, blk.nb, kp,
-                          p->alpha, 0, acc, ldacc);
-            finish_block(p, bias32, acc, ldacc, blk.i0, blk.j0, blk.rows,
+            fb_bf16_block(ap + blk.pa0 * l.astride, l.astride, blk.na,
+                          bp + blk.pb0 * l.bstride, l.bstride, blk.nb, l.kp,
+                          p->alpha, 0, acc, l.ldacc);
+            finish_block(p, bias32, acc, l.ldacc, blk.i0, blk.j0, blk.rows,
                          blk.cols, old);
         }
     }
@@ -181,6 +258,9 @@ int fb_cpu_bf16_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
              "threads=%d", FB_BF16_MR, FB_BF16_NR,
              (long long)(b.ap * FB_BF16_MR), (long long)(b.bp * FB_BF16_NR),
              t);
-    *st = FB_STATUS_SUCCESS;
-    return 1;
+    return FB_STATUS_SUCCESS;
 }
+
+const fb_cpu_gemm_impl fb_cpu_gemm_bf16 = {
+    "cpu/bf16-avx512bf16", FB_CPU_OWN_THREADS, applies, workspace,
+    pack_bytes, pack, run};

@@ -22,9 +22,11 @@
  * per 32 elements.
  */
 #include "config.h"
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_bf16_kernel.h"
+#include "cpu_small_m.h"
 #include "env.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -82,6 +84,26 @@ int fb_cpu_bf16_available(void)
     if (!v)
         return 0;
     return !fb_env_get()->cpu_no_bf16;
+}
+
+int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
+                      int threads)
+{
+    /* The stored matrix: rows lines of k elements, or k lines of rows. */
+    const int64_t lines = x->k_contiguous ? rows : k;
+    const int64_t len = x->k_contiguous ? k : rows;
+    int lo = 255;
+    if (x->base == NULL || lines <= 0 || len <= 0)
+        return lo; /* no values (a plan's X, not known yet) */
+#pragma omp parallel for num_threads(threads) schedule(static) \
+    reduction(min : lo) if (threads > 1 && lines * len >= ((int64_t)1 << 16))
+    for (int64_t i = 0; i < lines; i += 64) {
+        const int64_t n = lines - i < 64 ? lines - i : 64;
+        const int f = fb_cpu_bf16_min_field(
+            (const uint16_t *)x->base + i * x->ld, n, len, x->ld);
+        lo = f < lo ? f : lo;
+    }
+    return lo;
 }
 
 #if defined(FB_BF16_X86)

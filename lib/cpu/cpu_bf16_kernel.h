@@ -8,7 +8,8 @@
  * op(B)) holds, for each pair p of k, R 32-bit words; word r is
  * (X(r, 2p), X(r, 2p + 1)), the second a zero past an odd k, and rows past
  * the matrix are zero words. A panel of kp pairs is kp * 2R bf16.
- * Everything here must only be called when fb_cpu_bf16_available().
+ * Everything here but fb_bf16_min_field must only be called when
+ * fb_cpu_bf16_available().
  */
 #ifndef FB_CPU_BF16_KERNEL_H
 #define FB_CPU_BF16_KERNEL_H
@@ -37,6 +38,12 @@ static inline int64_t fb_bf16_panel_elems(int64_t kp, int r)
  * non-zero elements read, 255 if there were none. */
 int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
                  int64_t q0, int64_t q1, uint16_t *dst);
+
+/* The smallest exponent field among the non-zero elements of the rows x k
+ * operand x, as fb_bf16_pack would return it, without packing: on up to
+ * threads threads. Any CPU. 255 (none) for a NULL base. */
+int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
+                      int threads);
 
 /* Whether VDPBF16PS computes A B exactly as IEEE fp32 arithmetic would,
  * given the smallest exponent fields ea, eb of A's and B's non-zero

@@ -6,11 +6,12 @@
  *
  *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
  *
- * All three weights and X are packed once, k-pair interleaved, by all
- * threads together, before anything is computed: where the gate or up
- * projection could meet VDPBF16PS's flushing (fb_bf16_products_exact on
- * X and Wg, X and Wu), or Wd holds a denormal, the call declines with
- * nothing written, and cpu_mlp.c's fp32 panels run it. Threads then take
+ * Where the gate or up projection could meet VDPBF16PS's flushing
+ * (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a denormal,
+ * the call is not this kernel's: applies() finds it from the smallest
+ * exponent fields before any work, and the next implementation runs it.
+ * All three weights (unless a plan packed them already) and X are packed
+ * once, k-pair interleaved, by all threads together. Threads then take
  * blocks of at most 96 rows from a queue (cpu_packed_blocking.h). For
  * one row block and one chunk of the hidden width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, 96 KiB each, in L2
@@ -33,6 +34,7 @@
 #include "cpu_bf16_kernel.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_impl.h"
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
@@ -42,12 +44,6 @@
 #define HIDDEN_PANELS 8
 #define MB (ROW_PANELS * FB_BF16_NR)
 #define HC (HIDDEN_PANELS * FB_BF16_MR)
-
-int fb_cpu_bf16_mlp_applies(const fb_mlp_problem *p, int64_t min_rows)
-{
-    return p->dtype == FB_DTYPE_BF16 && p->m > min_rows && p->k > 0 &&
-           p->h > 0 && fb_cpu_bf16_available();
-}
 
 typedef struct mlp_packed {
     const uint16_t *x, *wg, *wu, *wd;
@@ -132,103 +128,202 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
     return slow;
 }
 
-int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
-                    char *path, size_t len)
+/* Rows of X the decode kernel takes first (cpu_small_m_mlp.c); fewer are
+ * not this kernel's. */
+#define MIN_ROWS 16
+
+/* The call's sizes: the biases in fp32, packed X, packed Wg, Wu and Wd,
+ * then per thread G, U, Y's accumulators, H and H packed. */
+typedef struct layout {
+    int threads;
+    fb_row_queue queue;
+    int64_t kp, hp, xpanels, wpanels, dpanels;
+    size_t bias_bytes, x_bytes, w_bytes, d_bytes, acc_bytes, y_bytes,
+        h_bytes, per_thread;
+} layout;
+
+static layout layout_of(const fb_mlp_problem *p, int threads)
+{
+    layout l;
+    l.kp = (p->k + 1) / 2, l.hp = (p->h + 1) / 2;
+    l.xpanels = (p->m + FB_BF16_NR - 1) / FB_BF16_NR;
+    l.wpanels = (p->h + FB_BF16_MR - 1) / FB_BF16_MR;
+    l.dpanels = (p->n + FB_BF16_MR - 1) / FB_BF16_MR;
+    /* Fewer rows per block when there are too few for every thread. */
+    l.threads = threads;
+    l.queue = fb_row_queue_make(l.xpanels, ROW_PANELS, &l.threads);
+    const int64_t xstride = fb_bf16_panel_elems(l.kp, FB_BF16_NR);
+    const int64_t wstride = fb_bf16_panel_elems(l.kp, FB_BF16_MR);
+    const int64_t dstride = fb_bf16_panel_elems(l.hp, FB_BF16_MR);
+    l.bias_bytes = fb_packed_round64((size_t)(2 * p->h + p->n) * 4);
+    l.x_bytes = fb_packed_round64((size_t)(l.xpanels * xstride) * 2);
+    l.w_bytes = fb_packed_round64((size_t)(l.wpanels * wstride) * 2);
+    l.d_bytes = fb_packed_round64((size_t)(l.dpanels * dstride) * 2);
+    l.acc_bytes = (size_t)HC * MB * 4;
+    l.y_bytes = (size_t)(l.dpanels * FB_BF16_MR) * MB * 4;
+    l.h_bytes = (size_t)MB * HC * 2;
+    l.per_thread = 2 * l.acc_bytes + l.y_bytes + 2 * l.h_bytes;
+    return l;
+}
+
+/* Packed weights (a plan's): the smallest exponent fields of Wg, Wu and
+ * Wd, then their panels, 64 bytes on. */
+#define PACK_HEADER 64
+
+static size_t pack_bytes(const fb_mlp_problem *p)
+{
+    const layout l = layout_of(p, 1);
+    return PACK_HEADER + 2 * l.w_bytes + l.d_bytes;
+}
+
+static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
+{
+    const layout l = layout_of(p, threads);
+    return l.bias_bytes + l.x_bytes +
+           (packed ? 0 : 2 * l.w_bytes + l.d_bytes) +
+           l.per_thread * (size_t)l.threads;
+}
+
+/* The weights' operands, as op(A) of their GEMMs. */
+static void weight_operands(const fb_mlp_problem *p, fb_bf16_operand *g,
+                            fb_bf16_operand *u, fb_bf16_operand *d)
+{
+    *g = (fb_bf16_operand){p->wg, p->k, 1};
+    *u = (fb_bf16_operand){p->wu, p->k, 1};
+    *d = (fb_bf16_operand){p->wd, p->h, 1};
+}
+
+/* Each thread its share of the weights' panels; the smallest exponent
+ * fields found, in e[3]. */
+static void pack_share(const fb_mlp_problem *p, const layout *l, int tid,
+                       int nt, uint16_t *wgq, uint16_t *wuq, uint16_t *wdq,
+                       int e[3])
+{
+    fb_bf16_operand gop, uop, dop;
+    weight_operands(p, &gop, &uop, &dop);
+    e[0] = fb_bf16_pack(&gop, p->h, p->k, FB_BF16_MR, l->wpanels * tid / nt,
+                        l->wpanels * (tid + 1) / nt, wgq);
+    e[1] = fb_bf16_pack(&uop, p->h, p->k, FB_BF16_MR, l->wpanels * tid / nt,
+                        l->wpanels * (tid + 1) / nt, wuq);
+    e[2] = fb_bf16_pack(&dop, p->n, p->h, FB_BF16_MR, l->dpanels * tid / nt,
+                        l->dpanels * (tid + 1) / nt, wdq);
+}
+
+static void pack(const fb_mlp_problem *p, int threads, void *dst)
+{
+    const layout l = layout_of(p, 1);
+    uint16_t *wgq = (uint16_t *)((char *)dst + PACK_HEADER);
+    uint16_t *wuq = (uint16_t *)((char *)wgq + l.w_bytes);
+    uint16_t *wdq = (uint16_t *)((char *)wuq + l.w_bytes);
+    int eg = 255, eu = 255, ed = 255;
+#pragma omp parallel num_threads(threads) if (threads > 1) \
+    reduction(min : eg, eu, ed)
+    {
+        int e[3];
+        pack_share(p, &l, omp_get_thread_num(), omp_get_num_threads(), wgq,
+                   wuq, wdq, e);
+        eg = e[0] < eg ? e[0] : eg;
+        eu = e[1] < eu ? e[1] : eu;
+        ed = e[2] < ed ? e[2] : ed;
+    }
+    int *fields = dst;
+    fields[0] = eg, fields[1] = eu, fields[2] = ed;
+}
+
+/* Where the gate or up projection could meet VDPBF16PS's flushing
+ * (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a
+ * denormal, the call is not this kernel's: found from the smallest
+ * exponent fields (the packed weights carry theirs) before any work. */
+static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
+{
+    if (p->dtype != FB_DTYPE_BF16 || p->m <= MIN_ROWS || p->k <= 0 ||
+        p->h <= 0 || !fb_cpu_bf16_available())
+        return 0;
+    /* A plan being made (no X yet): X is judged at each call, the weights
+     * once they are packed. */
+    if (p->x == NULL && c->packed == NULL)
+        return 1;
+    int e[3];
+    if (c->packed != NULL) {
+        memcpy(e, c->packed, sizeof e);
+    } else {
+        fb_bf16_operand gop, uop, dop;
+        weight_operands(p, &gop, &uop, &dop);
+        e[0] = fb_bf16_min_field(&gop, p->h, p->k, c->threads);
+        e[1] = fb_bf16_min_field(&uop, p->h, p->k, c->threads);
+        e[2] = fb_bf16_min_field(&dop, p->n, p->h, c->threads);
+    }
+    const fb_bf16_operand xop = {p->x, p->ldx, 1};
+    const int ex = fb_bf16_min_field(&xop, p->m, p->k, c->threads);
+    if (fb_bf16_products_exact(ex, e[0]) &&
+        fb_bf16_products_exact(ex, e[1]) && e[2] > 0)
+        return 1;
+    fb_log(c->h, "bf16 MLP kernel: smallest exponent fields %d (X), %d "
+                 "(Wg), %d (Wu), %d (Wd): VDPBF16PS could flush; another "
+                 "implementation instead", ex, e[0], e[1], e[2]);
+    return 0;
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
+                     char *path, size_t len)
 {
     const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
-    const int64_t kp = (k + 1) / 2, hp = (hid + 1) / 2;
-    const int64_t xpanels = (m + FB_BF16_NR - 1) / FB_BF16_NR;
-    const int64_t wpanels = (hid + FB_BF16_MR - 1) / FB_BF16_MR;
-    const int64_t dpanels = (n + FB_BF16_MR - 1) / FB_BF16_MR;
-    const double flops = 2.0 * (double)m *
-                         (2.0 * (double)hid * (double)k + (double)hid * (double)n);
-    int t = fb_cpu_own_threads(h, flops);
-    /* Fewer rows per block when there are too few for every thread. */
-    fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
-    const int64_t mb = queue.most * FB_BF16_NR;
+    layout l = layout_of(p, c->threads);
+    const int t = l.threads;
+    const int64_t mb = l.queue.most * FB_BF16_NR;
+    const int packed = c->packed != NULL;
 
     mlp_packed pk;
-    pk.xstride = fb_bf16_panel_elems(kp, FB_BF16_NR);
-    pk.wstride = fb_bf16_panel_elems(kp, FB_BF16_MR);
-    pk.dstride = fb_bf16_panel_elems(hp, FB_BF16_MR);
-    pk.dpanels = dpanels;
-    pk.emin_wd = 0; /* set once Wd is packed */
-    const size_t bias_bytes = fb_packed_round64((size_t)(2 * hid + n) * 4);
-    const size_t x_bytes = fb_packed_round64((size_t)(xpanels * pk.xstride) * 2);
-    const size_t w_bytes = fb_packed_round64((size_t)(wpanels * pk.wstride) * 2);
-    const size_t d_bytes = fb_packed_round64((size_t)(dpanels * pk.dstride) * 2);
-    const size_t acc_bytes = (size_t)HC * MB * 4;
-    const size_t y_bytes = (size_t)(dpanels * FB_BF16_MR) * MB * 4;
-    const size_t h_bytes = (size_t)MB * HC * 2;
-    const size_t per_thread = 2 * acc_bytes + y_bytes + 2 * h_bytes;
-    const size_t bytes = bias_bytes + x_bytes + 2 * w_bytes + d_bytes +
-                         per_thread * (size_t)t;
-    char *ws = fb_handle_workspace(h, bytes);
-    if (ws == NULL) {
-        snprintf(path, len, "bf16 MLP kernel: cannot allocate %zu bytes of "
-                 "workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
-    }
+    pk.xstride = fb_bf16_panel_elems(l.kp, FB_BF16_NR);
+    pk.wstride = fb_bf16_panel_elems(l.kp, FB_BF16_MR);
+    pk.dstride = fb_bf16_panel_elems(l.hp, FB_BF16_MR);
+    pk.dpanels = l.dpanels;
+    char *ws = c->ws;
     float *b32 = (float *)ws;
     pk.bg = pk.bu = pk.bd = NULL;
     if (p->bg) fb_cpu_to_f32(FB_DTYPE_BF16, p->bg, b32, hid), pk.bg = b32;
     if (p->bu) fb_cpu_to_f32(FB_DTYPE_BF16, p->bu, b32 + hid, hid), pk.bu = b32 + hid;
     if (p->bd) fb_cpu_to_f32(FB_DTYPE_BF16, p->bd, b32 + 2 * hid, n), pk.bd = b32 + 2 * hid;
-    char *cur = ws + bias_bytes;
+    char *cur = ws + l.bias_bytes;
     uint16_t *xq = (uint16_t *)cur;
-    uint16_t *wgq = (uint16_t *)(cur += x_bytes);
-    uint16_t *wuq = (uint16_t *)(cur += w_bytes);
-    uint16_t *wdq = (uint16_t *)(cur += w_bytes);
-    char *thread_ws = cur + d_bytes;
+    cur += l.x_bytes;
+    char *wbase = packed ? (char *)c->packed + PACK_HEADER : cur;
+    uint16_t *wgq = (uint16_t *)wbase;
+    uint16_t *wuq = (uint16_t *)(wbase + l.w_bytes);
+    uint16_t *wdq = (uint16_t *)(wbase + 2 * l.w_bytes);
+    char *thread_ws = packed ? cur : cur + 2 * l.w_bytes + l.d_bytes;
     pk.x = xq, pk.wg = wgq, pk.wu = wuq, pk.wd = wdq;
-    const fb_bf16_operand xop = {p->x, p->ldx, 1}, gop = {p->wg, k, 1};
-    const fb_bf16_operand uop = {p->wu, k, 1}, dop = {p->wd, hid, 1};
-    int ex = 255, eg = 255, eu = 255, ed = 255;
+    const fb_bf16_operand xop = {p->x, p->ldx, 1};
+    int ed = 255;
     int64_t slow = 0;
 
-#pragma omp parallel num_threads(t) if (t > 1) \
-    reduction(min : ex, eg, eu, ed)
+    /* X and, unless packed, the weights, by all threads together; then
+     * every thread may read every panel. */
+#pragma omp parallel num_threads(t) if (t > 1) reduction(min : ed)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int tx = fb_bf16_pack(&xop, m, k, FB_BF16_NR,
-                                    xpanels * tid / nt,
-                                    xpanels * (tid + 1) / nt, xq);
-        const int tg = fb_bf16_pack(&gop, hid, k, FB_BF16_MR,
-                                    wpanels * tid / nt,
-                                    wpanels * (tid + 1) / nt, wgq);
-        const int tu = fb_bf16_pack(&uop, hid, k, FB_BF16_MR,
-                                    wpanels * tid / nt,
-                                    wpanels * (tid + 1) / nt, wuq);
-        const int td = fb_bf16_pack(&dop, n, hid, FB_BF16_MR,
-                                    dpanels * tid / nt,
-                                    dpanels * (tid + 1) / nt, wdq);
-        ex = tx < ex ? tx : ex;
-        eg = tg < eg ? tg : eg;
-        eu = tu < eu ? tu : eu;
-        ed = td < ed ? td : ed;
+        (void)fb_bf16_pack(&xop, m, k, FB_BF16_NR, l.xpanels * tid / nt,
+                           l.xpanels * (tid + 1) / nt, xq);
+        if (!packed) {
+            int e[3];
+            pack_share(p, &l, tid, nt, wgq, wuq, wdq, e);
+            ed = e[2];
+        }
     }
-    if (!(fb_bf16_products_exact(ex, eg) && fb_bf16_products_exact(ex, eu) &&
-          ed > 0)) {
-        fb_log(h, "bf16 MLP kernel: smallest exponent fields %d (X), %d "
-                  "(Wg), %d (Wu), %d (Wd): VDPBF16PS could flush; the fp32 "
-                  "path instead", ex, eg, eu, ed);
-        return 0;
-    }
-    pk.emin_wd = ed;
+    pk.emin_wd = packed ? ((const int *)c->packed)[2] : ed;
 
 #pragma omp parallel num_threads(t) if (t > 1) reduction(+ : slow)
     {
         const int tid = omp_get_thread_num();
-        char *mine = thread_ws + per_thread * (size_t)tid;
+        char *mine = thread_ws + l.per_thread * (size_t)tid;
         mlp_scratch s;
         s.g = (float *)mine;
-        s.u = (float *)(mine + acc_bytes);
-        s.y = (float *)(mine + 2 * acc_bytes);
-        s.h = (uint16_t *)(mine + 2 * acc_bytes + y_bytes);
+        s.u = (float *)(mine + l.acc_bytes);
+        s.y = (float *)(mine + 2 * l.acc_bytes);
+        s.h = (uint16_t *)(mine + 2 * l.acc_bytes + l.y_bytes);
         s.hpack = s.h + MB * HC;
         int64_t r0, rows;
-        while ((rows = fb_row_queue_take(&queue, FB_BF16_NR, m, &r0)) > 0)
+        while ((rows = fb_row_queue_take(&l.queue, FB_BF16_NR, m, &r0)) > 0)
             slow += row_block(p, &pk, &s, r0, rows);
     }
     char slow_note[48] = "";
@@ -237,6 +332,9 @@ int fb_cpu_bf16_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
                  (long long)slow);
     snprintf(path, len, "cpu/bf16-avx512bf16/mlp-rows/mb=%lld/hc=%d/"
              "threads=%d%s", (long long)mb, HC, t, slow_note);
-    *st = FB_STATUS_SUCCESS;
-    return 1;
+    return FB_STATUS_SUCCESS;
 }
+
+const fb_cpu_mlp_impl fb_cpu_mlp_bf16 = {
+    "cpu/bf16-avx512bf16", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
+    pack, run};

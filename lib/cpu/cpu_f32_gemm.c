@@ -29,6 +29,7 @@
 #include "cpu_epilogue.h"
 #include "cpu_f32_gemm.h"
 #include "cpu_f32_kernel.h"
+#include "cpu_impl.h"
 #include "cpu_packed_blocking.h"
 #include "env.h"
 #include "log.h"
@@ -58,12 +59,6 @@ int fb_cpu_f32_kernel_chosen(fb_handle h)
     fb_log(h, "fp32 GEMM: AVX-512F kernel (OpenBLAS core %s)",
            core != NULL ? core : "?");
     return 1;
-}
-
-int fb_cpu_f32_gemm_applies(fb_handle h, const fb_gemm_problem *p)
-{
-    return p->dtype == FB_DTYPE_F32 && p->k > 0 && p->alpha != 0.0f &&
-           fb_cpu_f32_kernel_chosen(h);
 }
 
 /* Where op(A)'s row 0 and op(B)'s column 0 start, and whether they run
@@ -98,98 +93,151 @@ static void finish_block(const fb_gemm_problem *p, float *acc,
     }
 }
 
-int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
-                    fb_status *st, char *path, size_t len)
+static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
+{
+    return p->dtype == FB_DTYPE_F32 && p->multiply &&
+           fb_cpu_f32_kernel_chosen(c->h);
+}
+
+/* The call's blocking and workspace. One operand is packed whole by all
+ * threads first, the other block by block, by the thread that runs the
+ * block, with the blocks ordered so that consecutive ones share its
+ * panels: it is then read from memory once and its packed panels stay in
+ * L2/L3, while the whole one is re-read from cache. Packing the large one
+ * whole sends it out to memory and back once per block of the other side
+ * (docs/cpu-kernels.md), so the whole one is the smaller, or a plan's
+ * weights, packed already. */
+typedef struct layout {
+    int64_t apanels, bpanels, astride, bstride, ldacc;
+    fb_packed_blocking b;
+    int threads, a_whole;
+    size_t whole_bytes, acc_bytes, per_thread;
+} layout;
+
+static layout layout_of(const fb_gemm_problem *p, int threads, int packed)
+{
+    layout l;
+    l.apanels = (p->m + FB_F32_MR - 1) / FB_F32_MR;
+    l.bpanels = (p->n + FB_F32_NR - 1) / FB_F32_NR;
+    int t = threads > 0 ? threads : 1;
+    l.b = fb_packed_blocks(l.apanels, l.bpanels, t, BLOCK_APANELS,
+                           BLOCK_BPANELS);
+    if (t > l.b.mblocks * l.b.nblocks)
+        t = (int)(l.b.mblocks * l.b.nblocks);
+    l.threads = t;
+    l.a_whole = packed ? p->weight_is_a : p->m <= p->n;
+    l.ldacc = l.b.ap * FB_F32_MR;
+    l.astride = fb_f32_panel_elems(p->k, FB_F32_MR);
+    l.bstride = fb_f32_panel_elems(p->k, FB_F32_NR);
+    /* The whole operand; per thread, the block's accumulators and the
+     * other operand's panels for one block. 64-byte units. */
+    l.whole_bytes = fb_packed_round64(
+        (size_t)(l.a_whole ? l.apanels * l.astride : l.bpanels * l.bstride) *
+        4);
+    l.acc_bytes = fb_packed_round64((size_t)l.ldacc *
+                                    (size_t)(l.b.bp * FB_F32_NR) * 4);
+    l.per_thread = l.acc_bytes +
+                   fb_packed_round64((size_t)(l.a_whole ? l.b.bp * l.bstride
+                                                        : l.b.ap * l.astride) *
+                                     4);
+    return l;
+}
+
+static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
+{
+    const layout l = layout_of(p, threads, packed);
+    return (packed ? 0 : l.whole_bytes) + l.per_thread * (size_t)l.threads;
+}
+
+static size_t pack_bytes(const fb_gemm_problem *p)
+{
+    return layout_of(p, 1, 1).whole_bytes;
+}
+
+/* The whole operand, each thread its share of the panels. */
+static void pack_whole(const fb_gemm_problem *p, const layout *l, int tid,
+                       int nt, float *whole)
+{
+    fb_f32_operand opa, opb;
+    operands(p, &opa, &opb);
+    if (l->a_whole) {
+        const int64_t q0 = l->apanels * tid / nt;
+        fb_f32_pack(&opa, p->m, p->k, FB_F32_MR, q0,
+                    l->apanels * (tid + 1) / nt, whole + q0 * l->astride);
+    } else {
+        const int64_t q0 = l->bpanels * tid / nt;
+        fb_f32_pack(&opb, p->n, p->k, FB_F32_NR, q0,
+                    l->bpanels * (tid + 1) / nt, whole + q0 * l->bstride);
+    }
+}
+
+static void pack(const fb_gemm_problem *p, int threads, void *dst)
+{
+    const layout l = layout_of(p, 1, 1);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    pack_whole(p, &l, omp_get_thread_num(), omp_get_num_threads(), dst);
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
+                     char *path, size_t len)
 {
     const int64_t m = p->m, n = p->n, k = p->k;
-    const int64_t apanels = (m + FB_F32_MR - 1) / FB_F32_MR;
-    const int64_t bpanels = (n + FB_F32_NR - 1) / FB_F32_NR;
-    int t = threads > 0 ? threads : 1;
-    const fb_packed_blocking b =
-        fb_packed_blocks(apanels, bpanels, t, BLOCK_APANELS, BLOCK_BPANELS);
+    const int packed = c->packed != NULL;
+    const layout l = layout_of(p, c->threads, packed);
+    const fb_packed_blocking b = l.b;
     const int64_t nblk = b.mblocks * b.nblocks;
-    if (t > nblk)
-        t = (int)nblk;
-
-    /* The smaller operand is packed whole by all threads first; the
-     * larger one block by block, by the thread that runs the block, with
-     * the blocks ordered so that consecutive ones share its panels: it is
-     * then read from memory once and its packed panels stay in L2/L3,
-     * while the whole one (small) is re-read from cache. Packing the
-     * large one whole sends it out to memory and back once per block of
-     * the other side (docs/cpu-kernels.md). */
-    const int a_whole = m <= n;
-    const int64_t ldacc = b.ap * FB_F32_MR;
-    const int64_t astride = fb_f32_panel_elems(k, FB_F32_MR);
-    const int64_t bstride = fb_f32_panel_elems(k, FB_F32_NR);
-    /* Workspace: the whole operand; per thread, the block's accumulators
-     * and the large operand's panels for one block. 64-byte units. */
-    const size_t whole_bytes = fb_packed_round64(
-        (size_t)(a_whole ? apanels * astride : bpanels * bstride) * 4);
-    const size_t acc_bytes =
-        fb_packed_round64((size_t)ldacc * (size_t)(b.bp * FB_F32_NR) * 4);
-    const size_t per_thread = acc_bytes + fb_packed_round64(
-        (size_t)(a_whole ? b.bp * bstride : b.ap * astride) * 4);
-    const size_t bytes = whole_bytes + per_thread * (size_t)t;
-    char *ws = fb_handle_workspace(h, bytes);
-    if (ws == NULL) {
-        snprintf(path, len, "fp32 kernel: cannot allocate %zu bytes of "
-                 "workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
-    }
-    float *whole = (float *)ws;
-    char *thread_ws = ws + whole_bytes;
+    const int t = l.threads, a_whole = l.a_whole;
+    const int64_t astride = l.astride, bstride = l.bstride;
+    char *ws = c->ws;
+    float *whole = packed ? (float *)c->packed : (float *)ws;
+    char *thread_ws = ws + (packed ? 0 : l.whole_bytes);
     fb_f32_operand opa, opb;
     operands(p, &opa, &opb);
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* The whole operand, each thread its share of the panels; then
-         * every thread may read every panel. */
-        if (a_whole) {
-            const int64_t q0 = apanels * tid / nt;
-            fb_f32_pack(&opa, m, k, FB_F32_MR, q0, apanels * (tid + 1) / nt,
-                        whole + q0 * astride);
-        } else {
-            const int64_t q0 = bpanels * tid / nt;
-            fb_f32_pack(&opb, n, k, FB_F32_NR, q0, bpanels * (tid + 1) / nt,
-                        whole + q0 * bstride);
-        }
+        /* The whole operand, unless packed; then every thread may read
+         * every panel. */
+        if (!packed)
+            pack_whole(p, &l, tid, nt, whole);
 #pragma omp barrier
-        float *acc = (float *)(thread_ws + per_thread * (size_t)tid);
-        float *lazy = (float *)(thread_ws + per_thread * (size_t)tid +
-                                acc_bytes);
-        /* Contiguous runs of blocks; a block of the large operand split
+        float *acc = (float *)(thread_ws + l.per_thread * (size_t)tid);
+        float *lazy = (float *)(thread_ws + l.per_thread * (size_t)tid +
+                                l.acc_bytes);
+        /* Contiguous runs of blocks; a block of the other operand split
          * between two threads' runs is packed by both. */
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
-        int64_t packed = -1;
+        int64_t lazy_at = -1;
         for (int64_t q = lo; q < hi; q++) {
             const int64_t bi = a_whole ? q % b.mblocks : q / b.nblocks;
             const int64_t bj = a_whole ? q / b.mblocks : q % b.nblocks;
             const fb_packed_block blk =
                 fb_packed_block_at(&b, bi, bj, m, n, FB_F32_MR, FB_F32_NR);
             const int64_t mine = a_whole ? bj : bi;
-            if (mine != packed) {
+            if (mine != lazy_at) {
                 if (a_whole)
                     fb_f32_pack(&opb, n, k, FB_F32_NR, blk.pb0,
                                 blk.pb0 + blk.nb, lazy);
                 else
                     fb_f32_pack(&opa, m, k, FB_F32_MR, blk.pa0,
                                 blk.pa0 + blk.na, lazy);
-                packed = mine;
+                lazy_at = mine;
             }
             fb_f32_block(a_whole ? whole + blk.pa0 * astride : lazy, astride,
                          blk.na, a_whole ? lazy : whole + blk.pb0 * bstride,
-                         bstride, blk.nb, k, p->alpha, 0, acc, ldacc);
-            finish_block(p, acc, ldacc, blk.i0, blk.j0, blk.rows, blk.cols);
+                         bstride, blk.nb, k, p->alpha, 0, acc, l.ldacc);
+            finish_block(p, acc, l.ldacc, blk.i0, blk.j0, blk.rows,
+                         blk.cols);
         }
     }
     snprintf(path, len, "cpu/f32-avx512/%dx%d/blocks=%lldx%lld/whole=%c/"
              "threads=%d", FB_F32_MR, FB_F32_NR,
              (long long)(b.ap * FB_F32_MR), (long long)(b.bp * FB_F32_NR),
              a_whole ? 'A' : 'B', t);
-    *st = FB_STATUS_SUCCESS;
-    return 1;
+    return FB_STATUS_SUCCESS;
 }
+
+const fb_cpu_gemm_impl fb_cpu_gemm_f32 = {
+    "cpu/f32-avx512", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes, pack,
+    run};

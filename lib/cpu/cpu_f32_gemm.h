@@ -15,7 +15,9 @@
 #include "problem.h"
 
 /* Whether fp32 GEMMs go to this kernel rather than OpenBLAS, as
- * FUSEDBLAS_CPU_SGEMM says (read once per process, env.h):
+ * FUSEDBLAS_CPU_SGEMM says (read once per process, env.h); the gemm and
+ * MLP implementations on this kernel (cpu_impl.h: fb_cpu_gemm_f32,
+ * fb_cpu_mlp_f32) apply only where it says yes:
  *   FUSEDBLAS_CPU_SGEMM=own       the kernel, wherever AVX-512F runs
  *                                 (below FB_SMALL_K_MAX the small-k one,
  *                                 cpu_f32_small_k.h);
@@ -27,27 +29,5 @@
  * Any other value is an invalid environment, in which nothing runs.
  * Logged under FUSEDBLAS_VERBOSE. */
 int fb_cpu_f32_kernel_chosen(fb_handle h);
-
-/* Whether fb_cpu_f32_gemm takes p: fp32, something to multiply (k > 0,
- * alpha != 0), and fb_cpu_f32_kernel_chosen. */
-int fb_cpu_f32_gemm_applies(fb_handle h, const fb_gemm_problem *p);
-
-/* Run p (which fb_cpu_f32_gemm_applies) on up to threads OpenMP threads.
- * Returns 1: *st is the call's status, path says what ran or why it
- * failed. A workspace for the packed operands that cannot be had is
- * FB_STATUS_ALLOC_FAILED with nothing written, not a fall back to
- * OpenBLAS, whose own first allocation retries forever. */
-int fb_cpu_f32_gemm(fb_handle h, const fb_gemm_problem *p, int threads,
-                    fb_status *st, char *path, size_t len);
-
-/* The same for mlp_geglu_forward (cpu_f32_mlp.c): fp32 data, k > 0,
- * h > 0, more than min_rows rows (fewer are the decode kernel's), and
- * fb_cpu_f32_kernel_chosen. fb_cpu_f32_mlp too returns 1, with
- * FB_STATUS_ALLOC_FAILED and nothing written when it cannot get its
- * workspace. */
-int fb_cpu_f32_mlp_applies(fb_handle h, const fb_mlp_problem *p,
-                           int64_t min_rows);
-int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
-                   char *path, size_t len);
 
 #endif /* FB_CPU_F32_GEMM_H */

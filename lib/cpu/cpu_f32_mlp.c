@@ -7,9 +7,9 @@
  *
  *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
  *
- * The plan of cpu_bf16_mlp.c, without its declining (fp32 FMA keeps
- * denormals): all three weights and X are packed once by all threads
- * together; threads then take blocks of at most 96 rows from a queue
+ * The plan of cpu_bf16_mlp.c, without its exponent rule (fp32 FMA keeps
+ * denormals): all three weights (unless a plan packed them already) and
+ * X are packed once by all threads together; threads then take blocks of at most 96 rows from a queue
  * (cpu_packed_blocking.h). For one row block and one chunk of the hidden
  * width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       96 KiB each, in L2
@@ -28,6 +28,7 @@
 #include "cpu_packed_blocking.h"
 #include "cpu_f32_gemm.h"
 #include "cpu_f32_kernel.h"
+#include "cpu_impl.h"
 
 /* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
  * 32-row panels of Wg, Wu), as the bf16 MLP: the best measured of 96..192
@@ -36,13 +37,6 @@
 #define HIDDEN_PANELS 8
 #define MB (ROW_PANELS * FB_F32_NR)
 #define HC (HIDDEN_PANELS * FB_F32_MR)
-
-int fb_cpu_f32_mlp_applies(fb_handle h, const fb_mlp_problem *p,
-                           int64_t min_rows)
-{
-    return p->dtype == FB_DTYPE_F32 && p->m > min_rows && p->k > 0 &&
-           p->h > 0 && fb_cpu_f32_kernel_chosen(h);
-}
 
 typedef struct mlp_packed {
     const float *x, *wg, *wu, *wd;
@@ -103,84 +97,139 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                               FB_ACT_NONE);
 }
 
-int fb_cpu_f32_mlp(fb_handle h, const fb_mlp_problem *p, fb_status *st,
-                   char *path, size_t len)
+/* Rows of X the decode kernel takes first (cpu_small_m_mlp.c). */
+#define MIN_ROWS 16
+
+static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
-    const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
-    const int64_t xpanels = (m + FB_F32_NR - 1) / FB_F32_NR;
-    const int64_t wpanels = (hid + FB_F32_MR - 1) / FB_F32_MR;
-    const int64_t dpanels = (n + FB_F32_MR - 1) / FB_F32_MR;
-    const double flops = 2.0 * (double)m *
-                         (2.0 * (double)hid * (double)k + (double)hid * (double)n);
-    int t = fb_cpu_own_threads(h, flops);
+    return p->dtype == FB_DTYPE_F32 && p->m > MIN_ROWS && p->k > 0 &&
+           p->h > 0 && fb_cpu_f32_kernel_chosen(c->h);
+}
+
+/* The call's sizes: packed X, packed Wg, Wu and Wd, then per thread G,
+ * U, H packed and Y's accumulators. */
+typedef struct layout {
+    int threads;
+    fb_row_queue queue;
+    int64_t xpanels, wpanels, dpanels;
+    size_t x_bytes, w_bytes, d_bytes, acc_bytes, y_bytes, per_thread;
+} layout;
+
+static layout layout_of(const fb_mlp_problem *p, int threads)
+{
+    layout l;
+    l.xpanels = (p->m + FB_F32_NR - 1) / FB_F32_NR;
+    l.wpanels = (p->h + FB_F32_MR - 1) / FB_F32_MR;
+    l.dpanels = (p->n + FB_F32_MR - 1) / FB_F32_MR;
     /* Fewer rows per block when there are too few for every thread. */
-    fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
-    const int64_t mb = queue.most * FB_F32_NR;
+    l.threads = threads;
+    l.queue = fb_row_queue_make(l.xpanels, ROW_PANELS, &l.threads);
+    l.x_bytes = fb_packed_round64(
+        (size_t)(l.xpanels * fb_f32_panel_elems(p->k, FB_F32_NR)) * 4);
+    l.w_bytes = fb_packed_round64(
+        (size_t)(l.wpanels * fb_f32_panel_elems(p->k, FB_F32_MR)) * 4);
+    l.d_bytes = fb_packed_round64(
+        (size_t)(l.dpanels * fb_f32_panel_elems(p->h, FB_F32_MR)) * 4);
+    l.acc_bytes = (size_t)HC * MB * 4;
+    l.y_bytes = (size_t)y_ld(l.dpanels) * MB * 4;
+    l.per_thread = 3 * l.acc_bytes + l.y_bytes;
+    return l;
+}
+
+static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
+{
+    const layout l = layout_of(p, threads);
+    return l.x_bytes + (packed ? 0 : 2 * l.w_bytes + l.d_bytes) +
+           l.per_thread * (size_t)l.threads;
+}
+
+static size_t pack_bytes(const fb_mlp_problem *p)
+{
+    const layout l = layout_of(p, 1);
+    return 2 * l.w_bytes + l.d_bytes;
+}
+
+/* Each thread its share of the panels of Wg, Wu and Wd, at w. Weights
+ * packed larger than the last-level cache come back from memory in every
+ * row block: they are written past the cache. */
+static void pack_share(const fb_mlp_problem *p, const layout *l, int tid,
+                       int nt, char *w)
+{
+    const int64_t k = p->k, hid = p->h;
+    const fb_f32_operand gop = {p->wg, k, 1}, uop = {p->wu, k, 1};
+    const fb_f32_operand dop = {p->wd, hid, 1};
+    void (*const pack_w)(const fb_f32_operand *, int64_t, int64_t, int,
+                         int64_t, int64_t, float *) =
+        fb_f32_pack_streams(2 * l->w_bytes + l->d_bytes) ? fb_f32_pack_streamed
+                                                         : fb_f32_pack;
+    const int64_t wstride = fb_f32_panel_elems(k, FB_F32_MR);
+    const int64_t dstride = fb_f32_panel_elems(hid, FB_F32_MR);
+    float *wgq = (float *)w, *wuq = (float *)(w + l->w_bytes);
+    float *wdq = (float *)(w + 2 * l->w_bytes);
+    const int64_t g0 = l->wpanels * tid / nt, g1 = l->wpanels * (tid + 1) / nt;
+    const int64_t d0 = l->dpanels * tid / nt, d1 = l->dpanels * (tid + 1) / nt;
+    pack_w(&gop, hid, k, FB_F32_MR, g0, g1, wgq + g0 * wstride);
+    pack_w(&uop, hid, k, FB_F32_MR, g0, g1, wuq + g0 * wstride);
+    pack_w(&dop, p->n, hid, FB_F32_MR, d0, d1, wdq + d0 * dstride);
+}
+
+static void pack(const fb_mlp_problem *p, int threads, void *dst)
+{
+    const layout l = layout_of(p, 1);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    pack_share(p, &l, omp_get_thread_num(), omp_get_num_threads(), dst);
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
+                     char *path, size_t len)
+{
+    const int64_t m = p->m, k = p->k, hid = p->h;
+    layout l = layout_of(p, c->threads);
+    const int t = l.threads;
+    const int64_t mb = l.queue.most * FB_F32_NR;
+    const int packed = c->packed != NULL;
 
     mlp_packed pk;
     pk.xstride = fb_f32_panel_elems(k, FB_F32_NR);
     pk.wstride = fb_f32_panel_elems(k, FB_F32_MR);
     pk.dstride = fb_f32_panel_elems(hid, FB_F32_MR);
-    pk.dpanels = dpanels;
-    const size_t x_bytes = fb_packed_round64((size_t)(xpanels * pk.xstride) * 4);
-    const size_t w_bytes = fb_packed_round64((size_t)(wpanels * pk.wstride) * 4);
-    const size_t d_bytes = fb_packed_round64((size_t)(dpanels * pk.dstride) * 4);
-    const size_t acc_bytes = (size_t)HC * MB * 4;
-    const size_t y_bytes = (size_t)y_ld(dpanels) * MB * 4;
-    const size_t per_thread = 3 * acc_bytes + y_bytes;
-    const size_t bytes = x_bytes + 2 * w_bytes + d_bytes +
-                         per_thread * (size_t)t;
-    float *ws = fb_handle_workspace(h, bytes);
-    if (ws == NULL) {
-        snprintf(path, len, "fp32 MLP kernel: cannot allocate %zu bytes of "
-                 "workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
-    }
-    char *cur = (char *)ws;
+    pk.dpanels = l.dpanels;
+    char *cur = c->ws;
     float *xq = (float *)cur;
-    float *wgq = (float *)(cur += x_bytes);
-    float *wuq = (float *)(cur += w_bytes);
-    float *wdq = (float *)(cur += w_bytes);
-    char *thread_ws = cur + d_bytes;
-    pk.x = xq, pk.wg = wgq, pk.wu = wuq, pk.wd = wdq;
-    const fb_f32_operand xop = {p->x, p->ldx, 1}, gop = {p->wg, k, 1};
-    const fb_f32_operand uop = {p->wu, k, 1}, dop = {p->wd, hid, 1};
-    /* Weights packed larger than the last-level cache come back from
-     * memory in every row block: write them past the cache. */
-    void (*const pack_w)(const fb_f32_operand *, int64_t, int64_t, int,
-                         int64_t, int64_t, float *) =
-        fb_f32_pack_streams(2 * w_bytes + d_bytes) ? fb_f32_pack_streamed
-                                                   : fb_f32_pack;
+    cur += l.x_bytes;
+    char *w = packed ? (char *)c->packed : cur;
+    char *thread_ws = packed ? cur : cur + 2 * l.w_bytes + l.d_bytes;
+    pk.x = xq, pk.wg = (const float *)w;
+    pk.wu = (const float *)(w + l.w_bytes);
+    pk.wd = (const float *)(w + 2 * l.w_bytes);
+    const fb_f32_operand xop = {p->x, p->ldx, 1};
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Each thread packs its share of every operand's panels. */
-#define SHARE(pack, total, dst, stride, op, rows, depth, r)                    \
-        do {                                                                   \
-            const int64_t a0 = (total) * tid / nt;                             \
-            pack(&(op), rows, depth, r, a0, (total) * (tid + 1) / nt,          \
-                 (dst) + a0 * (stride));                                       \
-        } while (0)
-        SHARE(fb_f32_pack, xpanels, xq, pk.xstride, xop, m, k, FB_F32_NR);
-        SHARE(pack_w, wpanels, wgq, pk.wstride, gop, hid, k, FB_F32_MR);
-        SHARE(pack_w, wpanels, wuq, pk.wstride, uop, hid, k, FB_F32_MR);
-        SHARE(pack_w, dpanels, wdq, pk.dstride, dop, n, hid, FB_F32_MR);
-#undef SHARE
+        /* Each thread packs its share of X's panels and, unless packed,
+         * of the weights'; then every thread may read every panel. */
+        const int64_t x0 = l.xpanels * tid / nt;
+        fb_f32_pack(&xop, m, k, FB_F32_NR, x0, l.xpanels * (tid + 1) / nt,
+                    xq + x0 * pk.xstride);
+        if (!packed)
+            pack_share(p, &l, tid, nt, w);
 #pragma omp barrier
-        char *mine = thread_ws + per_thread * (size_t)tid;
+        char *mine = thread_ws + l.per_thread * (size_t)tid;
         mlp_scratch s;
         s.g = (float *)mine;
-        s.u = (float *)(mine + acc_bytes);
-        s.hpack = (float *)(mine + 2 * acc_bytes);
-        s.y = (float *)(mine + 3 * acc_bytes);
+        s.u = (float *)(mine + l.acc_bytes);
+        s.hpack = (float *)(mine + 2 * l.acc_bytes);
+        s.y = (float *)(mine + 3 * l.acc_bytes);
         int64_t r0, rows;
-        while ((rows = fb_row_queue_take(&queue, FB_F32_NR, m, &r0)) > 0)
+        while ((rows = fb_row_queue_take(&l.queue, FB_F32_NR, m, &r0)) > 0)
             row_block(p, &pk, &s, r0, rows);
     }
     snprintf(path, len, "cpu/f32-avx512/mlp-rows/mb=%lld/hc=%d/threads=%d",
              (long long)mb, HC, t);
-    *st = FB_STATUS_SUCCESS;
-    return 1;
+    return FB_STATUS_SUCCESS;
 }
+
+const fb_cpu_mlp_impl fb_cpu_mlp_f32 = {
+    "cpu/f32-avx512", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
+    pack, run};

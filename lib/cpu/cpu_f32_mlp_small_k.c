@@ -18,7 +18,7 @@
  *    down projection, whose tiles add bd and store Y directly.
  * Threads take row blocks from a queue; the packed weights
  * (2hk + nh floats) are shared, packed once per call by all threads
- * together.
+ * together (or once for all calls, by a plan).
  */
 #include "config.h"
 #include <omp.h>
@@ -26,7 +26,7 @@
 #include <string.h>
 #include "cpu.h"
 #include "cpu_f32_kernel.h"
-#include "cpu_f32_mlp_small_k.h"
+#include "cpu_impl.h"
 #include "cpu_f32_small_k.h"
 #include "cpu_packed_blocking.h"
 
@@ -34,10 +34,13 @@
  * floats at most, 192 KiB) stays in L2 between its two uses. */
 #define ROW_PANELS 8
 
-int fb_cpu_f32_mlp_small_k_applies(const fb_mlp_problem *p,
-                                   int64_t min_rows)
+/* Rows of X the decode kernel takes first (cpu_small_m_mlp.c). */
+#define MIN_ROWS 16
+
+static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
-    return p->dtype == FB_DTYPE_F32 && p->m > min_rows && p->k > 0 &&
+    (void)c;
+    return p->dtype == FB_DTYPE_F32 && p->m > MIN_ROWS && p->k > 0 &&
            p->k <= FB_SMALL_K_MAX && p->h > 0 && p->h <= FB_SMALL_K_MAX &&
            fb_cpu_small_k_allowed();
 }
@@ -71,62 +74,107 @@ static void row_block(const fb_mlp_problem *p, const float *wgu,
     down.ep.bias = p->bd;
     down.ep.act = FB_ACT_NONE;
     down.ep.bias_per_row = 1;
+    fb_gemm_decide(&down);
     fb_small_k_tiles(&down, wd);
 }
 
-int fb_cpu_f32_mlp_small_k(fb_handle h, const fb_mlp_problem *p,
-                           fb_status *st, char *path, size_t len)
+/* The shared gate/up panels and Wd's, then per thread a block of H. */
+typedef struct layout {
+    int threads;
+    fb_row_queue queue;
+    int64_t gpanels, dpanels, ldh;
+    size_t g_bytes, d_bytes, h_bytes;
+} layout;
+
+static layout layout_of(const fb_mlp_problem *p, int threads)
 {
-    const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
-    const int64_t gpanels = fb_small_k_gate_panels(hid);
-    const int64_t dpanels = (n + FB_F32_MR - 1) / FB_F32_MR;
-    const int64_t ldh = gpanels * 16;
-    const double flops = 2.0 * (double)m *
-                         (2.0 * (double)hid * (double)k + (double)hid * (double)n);
-    int t = fb_cpu_own_threads(h, flops);
-    const int64_t xpanels = (m + FB_F32_NR - 1) / FB_F32_NR;
-    fb_row_queue queue = fb_row_queue_make(xpanels, ROW_PANELS, &t);
-    const int64_t mb = queue.most * FB_F32_NR;
+    layout l;
+    l.gpanels = fb_small_k_gate_panels(p->h);
+    l.dpanels = (p->n + FB_F32_MR - 1) / FB_F32_MR;
+    l.ldh = l.gpanels * 16;
+    l.threads = threads;
+    l.queue = fb_row_queue_make((p->m + FB_F32_NR - 1) / FB_F32_NR,
+                                ROW_PANELS, &l.threads);
+    const int64_t mb = l.queue.most * FB_F32_NR;
+    l.g_bytes = fb_packed_round64(
+        (size_t)(l.gpanels * fb_f32_panel_elems(p->k, FB_F32_MR)) * 4);
+    l.d_bytes = fb_packed_round64(
+        (size_t)(l.dpanels * fb_f32_panel_elems(p->h, FB_F32_MR)) * 4);
+    l.h_bytes = fb_packed_round64((size_t)(mb * l.ldh) * 4);
+    return l;
+}
+
+static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
+{
+    const layout l = layout_of(p, threads);
+    return (packed ? 0 : l.g_bytes + l.d_bytes) +
+           l.h_bytes * (size_t)l.threads;
+}
+
+static size_t pack_bytes(const fb_mlp_problem *p)
+{
+    const layout l = layout_of(p, 1);
+    return l.g_bytes + l.d_bytes;
+}
+
+/* Each thread its share of the panels of both packed weights, at w. */
+static void pack_share(const fb_mlp_problem *p, const layout *l, int tid,
+                       int nt, char *w)
+{
+    const int64_t k = p->k, hid = p->h;
     const int64_t gstride = fb_f32_panel_elems(k, FB_F32_MR);
     const int64_t dstride = fb_f32_panel_elems(hid, FB_F32_MR);
-    const size_t g_bytes = fb_packed_round64((size_t)(gpanels * gstride) * 4);
-    const size_t d_bytes = fb_packed_round64((size_t)(dpanels * dstride) * 4);
-    const size_t h_bytes = fb_packed_round64((size_t)(mb * ldh) * 4);
-    const size_t bytes = g_bytes + d_bytes + h_bytes * (size_t)t;
-    char *ws = fb_handle_workspace(h, bytes);
-    if (ws == NULL) {
-        snprintf(path, len, "fp32 small-k MLP kernel: cannot allocate %zu "
-                 "bytes of workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
-    }
-    float *wgu = (float *)ws, *wd = (float *)(ws + g_bytes);
-    char *hbufs = ws + g_bytes + d_bytes;
+    float *wgu = (float *)w, *wd = (float *)(w + l->g_bytes);
     const fb_f32_operand gop = {p->wg, k, 1}, uop = {p->wu, k, 1};
     const fb_f32_operand dop = {p->wd, hid, 1};
+    for (int64_t q = l->gpanels * tid / nt; q < l->gpanels * (tid + 1) / nt;
+         q++) {
+        fb_f32_pack_lanes(&gop, hid, k, 16 * q, 16, FB_F32_MR,
+                          wgu + q * gstride);
+        fb_f32_pack_lanes(&uop, hid, k, 16 * q, 16, FB_F32_MR,
+                          wgu + q * gstride + 16);
+    }
+    const int64_t d0 = l->dpanels * tid / nt;
+    fb_f32_pack(&dop, p->n, hid, FB_F32_MR, d0, l->dpanels * (tid + 1) / nt,
+                wd + d0 * dstride);
+}
+
+static void pack(const fb_mlp_problem *p, int threads, void *dst)
+{
+    const layout l = layout_of(p, 1);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    pack_share(p, &l, omp_get_thread_num(), omp_get_num_threads(), dst);
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
+                     char *path, size_t len)
+{
+    layout l = layout_of(p, c->threads);
+    const int t = l.threads;
+    const int64_t mb = l.queue.most * FB_F32_NR;
+    const int packed = c->packed != NULL;
+    char *w = packed ? (char *)c->packed : c->ws;
+    const float *wgu = (const float *)w;
+    const float *wd = (const float *)(w + l.g_bytes);
+    char *hbufs = packed ? c->ws : c->ws + l.g_bytes + l.d_bytes;
 
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Each thread its share of the panels of both packed weights. */
-        for (int64_t q = gpanels * tid / nt; q < gpanels * (tid + 1) / nt;
-             q++) {
-            fb_f32_pack_lanes(&gop, hid, k, 16 * q, 16, FB_F32_MR,
-                              wgu + q * gstride);
-            fb_f32_pack_lanes(&uop, hid, k, 16 * q, 16, FB_F32_MR,
-                              wgu + q * gstride + 16);
-        }
-        const int64_t d0 = dpanels * tid / nt;
-        fb_f32_pack(&dop, n, hid, FB_F32_MR, d0, dpanels * (tid + 1) / nt,
-                    wd + d0 * dstride);
+        if (!packed)
+            pack_share(p, &l, tid, nt, w);
 #pragma omp barrier
-        float *hbuf = (float *)(hbufs + h_bytes * (size_t)tid);
+        float *hbuf = (float *)(hbufs + l.h_bytes * (size_t)tid);
         int64_t r0, rows;
-        while ((rows = fb_row_queue_take(&queue, FB_F32_NR, m, &r0)) > 0)
-            row_block(p, wgu, wd, hbuf, ldh, r0, rows);
+        while ((rows = fb_row_queue_take(&l.queue, FB_F32_NR, p->m, &r0)) >
+               0)
+            row_block(p, wgu, wd, hbuf, l.ldh, r0, rows);
     }
     snprintf(path, len, "cpu/f32-small-k/mlp/mb=%lld/threads=%d",
              (long long)mb, t);
-    *st = FB_STATUS_SUCCESS;
-    return 1;
+    return FB_STATUS_SUCCESS;
 }
+
+const fb_cpu_mlp_impl fb_cpu_mlp_small_k = {
+    "cpu/f32-small-k", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
+    pack, run};

@@ -30,6 +30,7 @@
 #include <string.h>
 #include "cpu_f32_kernel.h"
 #include "cpu_f32_small_k.h"
+#include "cpu_impl.h"
 #include "env.h"
 #include "log.h"
 
@@ -38,10 +39,11 @@
 #define FB_SMALL_K_X86 1
 #endif
 
-int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p)
+static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
 {
-    return p->dtype == FB_DTYPE_F32 && p->k > 0 && p->k <= FB_SMALL_K_MAX &&
-           p->alpha != 0.0f && fb_cpu_small_k_allowed();
+    (void)c;
+    return p->dtype == FB_DTYPE_F32 && p->multiply &&
+           p->k <= FB_SMALL_K_MAX && fb_cpu_small_k_allowed();
 }
 
 int fb_cpu_small_k_allowed(void)
@@ -298,44 +300,70 @@ static void run_tiles(const fb_gemm_problem *p, const float *apack,
     }
 }
 
-int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
-                       fb_status *st, char *path, size_t len)
+/* op(A) packed whole: a plan's weights when they are A. */
+static size_t a_bytes(const fb_gemm_problem *p)
+{
+    const int64_t apanels = (p->m + FB_F32_MR - 1) / FB_F32_MR;
+    return (size_t)(apanels * fb_f32_panel_elems(p->k, FB_F32_MR)) *
+           sizeof(float);
+}
+
+static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
+{
+    (void)threads;
+    return packed && p->weight_is_a ? 0 : a_bytes(p);
+}
+
+static size_t pack_bytes(const fb_gemm_problem *p)
+{
+    return p->weight_is_a ? a_bytes(p) : 0;
+}
+
+/* Panels [q0, q1) of op(A). */
+static void pack_a(const fb_gemm_problem *p, int64_t q0, int64_t q1,
+                   float *apack)
+{
+    const fb_f32_operand opa = {p->a, p->lda, p->transa};
+    fb_f32_pack(&opa, p->m, p->k, FB_F32_MR, q0, q1,
+                apack + q0 * fb_f32_panel_elems(p->k, FB_F32_MR));
+}
+
+static void pack(const fb_gemm_problem *p, int threads, void *dst)
+{
+    const int64_t apanels = (p->m + FB_F32_MR - 1) / FB_F32_MR;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        pack_a(p, apanels * tid / nt, apanels * (tid + 1) / nt, dst);
+    }
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
+                     char *path, size_t len)
 {
     const int64_t apanels = (p->m + FB_F32_MR - 1) / FB_F32_MR;
     const int64_t bpanels = (p->n + FB_F32_NR - 1) / FB_F32_NR;
     const int64_t units = apanels * bpanels;
     const tile_order order = order_of(p);
-    const size_t bytes = (size_t)(apanels * fb_f32_panel_elems(p->k,
-                                                                FB_F32_MR)) *
-                         sizeof(float);
-    float *apack = fb_handle_workspace(h, bytes);
-    if (apack == NULL) {
-        snprintf(path, len, "fp32 small-k kernel: cannot allocate %zu "
-                 "bytes of workspace", bytes);
-        *st = FB_STATUS_ALLOC_FAILED;
-        return 1;
-    }
-    int t = threads > 0 ? threads : 1;
+    const int packed = c->packed != NULL && p->weight_is_a;
+    float *apack = packed ? (float *)c->packed : (float *)c->ws;
+    int t = c->threads > 0 ? c->threads : 1;
     if (t > units)
         t = (int)units;
-    const fb_f32_operand opa = {p->a, p->lda, p->transa};
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         /* op(A) whole, each thread its share of the panels, then every
          * thread reads every panel. */
-        fb_f32_pack(&opa, p->m, p->k, FB_F32_MR, apanels * tid / nt,
-                    apanels * (tid + 1) / nt,
-                    apack + apanels * tid / nt *
-                                fb_f32_panel_elems(p->k, FB_F32_MR));
+        if (!packed)
+            pack_a(p, apanels * tid / nt, apanels * (tid + 1) / nt, apack);
 #pragma omp barrier
         run_tiles(p, apack, &order, units * tid / nt,
                   units * (tid + 1) / nt, NULL);
     }
     snprintf(path, len, "cpu/f32-small-k/%dx%d/b-in-place/threads=%d",
              FB_F32_MR, FB_F32_NR, t);
-    *st = FB_STATUS_SUCCESS;
-    return 1;
+    return FB_STATUS_SUCCESS;
 }
 
 void fb_small_k_tiles(const fb_gemm_problem *p, const float *apack)
@@ -357,6 +385,7 @@ void fb_small_k_gate_rows(const fb_small_k_gate *g)
     p.b = g->x;
     p.ldb = g->ldx;
     p.alpha = 1.0f;
+    fb_gemm_decide(&p);
     const tile_order t = order_of(&p);
     run_tiles(&p, g->wgu, &t, 0, t.apanels * t.bpanels, g);
 }
@@ -373,11 +402,32 @@ void fb_small_k_gate_rows(const fb_small_k_gate *g)
     (void)g;
 }
 
-int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
-                       fb_status *st, char *path, size_t len)
+static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
 {
-    (void)h, (void)p, (void)threads, (void)st, (void)path, (void)len;
+    (void)p, (void)threads, (void)packed;
     return 0;
 }
 
+static size_t pack_bytes(const fb_gemm_problem *p)
+{
+    (void)p;
+    return 0;
+}
+
+static void pack(const fb_gemm_problem *p, int threads, void *dst)
+{
+    (void)p, (void)threads, (void)dst;
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
+                     char *path, size_t len)
+{
+    (void)c, (void)p, (void)path, (void)len;
+    return FB_STATUS_INTERNAL;
+}
+
 #endif
+
+const fb_cpu_gemm_impl fb_cpu_gemm_small_k = {
+    "cpu/f32-small-k", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
+    pack, run};

@@ -16,25 +16,16 @@
  * tile's operands in L1 and L2 and the packed kernel's k chunks do. */
 #define FB_SMALL_K_MAX 512
 
-/* Whether fb_cpu_f32_small_k takes p: fp32, 0 < k <= FB_SMALL_K_MAX,
- * alpha != 0, AVX-512F, and FUSEDBLAS_CPU_SGEMM neither "openblas" nor
- * "packed" (which forces the packed kernel, cpu_f32_gemm.h). Unlike
- * the packed kernel it is chosen whatever OpenBLAS's core: it also beat
- * OpenBLAS's AVX-512 sgemm with a separate epilogue pass at every shape
- * measured (docs/cpu-kernels.md). */
-int fb_cpu_f32_small_k_applies(const fb_gemm_problem *p);
+/* fb_cpu_gemm_small_k (cpu_impl.h) takes fp32 calls with 0 < k <=
+ * FB_SMALL_K_MAX and alpha != 0 where the kernel is allowed (below).
+ * Unlike the packed kernel it is chosen whatever OpenBLAS's core: it also
+ * beat OpenBLAS's AVX-512 sgemm with a separate epilogue pass at every
+ * shape measured (docs/cpu-kernels.md). */
 
 /* AVX-512F runs and FUSEDBLAS_CPU_SGEMM allows the small-k kernels (it is
  * neither "openblas" nor "packed"): the shape-free half of the above, for
  * the MLP too. */
 int fb_cpu_small_k_allowed(void);
-
-/* Run p (which fb_cpu_f32_small_k_applies) on up to threads OpenMP
- * threads. Returns 1: *st is the call's status, path says what ran or why
- * it failed (FB_STATUS_ALLOC_FAILED, nothing written, when op(A)'s packed
- * panels cannot be had: the other paths need memory too). */
-int fb_cpu_f32_small_k(fb_handle h, const fb_gemm_problem *p, int threads,
-                       fb_status *st, char *path, size_t len);
 
 /* ---- the pieces the small-k MLP (cpu_f32_mlp_small_k.c) runs ---------- */
 

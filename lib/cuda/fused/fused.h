@@ -30,7 +30,7 @@ typedef struct fb_fused_env {
     fb_math_mode math;
     void *workspace;         /* device scratch owned by the handle */
     size_t workspace_bytes;  /* at least FB_FUSED_WORKSPACE_BYTES */
-    void *scratch;           /* what fb_fused_mlp_scratch_bytes asked for */
+    void *scratch;           /* what the family's scratch asked for */
     size_t scratch_bytes;    /* (the handle's mlp scratch), or NULL / 0 */
 } fb_fused_env;
 
@@ -43,23 +43,59 @@ typedef struct fb_fused_env {
  * else writes there (cuBLASLt has a workspace of its own, ctx.h). */
 #define FB_FUSED_BARRIER_BYTES ((size_t)64 << 10)
 
-/* Run the call with a fused kernel. path receives the kernel's name,
- * e.g. "cuda-fused/mlp_decode_bf16". */
-fb_status fb_fused_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                        char *path, size_t pathlen);
-fb_status fb_fused_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                       char *path, size_t pathlen);
+/* One fused kernel family, as an entry of the module's implementation
+ * tables (module.cu walks them, then cuda-lt). applies says whether the
+ * family covers the call, asking the launcher without launching;
+ * preferred is the shape rule (shape_rule.cu): whether the family
+ * measured faster than cuda-lt for the call's shape class, asked only
+ * under FB_BACKEND_CUDA / AUTO; scratch is the device memory a call needs
+ * beyond the workspace (env->scratch, at least that many bytes, when run
+ * is called); run launches, naming its kernel in path (e.g.
+ * "cuda-fused/mlp_decode_bf16+tma"), or returns FB_STATUS_NOT_SUPPORTED
+ * having launched nothing. A NULL name ends a table. */
+typedef struct fb_fused_gemm_impl {
+    const char *name;
+    bool (*applies)(const fb_fused_env *env, const fb_gemm_problem *p);
+    bool (*preferred)(const fb_fused_env *env, const fb_gemm_problem *p);
+    fb_status (*run)(const fb_fused_env *env, const fb_gemm_problem *p,
+                     char *path, size_t pathlen);
+} fb_fused_gemm_impl;
 
-/* Device memory an fb_fused_mlp call needs beyond the workspace, 0 if
- * none: the prefill kernels write H (m x h of the input type) between
- * their two launches. The module reserves it in the handle's scratch and
- * passes it as env->scratch; without it the prefill kernels decline. */
-size_t fb_fused_mlp_scratch_bytes(const fb_fused_env *env,
-                                  const fb_mlp_problem *p);
+typedef struct fb_fused_mlp_impl {
+    const char *name;
+    bool (*applies)(const fb_fused_env *env, const fb_mlp_problem *p);
+    bool (*preferred)(const fb_fused_env *env, const fb_mlp_problem *p);
+    size_t (*scratch)(const fb_mlp_problem *p);
+    fb_status (*run)(const fb_fused_env *env, const fb_mlp_problem *p,
+                     char *path, size_t pathlen);
+} fb_fused_mlp_impl;
 
-/* The shape rule for FB_BACKEND_CUDA / AUTO: non-zero when the fused path
- * covers this call and measured faster than cuBLASLt for its shape class. */
-int fb_fused_prefers_gemm(const fb_fused_env *env, const fb_gemm_problem *p);
-int fb_fused_prefers_mlp(const fb_fused_env *env, const fb_mlp_problem *p);
+/* In the order they are tried: tiny widths, then decode sizes, then (the
+ * MLP) the prefill pair at its widths, then the Hopper GEMM engine. */
+extern const fb_fused_gemm_impl fb_fused_gemm_impls[];
+extern const fb_fused_mlp_impl fb_fused_mlp_impls[];
+
+/* The tensor maps of a plan's weights (fused_tma_map.cu), kept from one
+ * execution to the next: the TMA kernels (decode, GEMM engine) encode a
+ * weight's map the first time an execution needs it, and find it here
+ * after, as long as a scope names the cache. Maps of anything else (X,
+ * H) are encoded at each call, as before. At most FBF_MAP_CACHE maps. */
+#define FBF_MAP_CACHE 160
+typedef struct fbf_map_cache fbf_map_cache;
+fbf_map_cache *fbf_map_cache_create(const void *const *weights, int n);
+void fbf_map_cache_destroy(fbf_map_cache *c);
+
+/* While one lives, on this thread, the fused kernels look their weights'
+ * maps up in c (NULL: no cache, every map encoded). */
+class fbf_map_cache_scope {
+  public:
+    explicit fbf_map_cache_scope(fbf_map_cache *c);
+    ~fbf_map_cache_scope();
+
+  private:
+    fbf_map_cache *previous_;
+    fbf_map_cache_scope(const fbf_map_cache_scope &);
+    fbf_map_cache_scope &operator=(const fbf_map_cache_scope &);
+};
 
 #endif /* FB_CUDA_FUSED_H */

@@ -512,26 +512,25 @@ static const char *dtype_suffix(fb_dtype d)
 
 /* Whether a call may take the TMA engine (fused_decode_tma.cuh): 16-bit
  * weights, a compute 9.0 device, a module built for sm_90a and a driver
- * that encodes tensor maps; tune->decode_engine 1 asks for the register
+ * that encodes tensor maps; the decode_engine knob 1 asks for the register
  * engine. */
 template <typename T>
-static bool tma_engine_allowed(const fb_fused_env *env,
-                               const fbf_tuning *tune)
+static bool tma_engine_allowed(const fb_fused_env *env)
 {
 #ifdef FB_HAVE_SM90A
     return sizeof(T) == 2 && env->cc_major == 9 && env->cc_minor == 0 &&
-           !(tune && tune->decode_engine == 1) && fbf_tma_available();
+           !(FBF_KNOB(decode_engine) == 1) && fbf_tma_available();
 #else
-    (void)env; (void)tune;
+    (void)env;
     return false;
 #endif
 }
 
 /* The TMA engine's shared memory after its header and accumulators: an
  * X buffer of xs_cols columns (the token rows' chunk: all `need` columns
- * if they fit in tune->tma_xs_kb KiB, 72 by default, else as many as
+ * if they fit in the tma_xs_kb knob KiB, 72 by default, else as many as
  * fit, a multiple of the box width), then as many stages of
- * stage_bytes as fit (at most kTmaMaxStages or tune->tma_stages). Chunks
+ * stage_bytes as fit (at most kTmaMaxStages or the tma_stages knob). Chunks
  * are cheap here (the ring keeps streaming while X is restaged) and bytes
  * in flight are what a stream needs: 72 KiB keeps X of 16 tokens x 2048
  * columns and leaves six 21 KiB stages. */
@@ -542,13 +541,13 @@ struct TmaLayout {
 
 static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
                            size_t stage_rows, int need, int m, size_t esz,
-                           size_t budget, const fbf_tuning *tune)
+                           size_t budget)
 {
     L->box_cols = bc;
     L->ring_off = (kHeaderBytes + sacc + 127) / 128 * 128;
     L->stride = stage_rows * bc * esz;
     const size_t cap =
-        (size_t)(tune && tune->tma_xs_kb > 0 ? tune->tma_xs_kb : 72) << 10;
+        (size_t)(FBF_KNOB(tma_xs_kb) > 0 ? FBF_KNOB(tma_xs_kb) : 72) << 10;
     int cols = (int)(cap / ((size_t)m * esz)) - 32;
     cols = cols / bc * bc;
     if (cols < bc)
@@ -561,12 +560,12 @@ static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
         return false;
     int S = (int)((budget - L->ring_off - xs) / L->stride);
     const int cap_s =
-        tune && tune->tma_stages > 0 ? tune->tma_stages : kTmaMaxStages;
+        FBF_KNOB(tma_stages) > 0 ? FBF_KNOB(tma_stages) : kTmaMaxStages;
     if (S > cap_s)
         S = cap_s;
     if (S > kTmaMaxStages)
         S = kTmaMaxStages;
-    if (tune && tune->tma_stages > 0 && S != tune->tma_stages)
+    if (FBF_KNOB(tma_stages) > 0 && S != FBF_KNOB(tma_stages))
         return false;
     L->stages = S;
     L->xs_off = L->ring_off + (size_t)S * L->stride;
@@ -575,20 +574,17 @@ static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
 }
 
 /* The widest box (256, 128, then 64 columns) with which at least three
- * stages fit, or tune->tma_box_cols. Wider boxes mean fewer, longer
+ * stages fit, or the tma_box_cols knob. Wider boxes mean fewer, longer
  * requests per row; they measured faster where stages are small and no
  * slower elsewhere (docs/decode-kernels.md). */
 static bool tma_layout(TmaLayout *L, size_t sacc, size_t stage_rows,
-                       int need, int m, size_t esz, size_t budget,
-                       const fbf_tuning *tune)
+                       int need, int m, size_t esz, size_t budget)
 {
-    const int c = tune ? tune->tma_box_cols : 0;
+    const int c = FBF_KNOB(tma_box_cols);
     if (c == 64 || c == 128 || c == 256)
-        return tma_layout_for(L, c, sacc, stage_rows, need, m, esz, budget,
-                              tune);
+        return tma_layout_for(L, c, sacc, stage_rows, need, m, esz, budget);
     for (int bc = 256; bc >= 64; bc /= 2)
-        if (tma_layout_for(L, bc, sacc, stage_rows, need, m, esz, budget,
-                           tune) &&
+        if (tma_layout_for(L, bc, sacc, stage_rows, need, m, esz, budget) &&
             (L->stages >= 3 || bc == 64))
             return true;
     return false;
@@ -599,12 +595,11 @@ static bool tma_layout(TmaLayout *L, size_t sacc, size_t stage_rows,
  * stripes only add partial sums; fewer make each stage, and so the bytes
  * in flight, smaller); the fewest that fit if none is that small. */
 static int tma_stripes(int G, int n, int box1, size_t need_ws_h,
-                       size_t part_bytes, size_t ws_avail,
-                       const fbf_tuning *tune)
+                       size_t part_bytes, size_t ws_avail)
 {
     int best = 0;
     for (int d = 1; d <= G; ++d) {
-        if (G % d || (tune && tune->hs > 0 && d != tune->hs))
+        if (G % d || (FBF_KNOB(hs) > 0 && d != FBF_KNOB(hs)))
             continue;
         const int P = G / d;
         const int box2 = (n + P - 1) / P;
@@ -628,7 +623,7 @@ static int tma_stripes(int G, int n, int box1, size_t need_ws_h,
  * (docs/decode-kernels.md). */
 static int reg_stripes(int G, int m, int h, int n, size_t esz, size_t sacc1,
                        int warps, size_t budget, size_t hbytes,
-                       size_t ws_avail, const fbf_tuning *tune)
+                       size_t ws_avail)
 {
     const int ms = m + 1;
     const size_t slot_bytes = (size_t)warps * 2 * 16 * ms * 4;
@@ -637,7 +632,7 @@ static int reg_stripes(int G, int m, int h, int n, size_t esz, size_t sacc1,
     for (int d = 1; d <= G; ++d) {
         if (G % d)
             continue;
-        if (tune && tune->hs > 0 && d != tune->hs)
+        if (FBF_KNOB(hs) > 0 && d != FBF_KNOB(hs))
             continue;
         const int P = G / d;
         if (P > kMaxRanges)
@@ -666,7 +661,7 @@ static int reg_stripes(int G, int m, int h, int n, size_t esz, size_t sacc1,
 template <typename T, int NTOK, bool TMA>
 static fb_status launch_decode_mlp(const fb_fused_env *env,
                                    const fb_mlp_problem *p,
-                                   const fbf_tuning *tune, char *path,
+                                   fbf_mode mode, char *path,
                                    size_t pathlen)
 {
     static KernelState state;
@@ -690,9 +685,9 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
     const size_t ws_avail = env->workspace_bytes - kBarrierRegion - 256;
     const size_t hbytes = ((size_t)m * h * esz + 255) / 256 * 256;
     const int hs = TMA ? tma_stripes(G, n, box1, hbytes, (size_t)m * n * 4,
-                                     ws_avail, tune)
+                                     ws_avail)
                        : reg_stripes(G, m, h, n, esz, sacc1, warps, budget,
-                                     hbytes, ws_avail, tune);
+                                     hbytes, ws_avail);
     if (hs == 0)
         return FB_STATUS_NOT_SUPPORTED;
     const int P = G / hs;
@@ -711,7 +706,7 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
             return FB_STATUS_NOT_SUPPORTED;
         const int widest = h / hs + 72; /* stripes start at 64-multiples */
         if (!tma_layout(&L, sacc, (size_t)(2 * box1 > box2 ? 2 * box1 : box2),
-                        k > widest ? k : widest, m, esz, budget, tune))
+                        k > widest ? k : widest, m, esz, budget))
             return FB_STATUS_NOT_SUPPORTED;
         xs_off = L.xs_off;
         smem = L.smem;
@@ -741,10 +736,10 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
     if (!fits)
         return FB_STATUS_NOT_SUPPORTED;
 
-    /* A dry run (the shape rule, the scratch size: twice a call under
-     * auto) stops before the host work of encoding tensor maps; a map the
-     * driver refuses later sends the call to the register engine. */
-    if (tune && tune->dry_run)
+    /* A check (the table's applies) stops before the host work of
+     * encoding tensor maps; a map the driver refuses later sends the call
+     * to the register engine. */
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     MlpArgs<T> a;
     memset(&a, 0, sizeof a);
@@ -785,7 +780,7 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
      * default) while X is staged, phase 2 for the knob (64 KiB) before the
      * barrier. */
     const int kb_knob =
-        tune && tune->prefetch_kb != 0 ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb) : 64;
+        FBF_KNOB(prefetch_kb) != 0 ? (FBF_KNOB(prefetch_kb) < 0 ? 0 : FBF_KNOB(prefetch_kb)) : 64;
     const int step_bytes = warps * 16 * Engine<T, NTOK>::COLS * (int)esz;
     a.prefetch1 = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.prefetch2 = kb_knob ? ((kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
@@ -815,44 +810,44 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
 }
 
 /* The TMA engine where it is allowed and covers the call, else the
- * register engine (tune->decode_engine: 1 the register engine only, 2
+ * register engine (the decode_engine knob: 1 the register engine only, 2
  * the TMA engine only). */
 template <typename T, int NTOK>
 static fb_status run_decode_mlp(const fb_fused_env *env,
                                 const fb_mlp_problem *p,
-                                const fbf_tuning *tune, char *path,
+                                fbf_mode mode, char *path,
                                 size_t pathlen)
 {
     if constexpr (sizeof(T) == 2) {
-        if (tma_engine_allowed<T>(env, tune)) {
+        if (tma_engine_allowed<T>(env)) {
             const fb_status st =
-                launch_decode_mlp<T, NTOK, true>(env, p, tune, path, pathlen);
+                launch_decode_mlp<T, NTOK, true>(env, p, mode, path, pathlen);
             if (st != FB_STATUS_NOT_SUPPORTED)
                 return st;
         }
     }
-    if (tune && tune->decode_engine == 2)
+    if (FBF_KNOB(decode_engine) == 2)
         return FB_STATUS_NOT_SUPPORTED;
-    return launch_decode_mlp<T, NTOK, false>(env, p, tune, path, pathlen);
+    return launch_decode_mlp<T, NTOK, false>(env, p, mode, path, pathlen);
 }
 
 template <typename T>
 static fb_status dispatch_decode_mlp(const fb_fused_env *env,
                                      const fb_mlp_problem *p,
-                                     const fbf_tuning *tune, char *path,
+                                     fbf_mode mode, char *path,
                                      size_t pathlen)
 {
     if (p->m <= 8)
-        return run_decode_mlp<T, 8>(env, p, tune, path, pathlen);
+        return run_decode_mlp<T, 8>(env, p, mode, path, pathlen);
     if (p->m <= 16)
-        return run_decode_mlp<T, 16>(env, p, tune, path, pathlen);
-    return run_decode_mlp<T, 32>(env, p, tune, path, pathlen);
+        return run_decode_mlp<T, 16>(env, p, mode, path, pathlen);
+    return run_decode_mlp<T, 32>(env, p, mode, path, pathlen);
 }
 
 template <typename T, int NTOK, bool TMA>
 static fb_status launch_decode_gemm(const fb_fused_env *env,
                                     const GemmArgs<T> &in, fb_dtype dtype,
-                                    const fbf_tuning *tune, char *path,
+                                    fbf_mode mode, char *path,
                                     size_t pathlen)
 {
     static KernelState state;
@@ -877,7 +872,7 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
             return FB_STATUS_NOT_SUPPORTED;
         TmaLayout L;
         if (!tma_layout(&L, sacc, (size_t)box, a.k, a.m, esz,
-                        env->smem_optin, tune))
+                        env->smem_optin))
             return FB_STATUS_NOT_SUPPORTED;
         xs_off = L.xs_off;
         kc = L.xs_cols;
@@ -901,7 +896,7 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
     a.kc = kc;
     a.xstride = kc + 32;
     const int kb_knob =
-        tune && tune->prefetch_kb != 0 ? (tune->prefetch_kb < 0 ? 0 : tune->prefetch_kb) : 64;
+        FBF_KNOB(prefetch_kb) != 0 ? (FBF_KNOB(prefetch_kb) < 0 ? 0 : FBF_KNOB(prefetch_kb)) : 64;
     const int step_bytes = warps * 16 * Engine<T, NTOK>::COLS * (int)esz;
     a.prefetch = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
     a.sacc_off = kHeaderBytes;
@@ -914,7 +909,7 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         return fbf_launch_status(e);
     if (!fits)
         return FB_STATUS_NOT_SUPPORTED;
-    if (tune && tune->dry_run) /* before the maps: as launch_decode_mlp */
+    if (mode == FBF_CHECK) /* before the maps: as launch_decode_mlp */
         return FB_STATUS_SUCCESS;
     if (TMA && !fbf_tma_map_16(&a.tm_w, dtype, a.w, a.rows, a.k, a.ldw,
                                a.box_cols, box, false))
@@ -935,34 +930,34 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
 template <typename T, int NTOK>
 static fb_status run_decode_gemm(const fb_fused_env *env,
                                  const GemmArgs<T> &a, fb_dtype dtype,
-                                 const fbf_tuning *tune, char *path,
+                                 fbf_mode mode, char *path,
                                  size_t pathlen)
 {
     if constexpr (sizeof(T) == 2) {
-        if (tma_engine_allowed<T>(env, tune)) {
+        if (tma_engine_allowed<T>(env)) {
             const fb_status st = launch_decode_gemm<T, NTOK, true>(
-                env, a, dtype, tune, path, pathlen);
+                env, a, dtype, mode, path, pathlen);
             if (st != FB_STATUS_NOT_SUPPORTED)
                 return st;
         }
     }
-    if (tune && tune->decode_engine == 2)
+    if (FBF_KNOB(decode_engine) == 2)
         return FB_STATUS_NOT_SUPPORTED;
-    return launch_decode_gemm<T, NTOK, false>(env, a, dtype, tune, path,
+    return launch_decode_gemm<T, NTOK, false>(env, a, dtype, mode, path,
                                               pathlen);
 }
 
 template <typename T>
 static fb_status dispatch_decode_gemm(const fb_fused_env *env,
                                       const GemmArgs<T> &a, fb_dtype dtype,
-                                      const fbf_tuning *tune, char *path,
+                                      fbf_mode mode, char *path,
                                       size_t pathlen)
 {
     if (a.m <= 8)
-        return run_decode_gemm<T, 8>(env, a, dtype, tune, path, pathlen);
+        return run_decode_gemm<T, 8>(env, a, dtype, mode, path, pathlen);
     if (a.m <= 16)
-        return run_decode_gemm<T, 16>(env, a, dtype, tune, path, pathlen);
-    return run_decode_gemm<T, 32>(env, a, dtype, tune, path, pathlen);
+        return run_decode_gemm<T, 16>(env, a, dtype, mode, path, pathlen);
+    return run_decode_gemm<T, 32>(env, a, dtype, mode, path, pathlen);
 }
 
 } /* namespace fbf */
@@ -972,7 +967,7 @@ using namespace fbf;
 /* Shapes this family covers: few tokens, weights that can be streamed in
  * 16-byte pieces. Sizes stay within int (the kernels index with int). */
 fb_status fbf_decode_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                         const fbf_tuning *tune, char *path, size_t pathlen)
+                         fbf_mode mode, char *path, size_t pathlen)
 {
     const int64_t lim = (int64_t)1 << 30;
     if (p->m < 1 || p->m > 32 || p->k < 1 || p->h < 1 || p->n < 1)
@@ -989,17 +984,17 @@ fb_status fbf_decode_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
         return FB_STATUS_NOT_SUPPORTED;
     switch (p->dtype) {
     case FB_DTYPE_BF16:
-        return dispatch_decode_mlp<__nv_bfloat16>(env, p, tune, path, pathlen);
+        return dispatch_decode_mlp<__nv_bfloat16>(env, p, mode, path, pathlen);
     case FB_DTYPE_F16:
-        return dispatch_decode_mlp<__half>(env, p, tune, path, pathlen);
+        return dispatch_decode_mlp<__half>(env, p, mode, path, pathlen);
     case FB_DTYPE_F32:
-        return dispatch_decode_mlp<float>(env, p, tune, path, pathlen);
+        return dispatch_decode_mlp<float>(env, p, mode, path, pathlen);
     }
     return FB_STATUS_NOT_SUPPORTED;
 }
 
 fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                          const fbf_tuning *tune, char *path, size_t pathlen)
+                          fbf_mode mode, char *path, size_t pathlen)
 {
     const int64_t lim = (int64_t)1 << 30;
     if (env->cc_major < 8)
@@ -1071,17 +1066,17 @@ fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     switch (p->dtype) {
     case FB_DTYPE_BF16: {
         FBF_GEMM_ARGS(__nv_bfloat16)
-        return dispatch_decode_gemm<__nv_bfloat16>(env, a, p->dtype, tune,
+        return dispatch_decode_gemm<__nv_bfloat16>(env, a, p->dtype, mode,
                                                    path, pathlen);
     }
     case FB_DTYPE_F16: {
         FBF_GEMM_ARGS(__half)
-        return dispatch_decode_gemm<__half>(env, a, p->dtype, tune, path,
+        return dispatch_decode_gemm<__half>(env, a, p->dtype, mode, path,
                                             pathlen);
     }
     case FB_DTYPE_F32: {
         FBF_GEMM_ARGS(float)
-        return dispatch_decode_gemm<float>(env, a, p->dtype, tune, path,
+        return dispatch_decode_gemm<float>(env, a, p->dtype, mode, path,
                                            pathlen);
     }
     }

@@ -592,25 +592,24 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
     return a;
 }
 
-/* The consumers' arrangement for one launch (tune's, for the probe, else
- * the rule). Ping-pong hides the epilogue behind the other warpgroup's
+/* The consumers' arrangement for one launch (the engine_mode knob, for the
+ * probe, else the rule). Ping-pong hides the epilogue behind the other warpgroup's
  * mainloop, so it wins where the epilogue has an activation and where a
  * tile's mainloop is short; cooperative tiles move fewer bytes through L2
  * a flop and its clusters of 2 fill every SM (ping-pong's clusters of 4
  * leave some idle), so it wins on long plain products. The measurements
  * behind the bounds are in docs/gemm-engine.md. */
-static int ge_mode_single(const fbf_tuning *tune, fb_activation act,
-                          int64_t k)
+static int ge_mode_single(fb_activation act, int64_t k)
 {
-    if (tune && tune->engine_mode)
-        return tune->engine_mode - 1;
+    if (FBF_KNOB(engine_mode))
+        return FBF_KNOB(engine_mode) - 1;
     return act != FB_ACT_NONE || k <= 4096 ? GE_PINGPONG : GE_COOPERATIVE;
 }
 
-static int ge_mode_dual(const fbf_tuning *tune, int64_t k)
+static int ge_mode_dual(int64_t k)
 {
-    if (tune && tune->engine_mode)
-        return tune->engine_mode - 1;
+    if (FBF_KNOB(engine_mode))
+        return FBF_KNOB(engine_mode) - 1;
     return k <= 1024 ? GE_PINGPONG : GE_COOPERATIVE;
 }
 
@@ -668,24 +667,23 @@ static fb_status ge_down(const fb_fused_env *env, const fb_mlp_problem *p,
 }
 
 template <typename T>
-static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                         const fbf_tuning *tune)
+static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
 {
-    return ge_mode_single(tune, p->ep.act, p->k) == GE_PINGPONG
+    return ge_mode_single(p->ep.act, p->k) == GE_PINGPONG
                ? ge_gemm_mode<T, GE_PINGPONG>(env, p)
                : ge_gemm_mode<T, GE_COOPERATIVE>(env, p);
 }
 
 template <typename T>
 static fb_status ge_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                        void *hbuf, const fbf_tuning *tune)
+                        void *hbuf)
 {
-    fb_status st = ge_mode_dual(tune, p->k) == GE_PINGPONG
+    fb_status st = ge_mode_dual(p->k) == GE_PINGPONG
                        ? ge_dual<T, GE_PINGPONG>(env, p, hbuf)
                        : ge_dual<T, GE_COOPERATIVE>(env, p, hbuf);
-    if (st != FB_STATUS_SUCCESS || (tune && tune->h_only))
+    if (st != FB_STATUS_SUCCESS || FBF_KNOB(h_only))
         return st;
-    return ge_mode_single(tune, FB_ACT_NONE, p->h) == GE_PINGPONG
+    return ge_mode_single(FB_ACT_NONE, p->h) == GE_PINGPONG
                ? ge_down<T, GE_PINGPONG>(env, p, hbuf)
                : ge_down<T, GE_COOPERATIVE>(env, p, hbuf);
 }
@@ -700,21 +698,21 @@ using namespace fbf;
  * device and a module built for sm_90a. alpha == 0 and k == 0 are not
  * taken (A and B are not referenced then). */
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
-                        const fbf_tuning *tune, char *path, size_t pathlen)
+                        fbf_mode mode, char *path, size_t pathlen)
 {
     if (!ge_device_ok(env))
         return FB_STATUS_NOT_SUPPORTED;
     if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
         return FB_STATUS_NOT_SUPPORTED;
-    if (!p->transa || p->transb || p->alpha == 0.0f ||
+    if (!p->transa || p->transb || !p->multiply ||
         !ge_dims_ok(p->m, p->n, p->k) || !ge_operand_ok(p->a, p->lda) ||
         !ge_operand_ok(p->b, p->ldb) || p->ldc >= ((int64_t)1 << 40))
         return FB_STATUS_NOT_SUPPORTED;
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     const fb_status st = p->dtype == FB_DTYPE_BF16
-                             ? ge_gemm<__nv_bfloat16>(env, p, tune)
-                             : ge_gemm<__half>(env, p, tune);
+                             ? ge_gemm<__nv_bfloat16>(env, p)
+                             : ge_gemm<__half>(env, p);
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
                                         ? "gemm_sm90_bf16"
@@ -726,7 +724,7 @@ fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
  * h, ldx multiples of 8 and X and the weights 16-byte aligned; H in hbuf
  * (m x h of the input type, 16-byte aligned). */
 fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
-                       void *hbuf, size_t hbuf_bytes, const fbf_tuning *tune,
+                       void *hbuf, size_t hbuf_bytes, fbf_mode mode,
                        char *path, size_t pathlen)
 {
     if (!ge_device_ok(env))
@@ -738,14 +736,14 @@ fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
         !ge_operand_ok(p->wg, p->k) || !ge_operand_ok(p->wu, p->k) ||
         !ge_operand_ok(p->wd, p->h) || p->ldy >= ((int64_t)1 << 40))
         return FB_STATUS_NOT_SUPPORTED;
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     if (!hbuf || !tiny_aligned16(hbuf) ||
         hbuf_bytes < (size_t)p->m * (size_t)p->h * 2)
         return FB_STATUS_NOT_SUPPORTED;
     const fb_status st = p->dtype == FB_DTYPE_BF16
-                             ? ge_mlp<__nv_bfloat16>(env, p, hbuf, tune)
-                             : ge_mlp<__half>(env, p, hbuf, tune);
+                             ? ge_mlp<__nv_bfloat16>(env, p, hbuf)
+                             : ge_mlp<__half>(env, p, hbuf);
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
                                         ? "mlp_sm90_bf16"

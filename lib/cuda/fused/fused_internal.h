@@ -14,16 +14,21 @@
 #include <stddef.h>
 #include "fused.h"
 
-/* Tuning knobs; 0 means the launcher's own choice, which is what the
- * library uses. Only the selftest sets them, to measure alternatives. */
+/* How a launcher is called: to launch the call, or only to say whether
+ * it covers it, launching nothing (the implementation tables' applies,
+ * shape_rule.cu). */
+typedef enum fbf_mode { FBF_RUN = 0, FBF_CHECK = 1 } fbf_mode;
+
+/* Knobs for experiments: the selftest (tests/fused_selftest.cu) and the
+ * probes (bench/probes) compile the launchers with -DFBF_SANDBOX and set
+ * fbf_knobs to sweep variants; in the library every knob is 0, each
+ * launcher's own choice, and folds away. */
 typedef struct fbf_tuning {
     int hs;          /* stripes of h in the down projection (must divide
                         the grid) */
     int prefetch_kb; /* KiB of weights each CTA asks L2 for ahead (twice
                         that at the start, while X is staged; this much
                         before the grid barrier); negative: none */
-    int dry_run;     /* non-zero: decide coverage only, launch nothing
-                        (the shape rule asks this way) */
     int tiny_variant; /* tiny MLP kernel: 1, 2 mma.sync (fused_tiny_mlp.cu),
                          3, 4, 5 wgmma (fused_tiny_wgmma.cu) */
     int h_only;       /* prefill: the dual GEMM alone, no down GEMM */
@@ -39,68 +44,64 @@ typedef struct fbf_tuning {
                           own choice) */
 } fbf_tuning;
 
+#ifdef FBF_SANDBOX
+extern fbf_tuning fbf_knobs; /* defined by the sandbox program */
+#define FBF_KNOB(field) (fbf_knobs.field)
+#else
+#define FBF_KNOB(field) 0
+#endif
+
 /* The one-launch gated MLP for few rows (decode: m <= 32). */
 fb_status fbf_decode_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                         const fbf_tuning *tune, char *path, size_t pathlen);
+                         fbf_mode mode, char *path, size_t pathlen);
 
 /* gemm_bias_act with at most 32 columns on one side (decode), streaming
  * the other operand's rows once. */
 fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                          const fbf_tuning *tune, char *path,
+                          fbf_mode mode, char *path,
                           size_t pathlen);
 
 /* Tiny widths (every weight held in shared memory), any number of rows. */
 fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                       const fbf_tuning *tune, char *path, size_t pathlen);
+                       fbf_mode mode, char *path, size_t pathlen);
 fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                        const fbf_tuning *tune, char *path, size_t pathlen);
+                        fbf_mode mode, char *path, size_t pathlen);
 /* The 16-bit tiny MLP on wgmma (compute 9.0, sm_90a builds; k, n <= 64):
  * called by fbf_tiny_mlp first, NOT_SUPPORTED where it does not cover. */
 fb_status fbf_tiny_mlp_wgmma(const fb_fused_env *env,
-                             const fb_mlp_problem *p, const fbf_tuning *tune,
+                             const fb_mlp_problem *p, fbf_mode mode,
                              char *path, size_t pathlen);
 /* Their fp32 members (CUDA cores, true fp32), called by the two above. */
 fb_status fbf_tiny_mlp_f32(const fb_fused_env *env, const fb_mlp_problem *p,
-                           const fbf_tuning *tune, char *path,
+                           fbf_mode mode, char *path,
                            size_t pathlen);
 fb_status fbf_tiny_gemm_f32(const fb_fused_env *env,
-                            const fb_gemm_problem *p, const fbf_tuning *tune,
+                            const fb_gemm_problem *p, fbf_mode mode,
                             char *path, size_t pathlen);
 
 /* The prefill gated MLP on TMA + wgmma (fused_prefill_wgmma.cu; compute
  * 9.0, sm_90a builds; m > 32, where the decode kernels stop): the dual
  * GEMM writes H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (at least
- * m x h elements of the input type, row stride h; NULL is enough for a
- * dry run), then the down GEMM Y = H Wd^T + bd (not with tune->h_only).
+ * m x h elements of the input type, row stride h; NULL is enough for
+ * FBF_CHECK), then the down GEMM Y = H Wd^T + bd (not with the h_only
+ * knob).
  * NOT_SUPPORTED where it does not cover the call. */
 fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 const fb_mlp_problem *p, void *hbuf,
-                                size_t hbuf_bytes, const fbf_tuning *tune,
+                                size_t hbuf_bytes, fbf_mode mode,
                                 char *path, size_t pathlen);
 
 /* The Hopper GEMM engine (fused_gemm_sm90.cu; compute 9.0, sm_90a
  * builds): gemm_bias_act with both operands K-major (a row-major
  * nn.Linear call), and the gated MLP as a dual GEMM writing H into hbuf
  * (at least m x h elements of the input type, row stride h; NULL is
- * enough for a dry run) and the down GEMM. NOT_SUPPORTED where it does
+ * enough for FBF_CHECK) and the down GEMM. NOT_SUPPORTED where it does
  * not cover the call. */
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
-                        const fbf_tuning *tune, char *path, size_t pathlen);
+                        fbf_mode mode, char *path, size_t pathlen);
 fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
-                       void *hbuf, size_t hbuf_bytes, const fbf_tuning *tune,
+                       void *hbuf, size_t hbuf_bytes, fbf_mode mode,
                        char *path, size_t pathlen);
-
-/* The kernel family fb_fused_mlp gives a call to, asked of the
- * launchers in its order by dry run (nothing launched). */
-typedef enum fbf_mlp_family {
-    FBF_MLP_NONE,
-    FBF_MLP_TINY,
-    FBF_MLP_DECODE,
-    FBF_MLP_PREFILL,
-    FBF_MLP_ENGINE
-} fbf_mlp_family;
-fbf_mlp_family fbf_mlp_family_of(const fb_fused_env *env,
-                                 const fb_mlp_problem *p);
 
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);

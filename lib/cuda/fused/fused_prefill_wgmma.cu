@@ -459,10 +459,10 @@ static int pw_down_bn(const fb_fused_env *env, int64_t m, int64_t n)
 }
 
 /* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (m x h, row stride h),
- * then, unless tune->h_only, Y = H Wd^T + bd. */
+ * then, unless the h_only knob, Y = H Wd^T + bd. */
 template <typename T>
 static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                        void *hbuf, const fbf_tuning *tune)
+                        void *hbuf)
 {
     CUtensorMap tx, twg, twu, th, twd;
     if (!pw_tensor_map(&tx, p->dtype, p->x, p->m, p->k, p->ldx) ||
@@ -482,7 +482,7 @@ static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     g.k = (int)p->k;
     fb_status st = pw_launch_dual<T>(env, tx, twg, twu, g, 2 * p->h,
                                      p->gate_act);
-    if (st != FB_STATUS_SUCCESS || (tune && tune->h_only))
+    if (st != FB_STATUS_SUCCESS || FBF_KNOB(h_only))
         return st;
     PwArgs<T> d;
     memset(&d, 0, sizeof d);
@@ -492,7 +492,7 @@ static fb_status pw_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     d.m = (int)p->m;
     d.n = (int)p->n;
     d.k = (int)p->h;
-    const int bn = tune && tune->prefill_down_bn ? tune->prefill_down_bn
+    const int bn = FBF_KNOB(prefill_down_bn) ? FBF_KNOB(prefill_down_bn)
                                                  : pw_down_bn(env, p->m, p->n);
     if (bn == 256)
         return pw_launch<T, false, 256, FB_ACT_NONE>(env, th, twd, twd, d, p->n);
@@ -508,7 +508,7 @@ using namespace fbf;
  * maps' rules); a compute 9.0 device and a module built for sm_90a. */
 fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 const fb_mlp_problem *p, void *hbuf,
-                                size_t hbuf_bytes, const fbf_tuning *tune,
+                                size_t hbuf_bytes, fbf_mode mode,
                                 char *path, size_t pathlen)
 {
 #ifdef FB_HAVE_SM90A
@@ -528,21 +528,21 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
         PwShape<false, 256>::SMEM > env->smem_optin ||
         PwShape<false, 128>::SMEM > env->smem_optin || !fbf_tma_available())
         return FB_STATUS_NOT_SUPPORTED;
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     if (!hbuf || !tiny_aligned16(hbuf) ||
         hbuf_bytes < (size_t)p->m * (size_t)p->h * 2)
         return FB_STATUS_NOT_SUPPORTED;
     const fb_status st = p->dtype == FB_DTYPE_BF16
-                             ? pw_mlp<__nv_bfloat16>(env, p, hbuf, tune)
-                             : pw_mlp<__half>(env, p, hbuf, tune);
+                             ? pw_mlp<__nv_bfloat16>(env, p, hbuf)
+                             : pw_mlp<__half>(env, p, hbuf);
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
                                         ? "mlp_prefill_wgmma_bf16"
                                         : "mlp_prefill_wgmma_f16");
     return st;
 #else
-    (void)env; (void)p; (void)hbuf; (void)hbuf_bytes; (void)tune;
+    (void)env; (void)p; (void)hbuf; (void)hbuf_bytes; (void)mode;
     (void)path; (void)pathlen;
     return FB_STATUS_NOT_SUPPORTED;
 #endif

@@ -215,7 +215,7 @@ static int f32_grid(const fb_fused_env *env, int64_t m)
 template <int KP, int NP>
 static fb_status run_tiny_mlp_f32(const fb_fused_env *env,
                                   const fb_mlp_problem *p,
-                                  const fbf_tuning *tune, char *path,
+                                  fbf_mode mode, char *path,
                                   size_t pathlen)
 {
     static TinyKernelState state;
@@ -227,7 +227,7 @@ static fb_status run_tiny_mlp_f32(const fb_fused_env *env,
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     TinyMlpF32Args a;
     memset(&a, 0, sizeof a);
@@ -246,7 +246,7 @@ static fb_status run_tiny_mlp_f32(const fb_fused_env *env,
 template <int KP, int NP>
 static fb_status run_tiny_gemm_f32(const fb_fused_env *env,
                                    const TinyGemmF32Args &a,
-                                   const fbf_tuning *tune, char *path,
+                                   fbf_mode mode, char *path,
                                    size_t pathlen)
 {
     static TinyKernelState state;
@@ -258,7 +258,7 @@ static fb_status run_tiny_gemm_f32(const fb_fused_env *env,
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     TinyGemmF32Args args_copy = a;
     void *args[] = {&args_copy};
@@ -295,19 +295,19 @@ static fb_status run_tiny_gemm_f32(const fb_fused_env *env,
 using namespace fbf;
 
 fb_status fbf_tiny_mlp_f32(const fb_fused_env *env, const fb_mlp_problem *p,
-                           const fbf_tuning *tune, char *path, size_t pathlen)
+                           fbf_mode mode, char *path, size_t pathlen)
 {
     if (env->cc_major < 8 || p->m < 1 || p->k < 1 || p->h < 1 || p->n < 1 ||
         p->k > 128 || p->n > 128 || p->h > 4096 ||
         p->m >= ((int64_t)1 << 40))
         return FB_STATUS_NOT_SUPPORTED;
-#define FBF_CALL(K, N) run_tiny_mlp_f32<K, N>(env, p, tune, path, pathlen)
+#define FBF_CALL(K, N) run_tiny_mlp_f32<K, N>(env, p, mode, path, pathlen)
     FBF_F32_SHAPES(FBF_CALL, p->k, p->n)
 #undef FBF_CALL
 }
 
 fb_status fbf_tiny_gemm_f32(const fb_fused_env *env, const fb_gemm_problem *p,
-                            const fbf_tuning *tune, char *path,
+                            fbf_mode mode, char *path,
                             size_t pathlen)
 {
     if (env->cc_major < 8 || !p->transa || p->transb || p->k < 1 ||
@@ -347,7 +347,7 @@ fb_status fbf_tiny_gemm_f32(const fb_fused_env *env, const fb_gemm_problem *p,
     a.act = p->ep.act;
     a.k = (int)p->k;
     a.x_vec = tiny_aligned16(a.x) && a.ldx % 4 == 0 && a.k % 4 == 0;
-#define FBF_CALL(K, N) run_tiny_gemm_f32<K, N>(env, a, tune, path, pathlen)
+#define FBF_CALL(K, N) run_tiny_gemm_f32<K, N>(env, a, mode, path, pathlen)
     FBF_F32_SHAPES(FBF_CALL, a.k, a.n)
 #undef FBF_CALL
 }

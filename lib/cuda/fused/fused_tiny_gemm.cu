@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kTinyThreads, 1)
 template <typename T, int KQ, int NJ>
 static fb_status run_tiny_gemm(const fb_fused_env *env,
                                const TinyGemmArgs<T> &in, fb_dtype dtype,
-                               const fbf_tuning *tune, char *path,
+                               fbf_mode mode, char *path,
                                size_t pathlen)
 {
     static TinyKernelState state;
@@ -155,7 +155,7 @@ static fb_status run_tiny_gemm(const fb_fused_env *env,
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     const int ROWS = TinyShape<KQ, NJ>::ROWS;
     const int grid = tiny_grid(env, (a.m + ROWS - 1) / ROWS);
@@ -173,29 +173,29 @@ static fb_status run_tiny_gemm(const fb_fused_env *env,
 template <typename T, int KQ>
 static fb_status tiny_gemm_nj(const fb_fused_env *env,
                               const TinyGemmArgs<T> &a, fb_dtype d,
-                              const fbf_tuning *tune, char *path,
+                              fbf_mode mode, char *path,
                               size_t pathlen)
 {
     if (a.n <= 32)
-        return run_tiny_gemm<T, KQ, 4>(env, a, d, tune, path, pathlen);
+        return run_tiny_gemm<T, KQ, 4>(env, a, d, mode, path, pathlen);
     if (a.n <= 64)
-        return run_tiny_gemm<T, KQ, 8>(env, a, d, tune, path, pathlen);
-    return run_tiny_gemm<T, KQ, 16>(env, a, d, tune, path, pathlen);
+        return run_tiny_gemm<T, KQ, 8>(env, a, d, mode, path, pathlen);
+    return run_tiny_gemm<T, KQ, 16>(env, a, d, mode, path, pathlen);
 }
 
 template <typename T>
 static fb_status tiny_gemm_kq(const fb_fused_env *env,
                               const TinyGemmArgs<T> &a, fb_dtype d,
-                              const fbf_tuning *tune, char *path,
+                              fbf_mode mode, char *path,
                               size_t pathlen)
 {
     if (a.k <= 32)
-        return tiny_gemm_nj<T, 1>(env, a, d, tune, path, pathlen);
+        return tiny_gemm_nj<T, 1>(env, a, d, mode, path, pathlen);
     if (a.k <= 64)
-        return tiny_gemm_nj<T, 2>(env, a, d, tune, path, pathlen);
+        return tiny_gemm_nj<T, 2>(env, a, d, mode, path, pathlen);
     if (a.k <= 128)
-        return tiny_gemm_nj<T, 4>(env, a, d, tune, path, pathlen);
-    return tiny_gemm_nj<T, 8>(env, a, d, tune, path, pathlen);
+        return tiny_gemm_nj<T, 4>(env, a, d, mode, path, pathlen);
+    return tiny_gemm_nj<T, 8>(env, a, d, mode, path, pathlen);
 }
 
 } /* namespace fbf */
@@ -205,10 +205,10 @@ using namespace fbf;
 /* The "TN" gemm (op(A) rows and op(B) columns contiguous in k, nn.Linear's
  * own layout), 16-bit, one side <= 128 wide (the weights), k <= 256. */
 fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                        const fbf_tuning *tune, char *path, size_t pathlen)
+                        fbf_mode mode, char *path, size_t pathlen)
 {
     if (p->dtype == FB_DTYPE_F32)
-        return fbf_tiny_gemm_f32(env, p, tune, path, pathlen);
+        return fbf_tiny_gemm_f32(env, p, mode, path, pathlen);
     if (env->cc_major < 8)
         return FB_STATUS_NOT_SUPPORTED;
     if (!p->transa || p->transb || p->k < 8 || p->k > 256 || p->k % 8 ||
@@ -271,10 +271,10 @@ fb_status fbf_tiny_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     a.c_pairs = c_pairs;
     if (p->dtype == FB_DTYPE_BF16) {
         FBF_TINY_GEMM_ARGS(__nv_bfloat16)
-        return tiny_gemm_kq<__nv_bfloat16>(env, a, p->dtype, tune, path,
+        return tiny_gemm_kq<__nv_bfloat16>(env, a, p->dtype, mode, path,
                                            pathlen);
     }
     FBF_TINY_GEMM_ARGS(__half)
-    return tiny_gemm_kq<__half>(env, a, p->dtype, tune, path, pathlen);
+    return tiny_gemm_kq<__half>(env, a, p->dtype, mode, path, pathlen);
 #undef FBF_TINY_GEMM_ARGS
 }

@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(S::THREADS, 1)
 template <typename T, typename S>
 static fb_status run_tiny_mlp(const fb_fused_env *env,
                               const fb_mlp_problem *p,
-                              const fbf_tuning *tune, char *path,
+                              fbf_mode mode, char *path,
                               size_t pathlen)
 {
     static TinyKernelState state;
@@ -342,7 +342,7 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     tiny_mlp_operands<T>(a, p);
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
@@ -360,7 +360,7 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
     return st;
 }
 
-/* The configuration: tune->tiny_variant 1 = MT as the registers allow at
+/* The configuration: the tiny_variant knob 1 = MT as the registers allow at
  * 8 warps, 2 = MT 1 at 16 warps; 0 = the default:
  * variant 2 where it fits in 128 registers without spilling (k <= 128 and
  * n <= 64: nvcc 13 for sm_90 spills beyond) and its shared memory fits,
@@ -368,44 +368,44 @@ static fb_status run_tiny_mlp(const fb_fused_env *env,
 template <typename T, int KQ, int NJ>
 static fb_status tiny_mlp_variant(const fb_fused_env *env,
                                   const fb_mlp_problem *p,
-                                  const fbf_tuning *tune, char *path,
+                                  fbf_mode mode, char *path,
                                   size_t pathlen)
 {
     typedef TinyMlpShape<KQ, NJ, (16 * KQ + 8 * NJ) <= 128 ? 2 : 1, 8> V1;
     typedef TinyMlpShape<KQ, NJ, 1, 16> V2;
-    const int v = tune ? tune->tiny_variant : 0;
+    const int v = FBF_KNOB(tiny_variant);
     if (v == 1 || (v == 0 && !(KQ <= 4 && NJ <= 8)))
-        return run_tiny_mlp<T, V1>(env, p, tune, path, pathlen);
-    fb_status st = run_tiny_mlp<T, V2>(env, p, tune, path, pathlen);
+        return run_tiny_mlp<T, V1>(env, p, mode, path, pathlen);
+    fb_status st = run_tiny_mlp<T, V2>(env, p, mode, path, pathlen);
     if (st == FB_STATUS_NOT_SUPPORTED && v == 0)
-        st = run_tiny_mlp<T, V1>(env, p, tune, path, pathlen);
+        st = run_tiny_mlp<T, V1>(env, p, mode, path, pathlen);
     return st;
 }
 
 template <typename T, int KQ>
 static fb_status tiny_mlp_nj(const fb_fused_env *env, const fb_mlp_problem *p,
-                             const fbf_tuning *tune, char *path,
+                             fbf_mode mode, char *path,
                              size_t pathlen)
 {
     if (p->n <= 32)
-        return tiny_mlp_variant<T, KQ, 4>(env, p, tune, path, pathlen);
+        return tiny_mlp_variant<T, KQ, 4>(env, p, mode, path, pathlen);
     if (p->n <= 64)
-        return tiny_mlp_variant<T, KQ, 8>(env, p, tune, path, pathlen);
-    return tiny_mlp_variant<T, KQ, 16>(env, p, tune, path, pathlen);
+        return tiny_mlp_variant<T, KQ, 8>(env, p, mode, path, pathlen);
+    return tiny_mlp_variant<T, KQ, 16>(env, p, mode, path, pathlen);
 }
 
 template <typename T>
 static fb_status tiny_mlp_kq(const fb_fused_env *env, const fb_mlp_problem *p,
-                             const fbf_tuning *tune, char *path,
+                             fbf_mode mode, char *path,
                              size_t pathlen)
 {
     if (p->k <= 32)
-        return tiny_mlp_nj<T, 1>(env, p, tune, path, pathlen);
+        return tiny_mlp_nj<T, 1>(env, p, mode, path, pathlen);
     if (p->k <= 64)
-        return tiny_mlp_nj<T, 2>(env, p, tune, path, pathlen);
+        return tiny_mlp_nj<T, 2>(env, p, mode, path, pathlen);
     if (p->k <= 128)
-        return tiny_mlp_nj<T, 4>(env, p, tune, path, pathlen);
-    return tiny_mlp_nj<T, 8>(env, p, tune, path, pathlen);
+        return tiny_mlp_nj<T, 4>(env, p, mode, path, pathlen);
+    return tiny_mlp_nj<T, 8>(env, p, mode, path, pathlen);
 }
 
 } /* namespace fbf */
@@ -415,10 +415,10 @@ using namespace fbf;
 /* 16-bit, widths that fit: k <= 256, n <= 128 (registers), h as shared
  * memory allows; 16-byte rows (k, h multiples of 8, aligned pointers). */
 fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
-                       const fbf_tuning *tune, char *path, size_t pathlen)
+                       fbf_mode mode, char *path, size_t pathlen)
 {
     if (p->dtype == FB_DTYPE_F32)
-        return fbf_tiny_mlp_f32(env, p, tune, path, pathlen);
+        return fbf_tiny_mlp_f32(env, p, mode, path, pathlen);
     if (env->cc_major < 8)
         return FB_STATUS_NOT_SUPPORTED;
     if (p->m < 1 || p->k < 8 || p->k > 256 || p->n < 1 || p->n > 128 ||
@@ -430,13 +430,13 @@ fb_status fbf_tiny_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
         !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd))
         return FB_STATUS_NOT_SUPPORTED;
     /* wgmma where it covers the call (variants 0, 3, 4) */
-    const int v = tune ? tune->tiny_variant : 0;
+    const int v = FBF_KNOB(tiny_variant);
     if (v == 0 || v >= 3) {
-        const fb_status st = fbf_tiny_mlp_wgmma(env, p, tune, path, pathlen);
+        const fb_status st = fbf_tiny_mlp_wgmma(env, p, mode, path, pathlen);
         if (st != FB_STATUS_NOT_SUPPORTED || v >= 3)
             return st;
     }
     if (p->dtype == FB_DTYPE_BF16)
-        return tiny_mlp_kq<__nv_bfloat16>(env, p, tune, path, pathlen);
-    return tiny_mlp_kq<__half>(env, p, tune, path, pathlen);
+        return tiny_mlp_kq<__nv_bfloat16>(env, p, mode, path, pathlen);
+    return tiny_mlp_kq<__half>(env, p, mode, path, pathlen);
 }

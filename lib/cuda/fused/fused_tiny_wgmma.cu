@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
 template <typename T, int GROUPS, int CW>
 static fb_status run_tiny_wgmma(const fb_fused_env *env,
                                 const fb_mlp_problem *p,
-                                const fbf_tuning *tune, char *path,
+                                fbf_mode mode, char *path,
                                 size_t pathlen)
 {
     static TinyKernelState state;
@@ -299,7 +299,7 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    if (tune && tune->dry_run)
+    if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
     tiny_mlp_operands<T>(a, p);
     a.y_pairs = ((uintptr_t)p->y & 3u) == 0 && p->ldy % 2 == 0;
@@ -323,14 +323,14 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
 template <typename T>
 static fb_status tiny_wgmma_variant(int v, const fb_fused_env *env,
                                     const fb_mlp_problem *p,
-                                    const fbf_tuning *tune, char *path,
+                                    fbf_mode mode, char *path,
                                     size_t pathlen)
 {
     if (v == 4)
-        return run_tiny_wgmma<T, 2, 64>(env, p, tune, path, pathlen);
+        return run_tiny_wgmma<T, 2, 64>(env, p, mode, path, pathlen);
     if (v == 5)
-        return run_tiny_wgmma<T, 4, 32>(env, p, tune, path, pathlen);
-    return run_tiny_wgmma<T, 3, 64>(env, p, tune, path, pathlen);
+        return run_tiny_wgmma<T, 4, 32>(env, p, mode, path, pathlen);
+    return run_tiny_wgmma<T, 3, 64>(env, p, mode, path, pathlen);
 }
 
 } /* namespace fbf */
@@ -339,10 +339,10 @@ using namespace fbf;
 
 /* Covered: 16-bit, k <= 64, n <= 64, h <= 448 (as shared memory allows),
  * k, h, ldx multiples of 8, 16-byte aligned X and weights, a compute 9.0
- * device and a module built for sm_90a. tune->tiny_variant 3: three
+ * device and a module built for sm_90a. the tiny_variant knob 3: three
  * warpgroups per CTA, 4: two; 0: three. */
 fb_status fbf_tiny_mlp_wgmma(const fb_fused_env *env, const fb_mlp_problem *p,
-                             const fbf_tuning *tune, char *path,
+                             fbf_mode mode, char *path,
                              size_t pathlen)
 {
 #ifdef FB_HAVE_SM90A
@@ -358,13 +358,13 @@ fb_status fbf_tiny_mlp_wgmma(const fb_fused_env *env, const fb_mlp_problem *p,
     if (!tiny_aligned16(p->x) || !tiny_aligned16(p->wg) ||
         !tiny_aligned16(p->wu) || !tiny_aligned16(p->wd))
         return FB_STATUS_NOT_SUPPORTED;
-    const int v = tune ? tune->tiny_variant : 0;
+    const int v = FBF_KNOB(tiny_variant);
     if (p->dtype == FB_DTYPE_BF16)
-        return tiny_wgmma_variant<__nv_bfloat16>(v, env, p, tune, path,
+        return tiny_wgmma_variant<__nv_bfloat16>(v, env, p, mode, path,
                                                  pathlen);
-    return tiny_wgmma_variant<__half>(v, env, p, tune, path, pathlen);
+    return tiny_wgmma_variant<__half>(v, env, p, mode, path, pathlen);
 #else
-    (void)env; (void)p; (void)tune; (void)path; (void)pathlen;
+    (void)env; (void)p; (void)mode; (void)path; (void)pathlen;
     return FB_STATUS_NOT_SUPPORTED;
 #endif
 }

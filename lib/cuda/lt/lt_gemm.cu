@@ -560,7 +560,7 @@ fb_status fb_lt_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
         fb_result_ran(r, FB_BACKEND_CUDA_LT, "cuda-lt/empty");
         return FB_STATUS_SUCCESS;
     }
-    if (p->k == 0 || p->alpha == 0.0f) {
+    if (!p->multiply) {
         /* Nothing to multiply: C <- act(beta C + bias), A and B unread,
          * C's own (exact) values rounded once. */
         fb_status st = fb_launch_epilogue(

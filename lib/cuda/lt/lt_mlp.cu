@@ -87,6 +87,7 @@ static fb_status project_intermediate(fb_cuda_ctx *ctx,
     g.ldc = ldz;
     g.ep.act = FB_ACT_NONE;
     g.ep.bias_per_row = 1;
+    fb_gemm_decide(&g);
 
     /* cuBLASLt's bias needs 16-byte alignment (lt_gemm.cu). */
     int bias_in = bias != NULL && (uintptr_t)bias % 16 == 0;
@@ -251,6 +252,7 @@ fb_status fb_lt_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     d.ep.bias = p->bd;
     d.ep.act = FB_ACT_NONE;
     d.ep.bias_per_row = 1;
+    fb_gemm_decide(&d);
     st = fb_lt_gemm(ctx, &d, math, r);
     if (st != FB_STATUS_SUCCESS)
         return st;

@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * module.cu -- the CUDA backend module's one export, fb_cuda_module_v1(),
- * and what its table does: probe, contexts, and the dispatch of a call
- * between the fused kernels and cuBLASLt.
+ * and what its table does: probe, contexts, plans, and the walk of the
+ * implementation tables.
  *
- * Dispatch (the path argument of gemm and mlp):
- *   FB_BACKEND_CUDA_LT     cuBLASLt (lt_gemm.cu, lt_mlp.cu);
- *   FB_BACKEND_CUDA_FUSED  the fused kernels; their "not supported" is
- *                          passed through, nothing having been launched;
- *   FB_BACKEND_CUDA (or AUTO)  the fused kernels if their shape rule
- *                          prefers them and they take the call, else
- *                          cuBLASLt.
+ * Each operation's table is its fused families (fused/shape_rule.cu), in
+ * order, then cuda-lt (lt_gemm.cu, lt_mlp.cu). The path argument of gemm
+ * and mlp:
+ *   FB_BACKEND_CUDA_LT     cuda-lt;
+ *   FB_BACKEND_CUDA_FUSED  the first fused family that covers the call;
+ *                          none: "not supported", nothing launched;
+ *   FB_BACKEND_CUDA (or AUTO)  the first fused family that covers the
+ *                          call if the shape rule prefers it there, else
+ *                          cuda-lt (as the shape rule always did, only
+ *                          the first covering family is asked).
+ * A forced name keeps to that one entry, whatever the rule says.
  * Host operands are staged first (staging.h), the same for every path.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ctx.h"
 #include "fused/fused.h"
@@ -82,11 +87,6 @@ static fb_status probe(char *message, size_t len)
     return FB_STATUS_SUCCESS;
 }
 
-static int is_device_pointer(const void *p)
-{
-    return fb_is_device_pointer(p);
-}
-
 static const char *status_name(fb_status s)
 {
     switch (s) {
@@ -129,71 +129,171 @@ static int is_gpu_path(fb_backend path)
            path == FB_BACKEND_CUDA_LT || path == FB_BACKEND_CUDA_FUSED;
 }
 
-static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
-                          fb_backend path, fb_math_mode math,
-                          fb_cuda_result *r)
+static const char kLt[] = "cuda-lt";
+static const char kEpilogue[] = "cuda-fused/epilogue(k=0 or alpha=0)";
+
+/* Whether the walk may take entry name: one of the path's side, and the
+ * forced one if a name is forced. */
+static bool may_take(const char *name, bool fused, fb_backend path,
+                     const char *forced)
 {
-    if (path == FB_BACKEND_CUDA_LT)
-        return fb_lt_gemm(ctx, q, math, r);
-    fb_fused_env env;
-    fb_ctx_fused_env(ctx, math, &env);
-    if (path == FB_BACKEND_CUDA_FUSED && q->m > 0 && q->n > 0 &&
-        (q->k == 0 || q->alpha == 0.0f)) {
-        /* Nothing to multiply (A and B are not referenced): the whole call
-         * is its epilogue, C <- act(beta C + bias), one launch of our own
-         * kernel -- the fused path's answer as much as the Lt path's. */
-        fb_status st = fb_launch_epilogue(
-            env.stream, q->dtype, q->c, q->ldc, q->m, q->n, NULL, 0, q->beta,
-            q->beta != 0.0f, q->ep.bias, q->ep.bias_per_row, q->ep.act, r);
-        if (st == FB_STATUS_SUCCESS)
-            fb_result_ran(r, FB_BACKEND_CUDA_FUSED,
-                          "cuda-fused/epilogue(k=0 or alpha=0)");
-        return st;
+    const bool side = fused ? path != FB_BACKEND_CUDA_LT
+                            : path != FB_BACKEND_CUDA_FUSED;
+    return side && (forced == NULL || strcmp(forced, name) == 0);
+}
+
+/* The fused family the walk gives a call to, or NULL for cuda-lt (-1 in
+ * *none when no entry may take it at all). */
+static const fb_fused_gemm_impl *gemm_choice(const fb_fused_env *env,
+                                             const fb_gemm_problem *q,
+                                             fb_backend path,
+                                             const char *forced, int *none)
+{
+    *none = 0;
+    for (const fb_fused_gemm_impl *e = fb_fused_gemm_impls; e->name; ++e) {
+        if (!may_take(e->name, true, path, forced) || !e->applies(env, q))
+            continue;
+        if (forced != NULL || path == FB_BACKEND_CUDA_FUSED ||
+            e->preferred(env, q))
+            return e;
+        break; /* the first covering family is the rule's to decide */
     }
-    if (path == FB_BACKEND_CUDA_FUSED)
-        return fused_outcome(fb_fused_gemm(&env, q, r->path, sizeof r->path),
-                             r);
-    if (fb_fused_prefers_gemm(&env, q)) {
-        fb_status st = fb_fused_gemm(&env, q, r->path, sizeof r->path);
-        if (st != FB_STATUS_NOT_SUPPORTED)
+    *none = !may_take(kLt, false, path, forced);
+    return NULL;
+}
+
+static const fb_fused_mlp_impl *mlp_choice(const fb_fused_env *env,
+                                           const fb_mlp_problem *q,
+                                           fb_backend path,
+                                           const char *forced, int *none)
+{
+    *none = 0;
+    for (const fb_fused_mlp_impl *e = fb_fused_mlp_impls; e->name; ++e) {
+        if (!may_take(e->name, true, path, forced) || !e->applies(env, q))
+            continue;
+        if (forced != NULL || path == FB_BACKEND_CUDA_FUSED ||
+            e->preferred(env, q))
+            return e;
+        break;
+    }
+    *none = !may_take(kLt, false, path, forced);
+    return NULL;
+}
+
+static fb_status not_taken(fb_cuda_result *r, const char *forced)
+{
+    if (forced != NULL)
+        return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                              "%s does not apply to this call", forced);
+    return fb_result_fail(r, FB_STATUS_NOT_SUPPORTED,
+                          "cuda-fused does not cover this call (shape, "
+                          "dtype or math mode)");
+}
+
+/* The fused family's run; a family that finds at launch that it does not
+ * take the call after all (nothing launched) leaves it to cuda-lt where
+ * the walk could have chosen cuda-lt. */
+static fb_status run_gemm_on(fb_cuda_ctx *ctx, const fb_fused_env *env,
+                             const fb_fused_gemm_impl *e,
+                             const fb_gemm_problem *q, fb_math_mode math,
+                             bool lt_after, fb_cuda_result *r)
+{
+    if (e != NULL) {
+        fb_status st = e->run(env, q, r->path, sizeof r->path);
+        if (st != FB_STATUS_NOT_SUPPORTED || !lt_after)
             return fused_outcome(st, r);
-        fb_result_clear(r); /* the shape rule was wrong: cuBLASLt */
+        fb_result_clear(r);
     }
     return fb_lt_gemm(ctx, q, math, r);
 }
 
-static fb_status run_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *q,
-                         fb_backend path, fb_math_mode math,
-                         fb_cuda_result *r)
+/* Nothing to multiply (A and B are not referenced) on the fused path:
+ * the whole call is its epilogue, C <- act(beta C + bias), one launch of
+ * our own kernel -- the fused path's answer as much as the Lt path's. */
+static bool epilogue_only(const fb_gemm_problem *q, fb_backend path,
+                          const char *forced)
 {
-    if (path == FB_BACKEND_CUDA_LT)
-        return fb_lt_mlp(ctx, q, math, r);
+    return path == FB_BACKEND_CUDA_FUSED && forced == NULL && !q->multiply;
+}
+
+static fb_status run_epilogue(const fb_fused_env *env,
+                              const fb_gemm_problem *q, fb_cuda_result *r)
+{
+    fb_status st = fb_launch_epilogue(
+        env->stream, q->dtype, q->c, q->ldc, q->m, q->n, NULL, 0, q->beta,
+        q->beta != 0.0f, q->ep.bias, q->ep.bias_per_row, q->ep.act, r);
+    if (st == FB_STATUS_SUCCESS)
+        fb_result_ran(r, FB_BACKEND_CUDA_FUSED, kEpilogue);
+    return st;
+}
+
+static fb_status run_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *q,
+                          fb_backend path, fb_math_mode math,
+                          const char *forced, fb_cuda_result *r)
+{
     fb_fused_env env;
     fb_ctx_fused_env(ctx, math, &env);
-    const int fused = path == FB_BACKEND_CUDA_FUSED ||
-                      fb_fused_prefers_mlp(&env, q);
-    if (fused) {
-        /* the prefill kernels' H lives in the handle's mlp scratch, which
-         * cuda-lt's intermediates use too (one call at a time a handle) */
-        const size_t need = fb_fused_mlp_scratch_bytes(&env, q);
+    const bool fused_side = path == FB_BACKEND_CUDA_FUSED ||
+                            (forced != NULL && strcmp(forced, kLt) != 0);
+    if (q->m == 0 || q->n == 0) {
+        if (!fused_side)
+            return fb_lt_gemm(ctx, q, math, r);
+        fb_result_ran(r, FB_BACKEND_CUDA_FUSED, "cuda-fused/empty");
+        return FB_STATUS_SUCCESS;
+    }
+    if (epilogue_only(q, path, forced))
+        return run_epilogue(&env, q, r);
+    int none;
+    const fb_fused_gemm_impl *e = gemm_choice(&env, q, path, forced, &none);
+    if (e == NULL && none)
+        return not_taken(r, forced);
+    return run_gemm_on(ctx, &env, e, q, math, !fused_side, r);
+}
+
+static fb_status run_mlp_on(fb_cuda_ctx *ctx, fb_fused_env *env,
+                            const fb_fused_mlp_impl *e,
+                            const fb_mlp_problem *q, fb_math_mode math,
+                            bool lt_after, fb_cuda_result *r)
+{
+    if (e != NULL) {
+        /* H of the two-launch families lives in the handle's mlp scratch,
+         * which cuda-lt's intermediates use too (one call at a time a
+         * handle) */
+        const size_t need = e->scratch(q);
         if (need) {
             fb_status st = fb_ctx_reserve(ctx, &ctx->scratch, need, r);
             if (st != FB_STATUS_SUCCESS)
                 return st;
-            env.scratch = ctx->scratch.ptr;
-            env.scratch_bytes = ctx->scratch.bytes;
+            env->scratch = ctx->scratch.ptr;
+            env->scratch_bytes = ctx->scratch.bytes;
         }
-    }
-    if (path == FB_BACKEND_CUDA_FUSED)
-        return fused_outcome(fb_fused_mlp(&env, q, r->path, sizeof r->path),
-                             r);
-    if (fused) {
-        fb_status st = fb_fused_mlp(&env, q, r->path, sizeof r->path);
-        if (st != FB_STATUS_NOT_SUPPORTED)
+        fb_status st = e->run(env, q, r->path, sizeof r->path);
+        if (st != FB_STATUS_NOT_SUPPORTED || !lt_after)
             return fused_outcome(st, r);
         fb_result_clear(r);
     }
     return fb_lt_mlp(ctx, q, math, r);
+}
+
+static fb_status run_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *q,
+                         fb_backend path, fb_math_mode math,
+                         const char *forced, fb_cuda_result *r)
+{
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, math, &env);
+    const bool fused_side = path == FB_BACKEND_CUDA_FUSED ||
+                            (forced != NULL && strcmp(forced, kLt) != 0);
+    if (q->m == 0 || q->n == 0) {
+        if (!fused_side)
+            return fb_lt_mlp(ctx, q, math, r);
+        fb_result_ran(r, FB_BACKEND_CUDA_FUSED, "cuda-fused/empty");
+        return FB_STATUS_SUCCESS;
+    }
+    int none;
+    const fb_fused_mlp_impl *e = mlp_choice(&env, q, path, forced, &none);
+    if (e == NULL && none)
+        return not_taken(r, forced);
+    return run_mlp_on(ctx, &env, e, q, math, !fused_side, r);
 }
 
 /* What every call does after its work is enqueued: copy a staged output
@@ -225,7 +325,7 @@ static fb_status finish(fb_cuda_ctx *ctx, fb_status st, int staged,
 
 static fb_status module_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
                              fb_backend path, fb_math_mode math,
-                             fb_cuda_result *r)
+                             const char *forced, fb_cuda_result *r)
 {
     if (r == NULL)
         return FB_STATUS_INTERNAL;
@@ -246,13 +346,13 @@ static fb_status module_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     int staged = 0;
     fb_status st = fb_stage_gemm(ctx, p, &q, &out, &staged, r);
     if (st == FB_STATUS_SUCCESS)
-        st = run_gemm(ctx, &q, path, math, r);
+        st = run_gemm(ctx, &q, path, math, forced, r);
     return finish(ctx, st, staged, &out, r);
 }
 
 static fb_status module_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
                             fb_backend path, fb_math_mode math,
-                            fb_cuda_result *r)
+                            const char *forced, fb_cuda_result *r)
 {
     if (r == NULL)
         return FB_STATUS_INTERNAL;
@@ -272,7 +372,7 @@ static fb_status module_mlp(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     int staged = 0;
     fb_status st = fb_stage_mlp(ctx, p, &q, &out, &staged, r);
     if (st == FB_STATUS_SUCCESS)
-        st = run_mlp(ctx, &q, path, math, r);
+        st = run_mlp(ctx, &q, path, math, forced, r);
     return finish(ctx, st, staged, &out, r);
 }
 
@@ -379,15 +479,258 @@ static fb_status module_mlp_e4m3(fb_cuda_ctx *ctx,
     return finish(ctx, st, 0, &none, r);
 }
 
+/* ---- plans -------------------------------------------------------------- */
+
+struct fb_cuda_plan {
+    bool is_gemm;
+    fb_backend path;
+    fb_math_mode math;
+    bool forced;
+    /* the choice per m: an index into the fused table, -1 for cuda-lt,
+     * -2 for none (the forced name takes no m there), -3 for the
+     * epilogue alone (a fused gemm with nothing to multiply) */
+    fb_plan_segments segs;
+    /* the weights' tensor maps, encoded at the first execution that
+     * needs each and kept */
+    fbf_map_cache *maps;
+};
+
+namespace {
+
+/* The problem with m tokens (a gemm's tokens are the caller's m). */
+fb_gemm_problem gemm_at(const fb_gemm_problem *g, int64_t m)
+{
+    fb_gemm_problem p = *g;
+    if (p.weight_is_a) {
+        p.n = m;
+        p.ldb = p.transb ? m : p.k;
+        p.ldc = p.m;
+    } else {
+        p.m = m;
+        p.lda = p.transa ? p.k : m;
+        p.ldc = m;
+    }
+    if (p.lda < 1) p.lda = 1;
+    if (p.ldb < 1) p.ldb = 1;
+    if (p.ldc < 1) p.ldc = 1;
+    return p;
+}
+
+struct choose_ctx {
+    const fb_fused_env *env;
+    const fb_gemm_problem *g;
+    const fb_mlp_problem *q;
+    fb_backend path;
+    const char *forced;
+};
+
+int choose_at(void *vctx, int64_t m)
+{
+    const choose_ctx *c = static_cast<const choose_ctx *>(vctx);
+    int none;
+    if (c->g != NULL) {
+        const fb_gemm_problem p = gemm_at(c->g, m);
+        if (epilogue_only(&p, c->path, c->forced))
+            return -3;
+        const fb_fused_gemm_impl *e =
+            gemm_choice(c->env, &p, c->path, c->forced, &none);
+        return e != NULL ? (int)(e - fb_fused_gemm_impls) : none ? -2 : -1;
+    }
+    fb_mlp_problem p = *c->q;
+    p.m = m;
+    const fb_fused_mlp_impl *e =
+        mlp_choice(c->env, &p, c->path, c->forced, &none);
+    return e != NULL ? (int)(e - fb_fused_mlp_impls) : none ? -2 : -1;
+}
+
+} /* namespace */
+
+static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
+                             const fb_mlp_problem *q, fb_backend path,
+                             fb_math_mode math, const char *forced,
+                             fb_cuda_plan **plan, fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || plan == NULL || (g == NULL) == (q == NULL) ||
+        !is_gpu_path(path))
+        return fb_result_fail(r, FB_STATUS_INTERNAL, "plan: bad request");
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    fb_cuda_plan *pl = static_cast<fb_cuda_plan *>(calloc(1, sizeof *pl));
+    if (pl == NULL)
+        return fb_result_fail(r, FB_STATUS_ALLOC_FAILED, "plan: no memory");
+    pl->is_gemm = g != NULL;
+    pl->path = path;
+    pl->math = math;
+    pl->forced = forced != NULL;
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, math, &env);
+    const choose_ctx c = {&env, g, q, path, forced};
+    const int64_t max_m = g != NULL ? fb_gemm_tokens(g) : q->m;
+    fb_plan_segments_build(&pl->segs, max_m, choose_at,
+                           const_cast<choose_ctx *>(&c));
+    bool any = false;
+    for (int i = 0; i < pl->segs.n; i++)
+        any = any || pl->segs.choice[i] != -2;
+    if (!any) {
+        free(pl);
+        return not_taken(r, forced);
+    }
+
+    /* The device buffers every m up to max_m needs, reserved now: H for
+     * the two-launch families, cuda-lt's intermediates (at most two
+     * h-wide, 16-byte-aligned columns per row, of the input type), and the
+     * fp32 accumulator of a 16-bit gemm on cuda-lt. */
+    size_t scratch = 0, accum = 0;
+    const int64_t es = q != NULL ? fb_dtype_size(q->dtype) : 0;
+    for (int i = 0; i < pl->segs.n; i++) {
+        const int ch = pl->segs.choice[i];
+        if (q != NULL) {
+            fb_mlp_problem p = *q;
+            p.m = pl->segs.hi[i];
+            if (ch >= 0) {
+                const size_t s = fb_fused_mlp_impls[ch].scratch(&p);
+                scratch = s > scratch ? s : scratch;
+            }
+            const int64_t vec = 16 / es;
+            const size_t lt = 2 * fb_round_up(
+                (size_t)((2 * p.h + vec - 1) / vec * vec * p.m * es), 256);
+            scratch = lt > scratch ? lt : scratch;
+        } else if (g->dtype != FB_DTYPE_F32) {
+            const fb_gemm_problem p = gemm_at(g, pl->segs.hi[i]);
+            const size_t col = (size_t)((p.m + 7) / 8 * 8) * sizeof(float);
+            size_t a = col * (size_t)p.n;
+            a = a < FB_CTX_ACCUM_BYTES ? a : FB_CTX_ACCUM_BYTES;
+            accum = a > accum ? a : accum;
+        }
+    }
+    fb_status st = FB_STATUS_SUCCESS;
+    if (scratch > 0)
+        st = fb_ctx_reserve(ctx, &ctx->scratch, scratch, r);
+    if (st == FB_STATUS_SUCCESS && accum > 0)
+        st = fb_ctx_reserve_capped(ctx, &ctx->accum, accum,
+                                   FB_CTX_ACCUM_BYTES, r);
+    const void *weights[3] = {NULL, NULL, NULL};
+    if (g != NULL)
+        weights[0] = g->weight_is_a ? g->a : g->b;
+    else
+        weights[0] = q->wg, weights[1] = q->wu, weights[2] = q->wd;
+    if (st == FB_STATUS_SUCCESS &&
+        (pl->maps = fbf_map_cache_create(weights, 3)) == NULL)
+        st = fb_result_fail(r, FB_STATUS_ALLOC_FAILED, "plan: no memory");
+    if (st != FB_STATUS_SUCCESS) {
+        free(pl);
+        return st;
+    }
+    *plan = pl;
+    return FB_STATUS_SUCCESS;
+}
+
+static fb_status plan_run_begin(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
+                                fb_cuda_result *r)
+{
+    if (r == NULL)
+        return FB_STATUS_INTERNAL;
+    fb_result_clear(r);
+    if (ctx == NULL || plan == NULL)
+        return fb_result_fail(r, FB_STATUS_INTERNAL, "plan: bad request");
+    return FB_STATUS_SUCCESS;
+}
+
+/* The plan's choice was made for tight leading dimensions and aligned
+ * activations; a family that finds at launch that this execution's X or
+ * Y keep it from running (nothing launched) leaves the execution to the
+ * walk the plain call makes, so that both run the same implementation. */
+static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
+                           const fb_gemm_problem *p, fb_cuda_result *r)
+{
+    fb_status st = plan_run_begin(ctx, plan, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    const int ch = fb_plan_segments_find(&plan->segs, fb_gemm_tokens(p));
+    if (ch == -2)
+        return not_taken(r, "the plan's implementation");
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, plan->math, &env);
+    fbf_map_cache_scope maps(plan->maps);
+    const bool rewalk = ch >= 0 && !plan->forced;
+    if (ch == -3)
+        st = run_epilogue(&env, p, r);
+    else
+        st = run_gemm_on(ctx, &env,
+                         ch >= 0 ? &fb_fused_gemm_impls[ch] : NULL, p,
+                         plan->math, false, r);
+    if (rewalk && st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = run_gemm(ctx, p, plan->path, plan->math, NULL, r);
+    }
+    return finish(ctx, st, 0, NULL, r);
+}
+
+static fb_status plan_mlp(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
+                          const fb_mlp_problem *p, fb_cuda_result *r)
+{
+    fb_status st = plan_run_begin(ctx, plan, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    fb_device_scope scope(ctx->device);
+    if (scope.error() != cudaSuccess)
+        return fb_result_cuda(r, scope.error(), "cudaSetDevice");
+    const int ch = fb_plan_segments_find(&plan->segs, p->m);
+    if (ch == -2)
+        return not_taken(r, "the plan's implementation");
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, plan->math, &env);
+    fbf_map_cache_scope maps(plan->maps);
+    const bool rewalk = ch >= 0 && !plan->forced;
+    st = run_mlp_on(ctx, &env, ch >= 0 ? &fb_fused_mlp_impls[ch] : NULL, p,
+                    plan->math, false, r);
+    if (rewalk && st == FB_STATUS_NOT_SUPPORTED) {
+        fb_result_clear(r);
+        st = run_mlp(ctx, p, plan->path, plan->math, NULL, r);
+    }
+    return finish(ctx, st, 0, NULL, r);
+}
+
+static const char *plan_impl(const fb_cuda_plan *plan, int64_t m)
+{
+    const int ch = fb_plan_segments_find(&plan->segs, m);
+    if (ch == -2)
+        return "";
+    if (ch == -1)
+        return kLt;
+    if (ch == -3)
+        return kEpilogue;
+    return plan->is_gemm ? fb_fused_gemm_impls[ch].name
+                         : fb_fused_mlp_impls[ch].name;
+}
+
+static void plan_destroy(fb_cuda_plan *plan)
+{
+    if (plan != NULL)
+        fbf_map_cache_destroy(plan->maps);
+    free(plan);
+}
+
 static const fb_cuda_module module_table = {
     FB_CUDA_MODULE_ABI,
     probe,
-    is_device_pointer,
     fb_ctx_create,
     fb_ctx_destroy,
     fb_ctx_set_stream,
     module_gemm,
     module_mlp,
+    plan_create,
+    plan_gemm,
+    plan_mlp,
+    plan_impl,
+    plan_destroy,
     module_gemm_e4m3,
     module_mlp_e4m3,
     fb_tp_agree,

@@ -285,7 +285,7 @@ fb_status fb_stage_gemm(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
     *dev = *p;
     memset(out, 0, sizeof *out);
     const int64_t elem = fb_dtype_size(p->dtype);
-    const bool multiply = p->k > 0 && p->alpha != 0.0f;
+    const bool multiply = p->multiply != 0;
     const void *c_slot = p->c;
     operand ops[4] = {
         make(p->a, &dev->a, p->transa ? p->k : p->m, p->transa ? p->m : p->k,

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_small_m_gemm.c -- gemm_bias_act in the decode form on the small-m
+ * kernel (cpu_small_m.h): op(A) = W (stored rows contiguous along k),
+ * op(B) = X^T (tokens contiguous along k), few tokens. The kernel streams
+ * W once and beats OpenBLAS (whose packing re-reads W per 16 tokens
+ * here) up to its 32 tokens.
+ *
+ * C (m x n, n <= 32 tokens) is done in units of SMALL_M_ROWS rows, each
+ * thread a contiguous run of units (the weights split, never the tokens);
+ * each unit's dot products land in a small buffer, then alpha, beta, bias
+ * and activation are applied per token over the unit's contiguous rows
+ * and stored. 16-bit weights are read as they are (the kernel widens them
+ * in registers); X and the bias are converted to fp32 once.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+#include "cpu_impl.h"
+#include "cpu_small_m.h"
+
+/* Output rows (of the normalised C) per unit of work: a multiple of the
+ * kernel's 6-row (FMA) and 5-row (VDPBF16PS) blocks; the unit's dot
+ * products (at most 32 x 60 floats) stay in L1 for the epilogue. */
+#define SMALL_M_ROWS 60
+/* Fewer output rows than this stay with OpenBLAS (as before 32 tokens). */
+#define SMALL_M_MIN_ROWS 48
+
+static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
+{
+    (void)c;
+    return p->transa && !p->transb && p->n <= FB_SMALL_M_MAX &&
+           p->multiply && p->m >= SMALL_M_MIN_ROWS &&
+           fb_cpu_small_m_available();
+}
+
+/* X copied into panels whose rows sit off w's L1 sets
+ * (fb_cpu_small_m_panel_ld): fp32 for the FMA form, and the bf16 as
+ * stored for VDPBF16PS; then the bias in fp32. */
+typedef struct layout {
+    int dpa;                  /* X kept in bf16 too, for VDPBF16PS */
+    int64_t ldx, ldx16, x16_floats, bias_len;
+    size_t bytes;
+} layout;
+
+static layout layout_of(const fb_gemm_problem *p)
+{
+    layout l;
+    const int64_t k = p->k, ntok = p->n;
+    l.dpa = p->dtype == FB_DTYPE_BF16 && ntok >= FB_SMALL_M_DP_MIN_ROWS &&
+            fb_cpu_small_m_dp_available();
+    l.ldx = fb_cpu_small_m_panel_ld(k, 4);
+    l.ldx16 = fb_cpu_small_m_panel_ld(k, 2);
+    l.x16_floats = l.dpa ? (ntok * l.ldx16 + 31) / 32 * 16 : 0;
+    l.bias_len = p->ep.bias_per_row ? p->m : p->n;
+    l.bytes = (size_t)(ntok * l.ldx + l.x16_floats + l.bias_len + 16) *
+              sizeof(float);
+    return l;
+}
+
+static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
+{
+    (void)threads, (void)packed;
+    return layout_of(p).bytes;
+}
+
+static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
+{
+    return (const char *)p->a + i0 * p->lda * fb_dtype_size(p->dtype);
+}
+
+static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
+                     char *path, size_t len)
+{
+    const int64_t k = p->k, ntok = p->n, es = fb_dtype_size(p->dtype);
+    const int wide = p->dtype != FB_DTYPE_F32;
+    const int64_t units = (p->m + SMALL_M_ROWS - 1) / SMALL_M_ROWS;
+    int t = call->threads;
+    if (t > units)
+        t = (int)units;
+    const layout l = layout_of(p);
+    const int64_t ldx = l.ldx, ldx16 = l.ldx16;
+    float *ws = call->ws;
+    float *x32 = ws;
+    uint16_t *x16 = (uint16_t *)(ws + ntok * ldx);
+    const float *bias32 = p->ep.bias;
+    for (int64_t i = 0; i < ntok; i++) {
+        const char *xi = (const char *)p->b + i * p->ldb * es;
+        if (wide)
+            fb_cpu_to_f32(p->dtype, xi, x32 + i * ldx, k);
+        else
+            memcpy(x32 + i * ldx, xi, (size_t)k * sizeof(float));
+        if (l.dpa)
+            memcpy(x16 + i * ldx16, xi, (size_t)k * sizeof(uint16_t));
+    }
+    if (wide && p->ep.bias != NULL) {
+        float *b32 = ws + ntok * ldx + l.x16_floats;
+        fb_cpu_to_f32(p->dtype, p->ep.bias, b32, l.bias_len);
+        bias32 = b32;
+    }
+    /* bf16 on VDPBF16PS, unless X holds values it would not get exactly
+     * right (then no unit could: a denormal); a unit whose weights are
+     * too small for it runs again on the FMA form. */
+    int fell_back = 0;
+    const int x_field =
+        l.dpa ? fb_cpu_bf16_min_field(x16, ntok, k, ldx16) : 0;
+    const int dp = x_field > 0;
+
+#pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t u0 = units * tid / nt, u1 = units * (tid + 1) / nt;
+        const int64_t end = u1 * SMALL_M_ROWS < p->m ? u1 * SMALL_M_ROWS
+                                                      : p->m;
+        float dots[FB_SMALL_M_MAX * SMALL_M_ROWS];
+        float old[SMALL_M_ROWS];
+        for (int64_t u = u0; u < u1; u++) {
+            const int64_t j0 = u * SMALL_M_ROWS;
+            const int64_t rows = end - j0 < SMALL_M_ROWS ? end - j0
+                                                         : SMALL_M_ROWS;
+            /* The rest of this thread's rows follow: the kernel may
+             * prefetch into them. */
+            if (!dp || !fb_cpu_small_m_dp_nt(ntok, rows, k, x16, ldx16,
+                                             x_field, a_rows(p, j0), p->lda,
+                                             end - j0 - rows, dots,
+                                             SMALL_M_ROWS)) {
+                fb_cpu_small_m_nt(p->dtype, ntok, rows, k, x32, ldx,
+                                  a_rows(p, j0), p->lda, end - j0 - rows,
+                                  dots, SMALL_M_ROWS, 0);
+                fell_back |= dp;
+            }
+            for (int64_t i = 0; i < ntok; i++) {
+                float *d = dots + i * SMALL_M_ROWS;
+                char *c = (char *)p->c + (j0 + i * p->ldc) * es;
+                for (int64_t r = 0; r < rows; r++)
+                    d[r] *= p->alpha;
+                if (p->beta != 0.0f) {
+                    fb_cpu_to_f32(p->dtype, c, old, rows);
+                    for (int64_t r = 0; r < rows; r++)
+                        d[r] += p->beta * old[r];
+                }
+                if (bias32 == NULL || p->ep.bias_per_row)
+                    fb_cpu_bias_act(d, bias32 ? bias32 + j0 : NULL, rows,
+                                    p->ep.act);
+                else
+                    fb_cpu_scalar_bias_act(d, bias32[i], rows, p->ep.act);
+                fb_cpu_from_f32(p->dtype, d, c, rows);
+            }
+        }
+    }
+    snprintf(path, len, "cpu/small-m-avx512/%s/threads=%d",
+             dp && !fell_back ? "bf16-dpbf16"
+             : dp             ? "bf16-dpbf16+fma-where-tiny"
+             : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
+                    : "f32-weights",
+             t);
+    return FB_STATUS_SUCCESS;
+}
+
+const fb_cpu_gemm_impl fb_cpu_gemm_small_m = {
+    "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies, workspace, NULL, NULL,
+    run};

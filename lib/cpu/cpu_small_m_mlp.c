@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_small_m_mlp.c -- mlp_geglu_forward in the decode shape (at most 32
+ * rows of X) on the small-m kernel (cpu_small_m.h), every dtype: the three
+ * weights stream once at memory speed (bf16 on VDPBF16PS too).
+ *
+ * Few rows of X: each thread owns a slice [h0, h1) of the hidden width and
+ * streams its rows of Wg and Wu, then its columns of Wd, each element once
+ * (16-bit weights as they are: the kernel widens them in registers):
+ *   G, U = X Wg[h0:h1]^T, X Wu[h0:h1]^T          (m x hs each, L2)
+ *   H = act_g(G + bg) .* (U + bu), in place of G  (rounded to the dtype)
+ *   Ypart = H Wd[:, h0:h1]^T                      (m x n)
+ * then the threads' partial Y are summed, bd added, Y stored. Whole slices
+ * rather than chunks, so each weight is one unbroken stream for the
+ * kernel's prefetch; X (m x k), H and U (m x hs) stay in L2/L3.
+ */
+#include "config.h"
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_convert.h"
+#include "cpu_epilogue.h"
+#include "cpu_impl.h"
+#include "cpu_small_m.h"
+
+static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
+{
+    (void)c;
+    return p->m <= FB_SMALL_M_MAX && p->k > 0 && p->h > 0 &&
+           fb_cpu_small_m_available();
+}
+
+/* Slices of the hidden width, and the workspace in floats: X (fp32, and
+ * bf16 for VDPBF16PS), the biases in fp32 (16-bit), then per slice H, U
+ * and a partial Y. */
+typedef struct layout {
+    int threads;
+    int64_t blocks, ldx, ldx16, ldh;
+    int dpa;
+    int64_t shared, per_thread;
+} layout;
+
+#define ROUND16(x) (((x) + 15) / 16 * 16)
+
+static layout layout_of(const fb_mlp_problem *p, int threads)
+{
+    layout l;
+    const int64_t m = p->m, k = p->k, hw = p->h, n = p->n;
+    const int wide = p->dtype != FB_DTYPE_F32;
+    int t = threads;
+    /* Slices are whole 30-row blocks (6-row FMA and 5-row VDPBF16PS blocks
+     * of the kernel), when there are enough. */
+    l.blocks = (hw + 29) / 30;
+    if (t > l.blocks)
+        t = (int)l.blocks;
+    l.threads = t;
+    const int64_t hs_max = (l.blocks + t - 1) / t * 30;
+    /* X, and each slice's H, in panels whose rows sit off the weights' L1
+     * sets (fb_cpu_small_m_panel_ld): fp32, and for VDPBF16PS bf16. H's
+     * bf16 copy takes U's place once U is spent. */
+    l.dpa = p->dtype == FB_DTYPE_BF16 && m >= FB_SMALL_M_DP_MIN_ROWS &&
+            fb_cpu_small_m_dp_available();
+    l.ldx = fb_cpu_small_m_panel_ld(k, 4);
+    l.ldx16 = fb_cpu_small_m_panel_ld(k, 2);
+    l.ldh = fb_cpu_small_m_panel_ld(hs_max, 4);
+    l.shared = m * l.ldx + (l.dpa ? ROUND16((m * l.ldx16 + 1) / 2) : 0) +
+               (wide ? ROUND16(2 * hw) + ROUND16(n) : 0);
+    l.per_thread = 2 * m * l.ldh + ROUND16(m * n);
+    return l;
+}
+
+static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
+{
+    (void)packed;
+    const layout l = layout_of(p, threads);
+    return ((size_t)l.shared + (size_t)l.per_thread * (size_t)l.threads +
+            16) * sizeof(float);
+}
+
+static const void *at(const void *base, fb_dtype t, int64_t elems)
+{
+    return (const char *)base + elems * fb_dtype_size(t);
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
+                     char *path, size_t len)
+{
+    const int64_t m = p->m, k = p->k, hw = p->h, n = p->n;
+    const int wide = p->dtype != FB_DTYPE_F32;
+    const layout l = layout_of(p, c->threads);
+    const int t = l.threads, dpa = l.dpa;
+    const int64_t blocks = l.blocks, ldx = l.ldx, ldx16 = l.ldx16;
+    const int64_t ldh = l.ldh, shared = l.shared, per_thread = l.per_thread;
+    float *ws = c->ws;
+    float *x32 = ws;
+    uint16_t *x16 = (uint16_t *)(ws + m * ldx);
+    for (int64_t i = 0; i < m; i++) {
+        const void *xi = at(p->x, p->dtype, i * p->ldx);
+        if (wide)
+            fb_cpu_to_f32(p->dtype, xi, x32 + i * ldx, k);
+        else
+            memcpy(x32 + i * ldx, xi, (size_t)k * sizeof(float));
+        if (dpa)
+            memcpy(x16 + i * ldx16, xi, (size_t)k * sizeof(uint16_t));
+    }
+    struct {
+        const float *bg, *bu, *bd;
+    } bs = {p->bg, p->bu, p->bd};
+    if (wide) {
+        float *b = ws + m * ldx + (dpa ? ((m * ldx16 + 1) / 2 + 15) / 16 * 16 : 0);
+        if (p->bg) fb_cpu_to_f32(p->dtype, p->bg, b, hw), bs.bg = b;
+        if (p->bu) fb_cpu_to_f32(p->dtype, p->bu, b + hw, hw), bs.bu = b + hw;
+        if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * hw, n), bs.bd = b + 2 * hw;
+    }
+    float *mine0 = ws + shared;
+    /* bf16 on VDPBF16PS where it is exact (see gemm_small_m); H too is
+     * checked, and a GEMM that could flush runs again on the FMA form. */
+    int fell_back = 0;
+    const int x_field = dpa ? fb_cpu_bf16_min_field(x16, m, k, ldx16) : 0;
+    const int dp = x_field > 0;
+
+    /* Slice q of t: H (m x ldh), U (m x ldh), partial Y (m x n); a team
+     * smaller than t takes several slices per thread. */
+#define SLICE_H(q) (mine0 + per_thread * (q))
+#define SLICE_U(q) (SLICE_H(q) + m * ldh)
+#define SLICE_Y(q) (SLICE_U(q) + m * ldh)
+#pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        for (int q = tid; q < t; q += nt) {
+            const int64_t h0 = blocks * q / t * 30;
+            const int64_t h1 = q == t - 1 ? hw : blocks * (q + 1) / t * 30;
+            const int64_t hs = h1 - h0;
+            float *hbuf = SLICE_H(q), *ubuf = SLICE_U(q), *yacc = SLICE_Y(q);
+            const void *wg = at(p->wg, p->dtype, h0 * k);
+            const void *wu = at(p->wu, p->dtype, h0 * k);
+            const void *wd = at(p->wd, p->dtype, h0);
+            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
+                                             wg, k, 0, hbuf, ldh)) {
+                fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wg, k, 0,
+                                  hbuf, ldh, 0);
+                fell_back |= dp;
+            }
+            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
+                                             wu, k, 0, ubuf, ldh)) {
+                fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wu, k, 0,
+                                  ubuf, ldh, 0);
+                fell_back |= dp;
+            }
+            for (int64_t i = 0; i < m; i++) {
+                fb_cpu_gate(hbuf + i * ldh, ubuf + i * ldh,
+                            bs.bg ? bs.bg + h0 : NULL,
+                            bs.bu ? bs.bu + h0 : NULL, hs, p->gate_act);
+                fb_cpu_round_to(p->dtype, hbuf + i * ldh, hs);
+            }
+            /* H in bf16 for VDPBF16PS, in U's place (U is spent). */
+            uint16_t *h16 = (uint16_t *)ubuf;
+            int h_field = 0;
+            if (dp) {
+                for (int64_t i = 0; i < m; i++)
+                    fb_cpu_from_f32(p->dtype, hbuf + i * ldh, h16 + i * ldh,
+                                    hs);
+                h_field = fb_cpu_bf16_min_field(h16, m, hs, ldh);
+            }
+            if (h_field == 0 ||
+                !fb_cpu_small_m_dp_nt(m, n, hs, h16, ldh, h_field, wd, hw, 0,
+                                      yacc, n)) {
+                fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, ldh, wd, hw, 0,
+                                  yacc, n, 0);
+                fell_back |= dp;
+            }
+        }
+#pragma omp barrier
+        /* Sum the slices' partial Y into slice 0's, by rows. */
+        const int64_t r0 = m * tid / nt, r1 = m * (tid + 1) / nt;
+        float *y0 = SLICE_Y(0);
+        for (int q = 1; q < t; q++) {
+            const float *yq = SLICE_Y(q);
+#pragma omp simd
+            for (int64_t e = r0 * n; e < r1 * n; e++)
+                y0[e] += yq[e];
+        }
+        fb_cpu_mlp_store_rows(p, bs.bd, y0 + r0 * n, n, r0, r1 - r0);
+    }
+#undef SLICE_H
+#undef SLICE_U
+#undef SLICE_Y
+#undef ROUND16
+    snprintf(path, len, "cpu/small-m-avx512/mlp-hidden/%s/threads=%d",
+             dp && !fell_back ? "bf16-dpbf16"
+             : dp             ? "bf16-dpbf16+fma-where-tiny"
+             : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
+                    : "f32-weights",
+             t);
+    return FB_STATUS_SUCCESS;
+}
+
+const fb_cpu_mlp_impl fb_cpu_mlp_small_m = {
+    "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies, workspace, NULL, NULL,
+    run};
