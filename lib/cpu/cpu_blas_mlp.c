@@ -150,10 +150,12 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     if (blas)
         fb_cpu_blas_ran(pl.threads);
     const int small = pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available();
-    snprintf(path, len, "cpu/%s/mlp-%s/mb=%lld/hc=%lld/threads=%d",
-             small ? "small-m-avx512" : fb_cpu_arrangement(),
-             pl.split_rows ? "rows" : "hidden",
-             (long long)pl.mb, (long long)pl.hc, pl.threads);
+    /* The implementation's name first (it is what fb_set_implementation
+     * forces), then the kernel its short row blocks used. */
+    snprintf(path, len, "cpu/%s/mlp-%s/%smb=%lld/hc=%lld/threads=%d",
+             fb_cpu_arrangement(), pl.split_rows ? "rows" : "hidden",
+             small ? "small-m-avx512/" : "", (long long)pl.mb,
+             (long long)pl.hc, pl.threads);
     return FB_STATUS_SUCCESS;
 }
 
