@@ -18,6 +18,12 @@
  *               rank (no launch cost on the host)
  *   allreduce   ncclAllReduce of the m x n fp32 partial alone, per rank
  *
+ * Then, per m and rank, one more tp call traced with CUDA events (the
+ * module's trace hook, lib/cuda/tp/tp_trace.h): each chunk's compute span
+ * on the handle's stream and all-reduce span on the communication stream,
+ * in microseconds from an event recorded just before the call, and the
+ * fraction of the all-reduce time that ran while a chunk computed.
+ *
  * Calls are enqueued back to back, as a model's layers are, with an event
  * pair around each; the time of a row is the median of those pairs (p10
  * and p90 beside it). The last lines ("tp_bench: ...") summarise each m
@@ -28,6 +34,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +43,7 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "fusedblas.h"
+#include "../lib/cuda/tp/tp_trace.h"
 
 #define NRANKS 2
 #define MAX_ITERS 1000
@@ -260,11 +268,107 @@ static stats time_calls(const timed *c, int graph)
     return s;
 }
 
+/* The loaded CUDA module's trace setter, found among the loaded objects
+ * (the library dlopens the module privately): NULL if absent. */
+static int find_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *name = info->dlpi_name, *tail = "fusedblas_cuda.so";
+    const size_t n = strlen(name), t = strlen(tail);
+    if (n < t || strcmp(name + n - t, tail) != 0)
+        return 0;
+    void *lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+    if (lib != NULL)
+        *(void **)data = dlsym(lib, FB_TP_TRACE_SYMBOL);
+    return 1;
+}
+
+static fb_tp_trace_setter trace_setter(void)
+{
+    void *sym = NULL;
+    dl_iterate_phdr(find_module, &sym);
+    fb_tp_trace_setter f = NULL;
+    memcpy(&f, &sym, sizeof f);
+    return f;
+}
+
+/* One traced call: spans in microseconds from the call's start. */
+typedef struct timeline {
+    int chunks; /* -1: no trace hook in the module */
+    double cb[FB_TP_TRACE_MAX_CHUNKS], ce[FB_TP_TRACE_MAX_CHUNKS];
+    double rb[FB_TP_TRACE_MAX_CHUNKS], re[FB_TP_TRACE_MAX_CHUNKS];
+} timeline;
+
+static double since(cudaEvent_t start, void *ev)
+{
+    float ms = 0;
+    CUDA(cudaEventElapsedTime(&ms, start, (cudaEvent_t)ev));
+    return ms * 1e3;
+}
+
+static timeline trace_call(const timed *c)
+{
+    timeline t;
+    memset(&t, 0, sizeof t);
+    fb_tp_trace_setter set = trace_setter();
+    if (set == NULL) {
+        t.chunks = -1;
+        return t;
+    }
+    fb_tp_trace tr;
+    memset(&tr, 0, sizeof tr);
+    void **all[4] = {tr.compute_begin, tr.compute_end, tr.reduce_begin,
+                     tr.reduce_end};
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < FB_TP_TRACE_MAX_CHUNKS; i++) {
+            cudaEvent_t ev;
+            CUDA(cudaEventCreate(&ev));
+            all[j][i] = ev;
+        }
+    cudaEvent_t start;
+    CUDA(cudaEventCreate(&start));
+    CUDA(cudaStreamSynchronize(c->stream));
+    CUDA(cudaEventRecord(start, c->stream));
+    set(&tr);
+    call_once(c);
+    set(NULL);
+    CUDA(cudaStreamSynchronize(c->stream));
+    t.chunks = tr.chunks;
+    for (int i = 0; i < tr.chunks && i < FB_TP_TRACE_MAX_CHUNKS; i++) {
+        t.cb[i] = since(start, tr.compute_begin[i]);
+        t.ce[i] = since(start, tr.compute_end[i]);
+        t.rb[i] = since(start, tr.reduce_begin[i]);
+        t.re[i] = since(start, tr.reduce_end[i]);
+    }
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < FB_TP_TRACE_MAX_CHUNKS; i++)
+            CUDA(cudaEventDestroy((cudaEvent_t)all[j][i]));
+    CUDA(cudaEventDestroy(start));
+    return t;
+}
+
+/* Of the all-reduce spans' total, the time some compute span covered
+ * (the compute spans, on one stream, do not overlap one another). */
+static void overlap(const timeline *t, double *reduce, double *hidden)
+{
+    *reduce = *hidden = 0;
+    for (int i = 0; i < t->chunks; i++) {
+        *reduce += t->re[i] - t->rb[i];
+        for (int j = 0; j < t->chunks; j++) {
+            const double lo = t->rb[i] > t->cb[j] ? t->rb[i] : t->cb[j];
+            const double hi = t->re[i] < t->ce[j] ? t->re[i] : t->ce[j];
+            if (hi > lo)
+                *hidden += hi - lo;
+        }
+    }
+}
+
 static int64_t ms_list[MAX_M];
 static int nms;
 static stats one_gpu[MAX_M], local_half[MAX_M];
 static stats tp[MAX_M][NRANKS], tp_graph[MAX_M][NRANKS];
 static stats allreduce[MAX_M][NRANKS];
+static timeline traced[MAX_M][NRANKS];
 
 typedef struct rank_arg {
     int rank;
@@ -301,6 +405,9 @@ static void *rank_main(void *p)
                    fb_handle_last_path(h));
         pthread_barrier_wait(a->barrier);
         tp_graph[i][a->rank] = time_calls(&c, 1);
+        pthread_barrier_wait(a->barrier);
+        pthread_barrier_wait(a->barrier);
+        traced[i][a->rank] = trace_call(&c);
         pthread_barrier_wait(a->barrier);
         c.kind = CALL_ALLREDUCE;
         allreduce[i][a->rank] = time_calls(&c, 0);
@@ -440,6 +547,33 @@ int main(int argc, char **argv)
                    r, s->med, s->p10, s->p90);
         }
     }
+    printf("%6s  %4s %5s %10s %10s %10s %10s\n", "m", "rank", "chunk",
+           "comp_from", "comp_to", "ar_from", "ar_to");
+    for (int i = 0; i < nms; i++)
+        for (int r = 0; r < NRANKS; r++) {
+            const timeline *t = &traced[i][r];
+            if (t->chunks < 0)
+                printf("# m=%lld rank %d: no trace hook in the CUDA module\n",
+                       (long long)ms_list[i], r);
+            for (int c = 0; c < t->chunks; c++)
+                printf("%6lld  %4d %5d %10.1f %10.1f %10.1f %10.1f\n",
+                       (long long)ms_list[i], r, c, t->cb[c], t->ce[c],
+                       t->rb[c], t->re[c]);
+        }
+    for (int i = 0; i < nms; i++)
+        for (int r = 0; r < NRANKS; r++) {
+            const timeline *t = &traced[i][r];
+            if (t->chunks <= 0)
+                continue;
+            double reduce = 0, hidden = 0;
+            overlap(t, &reduce, &hidden);
+            printf("tp_bench: m=%lld rank %d: %d chunk(s), all-reduce %.1f us "
+                   "in all, %.1f us of it under compute (%.0f%%), call "
+                   "%.1f us\n",
+                   (long long)ms_list[i], r, t->chunks, reduce, hidden,
+                   reduce > 0 ? 100.0 * hidden / reduce : 0.0,
+                   t->re[t->chunks - 1]);
+        }
     for (int i = 0; i < nms; i++) {
         double t = 0, tg = 0, ar = 0;
         for (int r = 0; r < NRANKS; r++) {

@@ -28,7 +28,9 @@
  *    still usable afterwards; a handle on another device than the
  *    communicator's, and host memory, are INVALID_ARGUMENT without any
  *    collective.
- * Uneven shards (h_local 104 of 264; h_local 0 on one rank) are cases too.
+ * Uneven shards (h_local 104 of 264; h_local 0 on one rank) are cases too,
+ * and so is an m large enough for the chunked path (its all-reduces
+ * overlapped with compute), 1000 rows in unequal chunks, also captured.
  *
  * A watchdog (alarm) ends a run that hangs -- a rank that never joins a
  * collective -- with a "Bail out!" that says so, killing the children.
@@ -144,6 +146,7 @@ static void arm_watchdog(void)
 typedef struct mlp_tp_case {
     mlp_case c;
     int64_t h0;    /* rank 0 holds rows [0, h0), rank 1 [h0, h) */
+    int chunks;    /* the path's "chunks=" (0: none, one all-reduce) */
     mlp_data d;    /* the whole layer (host images) */
     double *ref;   /* the oracle's Y (m x n, ldy) */
     double *bound; /* its bound per element */
@@ -173,6 +176,11 @@ static mlp_tp_case mcases[] = {
     {.c = {FB_DTYPE_BF16, FB_ACT_RELU, 1, 64, 64, 64, 64, 64, MLP_ALL_BIASES,
            0},
      .h0 = 64},
+    /* prefill-sized m: the rows cut into chunks whose all-reduces overlap
+     * the next chunk's compute, 1000 rows as 256 + 256 + 256 + 232 */
+    {.c = {FB_DTYPE_BF16, FB_ACT_SILU, 1000, 256, 512, 384, 264, 392,
+           MLP_ALL_BIASES, 0},
+     .h0 = 256, .chunks = 4},
 };
 #define N_MCASES ((int)(sizeof mcases / sizeof mcases[0]))
 
@@ -346,7 +354,7 @@ static void run_mlp_case(report *rp, fb_handle h, int rank, mlp_tp_case *tc,
         h, t, c->act, c->m, c->k, hl, c->n, X.data, c->ldx,
         at(&Wg, t, h0 * c->k), pbg, at(&Wu, t, h0 * c->k), pbu,
         at(&Wd, t, h0), c->h, pbd, Y.data, c->ldy);
-    char path[96];
+    char path[160];
     snprintf(path, sizeof path, "%s", fb_handle_last_path(h));
     tbuf y1;
     tbuf_fetch(&tc->d.Y, &tmem_cuda, Y.alloc, &y1);
@@ -363,6 +371,15 @@ static void run_mlp_case(report *rp, fb_handle h, int rank, mlp_tp_case *tc,
           st ? ": " : "", st ? fb_handle_last_message(h) : "");
     if (rp->nhash < MAX_HASHES)
         rp->hash[rp->nhash++] = hash1;
+    {
+        char want[16];
+        snprintf(want, sizeof want, "chunks=%d,", tc->chunks);
+        const int ok = tc->chunks ? strstr(path, want) != NULL
+                                  : strstr(path, "chunks=") == NULL;
+        point(rp, ok, "rank %d m=%lld: the path has %s%s", rank,
+              (long long)c->m, tc->chunks ? want : "no chunks",
+              ok ? "" : " (NOT SO)");
+    }
 
     /* Again: the same bits. */
     st = mlp_geglu_forward_tp(h, t, c->act, c->m, c->k, hl, c->n, X.data,
@@ -652,7 +669,7 @@ static void rank_main(report *rp, int rank, void *comm)
     if (st != FB_STATUS_SUCCESS)
         return;
     for (int i = 0; i < N_MCASES; i++)
-        run_mlp_case(rp, h, rank, &mcases[i], i == 0);
+        run_mlp_case(rp, h, rank, &mcases[i], i == 0 || mcases[i].chunks);
     for (int i = 0; i < N_GCASES; i++)
         run_gemm_case(rp, h, rank, &gcases[i]);
     run_bad_calls(rp, h, rank);

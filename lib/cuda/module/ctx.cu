@@ -47,6 +47,12 @@ static void release(fb_cuda_ctx *ctx)
         (void)cudaFree(ctx->accum.ptr);
     if (ctx->tp_partial.ptr != NULL)
         (void)cudaFree(ctx->tp_partial.ptr);
+    if (ctx->tp_comm != NULL)
+        (void)cudaStreamDestroy(ctx->tp_comm);
+    if (ctx->tp_fork != NULL)
+        (void)cudaEventDestroy(ctx->tp_fork);
+    if (ctx->tp_join != NULL)
+        (void)cudaEventDestroy(ctx->tp_join);
     if (ctx->done != NULL)
         (void)cudaEventDestroy(ctx->done);
     (void)cudaGetLastError();
@@ -255,6 +261,22 @@ fb_status fb_ctx_mark_done(fb_cuda_ctx *ctx, fb_cuda_result *r)
     if (e != cudaSuccess)
         return fb_result_cuda(r, e, "cudaEventRecord");
     ctx->done_recorded = 1;
+    return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_ctx_comm_stream(fb_cuda_ctx *ctx, fb_cuda_result *r)
+{
+    cudaError_t e = cudaSuccess;
+    /* Non-blocking: the legacy default stream must not order it (the
+     * handle's stream may be that one); the events alone order it. */
+    if (ctx->tp_comm == NULL)
+        e = cudaStreamCreateWithFlags(&ctx->tp_comm, cudaStreamNonBlocking);
+    if (e == cudaSuccess && ctx->tp_fork == NULL)
+        e = cudaEventCreateWithFlags(&ctx->tp_fork, cudaEventDisableTiming);
+    if (e == cudaSuccess && ctx->tp_join == NULL)
+        e = cudaEventCreateWithFlags(&ctx->tp_join, cudaEventDisableTiming);
+    if (e != cudaSuccess)
+        return fb_result_cuda(r, e, "creating the communication stream");
     return FB_STATUS_SUCCESS;
 }
 

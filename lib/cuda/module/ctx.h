@@ -67,6 +67,12 @@ struct fb_cuda_ctx {
     fb_device_buffer staging; /* copies of host operands */
     fb_device_buffer tp_partial; /* fp32 partial sums of tensor-parallel
                                     calls, all-reduced in place (tp.cu) */
+    /* Where a chunked tensor-parallel call's all-reduces run beside its
+     * compute (tp.cu): made on the first such call (fb_ctx_comm_stream),
+     * non-blocking, joined back into `stream` before the call's epilogue,
+     * so `done` still follows all of a call's work. */
+    cudaStream_t tp_comm;
+    cudaEvent_t tp_fork, tp_join; /* stream -> tp_comm, tp_comm -> stream */
 
     fb_lt_plan_cache plans;
 };
@@ -103,6 +109,9 @@ fb_status fb_ctx_reserve_capped(fb_cuda_ctx *ctx, fb_device_buffer *buf,
 
 /* Record `done` on the stream: the call's work is all enqueued. */
 fb_status fb_ctx_mark_done(fb_cuda_ctx *ctx, fb_cuda_result *r);
+
+/* The communication stream and its two events, made on first use. */
+fb_status fb_ctx_comm_stream(fb_cuda_ctx *ctx, fb_cuda_result *r);
 
 /* Wait until the work enqueued so far by this context has completed. */
 cudaError_t fb_ctx_wait(fb_cuda_ctx *ctx);

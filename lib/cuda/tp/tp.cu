@@ -13,6 +13,14 @@
  *      context's tp_partial buffer;
  *   3. our epilogue kernel (kernels.h): bias (and for the gemm beta C and
  *      the activation) added to the sum, rounded once to the output type.
+ * At m >= FB_TP_CHUNK_MIN_ROWS the MLP cuts its rows into chunks (below):
+ * chunk c's local MLP runs on the handle's stream, then its rows of the
+ * partial (contiguous: the partial is Y^T, column-major) are all-reduced
+ * on the context's communication stream while chunk c+1 computes; the
+ * handle's stream joins the communication stream before the epilogue. The
+ * chunks depend on m alone, which every rank agreed on, so every rank
+ * issues the same NCCL calls in the same order.
+ *
  * Every rank reduces the same fp32 values in the same NCCL order and runs
  * the same epilogue on them, so every rank gets the same bits. The
  * partial is never rounded to 16 bits, so the contract's one rounding
@@ -31,10 +39,57 @@
 #include "module/ctx.h"
 #include "module/result.h"
 #include "tp.h"
+#include "tp_trace.h"
 
 /* How long tp_agree waits for the other ranks before it gives up with
  * EXECUTION_FAILED instead of blocking forever (a rank that never joins). */
 #define FB_TP_AGREE_TIMEOUT_S 120
+
+/* The MLP's chunking. Below FB_TP_CHUNK_MIN_ROWS the all-reduce is short
+ * (a few tens of microseconds, mostly NCCL's latency), so splitting it
+ * would add more latency per extra NCCL call and per smaller GEMM than it
+ * hides; decode keeps one local MLP and one all-reduce. From there on the
+ * rows are cut into FB_TP_CHUNKS chunks of a multiple of
+ * FB_TP_CHUNK_ALIGN rows (the last one takes the rest): 64 keeps every
+ * chunk's X and partial on the same alignment as the whole call's and the
+ * chunk's GEMMs on whole tiles of cuBLASLt's usual 64/128-row tiles, and
+ * at the threshold a chunk still has 128 rows. Only the last chunk's
+ * all-reduce is not under compute. */
+#define FB_TP_CHUNK_MIN_ROWS 512
+#define FB_TP_CHUNKS 4
+#define FB_TP_CHUNK_ALIGN 64
+
+/* Rows per chunk for an m-row call (m itself: not chunked). */
+static int64_t chunk_rows(int64_t m)
+{
+    if (m < FB_TP_CHUNK_MIN_ROWS)
+        return m;
+    const int64_t rows = (m + FB_TP_CHUNKS - 1) / FB_TP_CHUNKS;
+    return (rows + FB_TP_CHUNK_ALIGN - 1) / FB_TP_CHUNK_ALIGN *
+           FB_TP_CHUNK_ALIGN;
+}
+
+/* This thread's trace (tp_trace.h): NULL but in a benchmark. */
+static thread_local fb_tp_trace *tp_trace;
+
+extern "C" __attribute__((visibility("default"))) void
+fb_cuda_tp_trace_v1(fb_tp_trace *trace)
+{
+    tp_trace = trace;
+}
+
+/* Record one of the trace's events, if there is a trace. */
+static fb_status trace_mark(void *const *events, int chunk,
+                            cudaStream_t stream, fb_cuda_result *r)
+{
+    if (tp_trace == NULL || chunk >= FB_TP_TRACE_MAX_CHUNKS ||
+        events[chunk] == NULL)
+        return FB_STATUS_SUCCESS;
+    cudaError_t e = cudaEventRecord((cudaEvent_t)events[chunk], stream);
+    if (e != cudaSuccess)
+        return fb_result_cuda(r, e, "cudaEventRecord(trace)");
+    return FB_STATUS_SUCCESS;
+}
 
 static fb_status nccl_fail(fb_cuda_result *r, const fb_tp_comm *c,
                            fb_nccl_result e, const char *what)
@@ -103,13 +158,13 @@ static fb_status product_f32(fb_cuda_ctx *ctx, const fb_gemm_problem *p,
                           "result: %s", why);
 }
 
-/* Sum the partials across the ranks, in place, on the context's stream. */
-static fb_status all_reduce(fb_cuda_ctx *ctx, const fb_tp_comm *c, float *d,
-                            size_t elems, fb_cuda_result *r)
+/* Sum the partials across the ranks, in place, on stream. */
+static fb_status all_reduce(cudaStream_t stream, const fb_tp_comm *c,
+                            float *d, size_t elems, fb_cuda_result *r)
 {
     fb_nccl_result e = c->nccl->all_reduce(d, d, elems, FB_NCCL_FLOAT32,
                                            FB_NCCL_SUM, c->comm,
-                                           (void *)ctx->stream);
+                                           (void *)stream);
     if (e != FB_NCCL_SUCCESS && e != FB_NCCL_IN_PROGRESS)
         return nccl_fail(r, c, e, "ncclAllReduce");
     return FB_STATUS_SUCCESS;
@@ -173,6 +228,112 @@ fb_status fb_tp_agree(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     return FB_STATUS_SUCCESS;
 }
 
+/* Rows [r0, r0 + rows) of the partial (d, their first column, ldp apart),
+ * without bias: this rank's gate/up GEMMs and gated product for those rows
+ * of X, then the down GEMM into fp32. The local stages' names go to
+ * local. */
+static fb_status local_partial(fb_cuda_ctx *ctx, const fb_tp_mlp_problem *tp,
+                               int64_t r0, int64_t rows, float *d,
+                               int64_t ldp, fb_math_mode math, char *local,
+                               size_t locallen, fb_cuda_result *r)
+{
+    fb_mlp_problem sub = tp->mlp;
+    sub.m = rows;
+    sub.x = (const char *)sub.x +
+            (size_t)r0 * (size_t)sub.ldx * (size_t)fb_dtype_size(sub.dtype);
+    fb_lt_hidden hid;
+    fb_status st = fb_lt_mlp_hidden(ctx, &sub, math, &hid, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    /* partial (n x rows) = Wd_slice H^T: Wd's rows are ldwd apart, which
+     * column-major is h_local x n with lda = ldwd, transposed. */
+    fb_gemm_problem g;
+    memset(&g, 0, sizeof g);
+    g.dtype = sub.dtype;
+    g.transa = 1;
+    g.m = sub.n;
+    g.n = rows;
+    g.k = sub.h;
+    g.alpha = 1.0f;
+    g.a = sub.wd;
+    g.lda = tp->ldwd;
+    g.b = hid.h;
+    g.ldb = hid.ldh;
+    g.ep.bias_per_row = 1;
+    char down[24] = "";
+    st = product_f32(ctx, &g, d, ldp, math, down, sizeof down, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (hid.merged)
+        snprintf(local, locallen, "gate+up=%s,down=%s", hid.gate_name, down);
+    else
+        snprintf(local, locallen, "gate=%s,up=%s,down=%s", hid.gate_name,
+                 hid.up_name, down);
+    return FB_STATUS_SUCCESS;
+}
+
+/* The chunks' local MLPs on the handle's stream, each chunk's all-reduce
+ * on the communication stream once its rows are written (several chunks)
+ * or on the handle's stream (one chunk). The trace, if any, brackets each. */
+static fb_status chunked_partial(fb_cuda_ctx *ctx, const fb_tp_comm *c,
+                                 const fb_tp_mlp_problem *tp, float *partial,
+                                 int64_t ldp, int64_t step, int chunks,
+                                 fb_math_mode math, char *local,
+                                 size_t locallen, fb_cuda_result *r)
+{
+    const int64_t m = tp->mlp.m;
+    fb_status st = FB_STATUS_SUCCESS;
+    int forked = 0;
+    for (int i = 0; i < chunks && st == FB_STATUS_SUCCESS; i++) {
+        const int64_t r0 = (int64_t)i * step;
+        const int64_t rows = m - r0 < step ? m - r0 : step;
+        float *d = partial + (size_t)r0 * (size_t)ldp;
+        const size_t elems = (size_t)rows * (size_t)ldp;
+        void *const *tb = tp_trace ? tp_trace->compute_begin : NULL;
+        void *const *te = tp_trace ? tp_trace->compute_end : NULL;
+        void *const *rb = tp_trace ? tp_trace->reduce_begin : NULL;
+        void *const *re = tp_trace ? tp_trace->reduce_end : NULL;
+        st = trace_mark(tb, i, ctx->stream, r);
+        if (st == FB_STATUS_SUCCESS)
+            st = local_partial(ctx, tp, r0, rows, d, ldp, math, local,
+                               locallen, r);
+        if (st == FB_STATUS_SUCCESS)
+            st = trace_mark(te, i, ctx->stream, r);
+        if (st != FB_STATUS_SUCCESS)
+            break;
+        cudaStream_t comm = ctx->stream;
+        if (chunks > 1) {
+            cudaError_t e = cudaEventRecord(ctx->tp_fork, ctx->stream);
+            if (e == cudaSuccess)
+                e = cudaStreamWaitEvent(ctx->tp_comm, ctx->tp_fork, 0);
+            if (e != cudaSuccess) {
+                st = fb_result_cuda(r, e, "forking the communication "
+                                          "stream");
+                break;
+            }
+            forked = 1;
+            comm = ctx->tp_comm;
+        }
+        st = trace_mark(rb, i, comm, r);
+        if (st == FB_STATUS_SUCCESS)
+            st = all_reduce(comm, c, d, elems, r);
+        if (st == FB_STATUS_SUCCESS)
+            st = trace_mark(re, i, comm, r);
+    }
+    if (tp_trace != NULL)
+        tp_trace->chunks = chunks;
+    if (forked) {
+        /* Joined even after a failure, so that a stream capture is never
+         * left with a forked stream it cannot end. */
+        cudaError_t e = cudaEventRecord(ctx->tp_join, ctx->tp_comm);
+        if (e == cudaSuccess)
+            e = cudaStreamWaitEvent(ctx->stream, ctx->tp_join, 0);
+        if (e != cudaSuccess && st == FB_STATUS_SUCCESS)
+            st = fb_result_cuda(r, e, "joining the communication stream");
+    }
+    return st;
+}
+
 fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
                     const fb_tp_mlp_problem *tp, fb_math_mode math,
                     fb_cuda_result *r)
@@ -200,45 +361,26 @@ fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     if (st != FB_STATUS_SUCCESS)
         return st;
 
-    char local[64] = "";
+    char local[96] = "";
+    int chunks = 1;
     if (p->h == 0) {
         cudaError_t e = cudaMemsetAsync(partial, 0, elems * sizeof(float),
                                         ctx->stream);
         if (e != cudaSuccess)
             return fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
         snprintf(local, sizeof local, "h=0");
+        if (tp_trace != NULL)
+            tp_trace->chunks = 0; /* nothing computed to trace */
+        st = all_reduce(ctx->stream, c, partial, elems, r);
     } else {
-        fb_lt_hidden hid;
-        st = fb_lt_mlp_hidden(ctx, p, math, &hid, r);
-        if (st != FB_STATUS_SUCCESS)
-            return st;
-        /* partial (n x m) = Wd_slice H^T: Wd's rows are ldwd apart, which
-         * column-major is h_local x n with lda = ldwd, transposed. */
-        fb_gemm_problem d;
-        memset(&d, 0, sizeof d);
-        d.dtype = p->dtype;
-        d.transa = 1;
-        d.m = p->n;
-        d.n = p->m;
-        d.k = p->h;
-        d.alpha = 1.0f;
-        d.a = p->wd;
-        d.lda = tp->ldwd;
-        d.b = hid.h;
-        d.ldb = hid.ldh;
-        d.ep.bias_per_row = 1;
-        char down[24] = "";
-        st = product_f32(ctx, &d, partial, ldp, math, down, sizeof down, r);
-        if (st != FB_STATUS_SUCCESS)
-            return st;
-        if (hid.merged)
-            snprintf(local, sizeof local, "gate+up=%s,down=%s",
-                     hid.gate_name, down);
-        else
-            snprintf(local, sizeof local, "gate=%s,up=%s,down=%s",
-                     hid.gate_name, hid.up_name, down);
+        const int64_t step = chunk_rows(p->m);
+        chunks = (int)((p->m + step - 1) / step);
+        if (chunks > 1)
+            st = fb_ctx_comm_stream(ctx, r);
+        if (st == FB_STATUS_SUCCESS)
+            st = chunked_partial(ctx, c, tp, partial, ldp, step, chunks,
+                                 math, local, sizeof local, r);
     }
-    st = all_reduce(ctx, c, partial, elems, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy, p->n, p->m,
@@ -248,9 +390,14 @@ fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     st = fb_ctx_mark_done(ctx, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
-    fb_result_ran(r, FB_BACKEND_CUDA_LT,
-                  "cuda-tp/mlp(%s,allreduce(f32,%d),fb_epilogue)", local,
-                  c->nranks);
+    if (chunks > 1)
+        fb_result_ran(r, FB_BACKEND_CUDA_LT,
+                      "cuda-tp/mlp(chunks=%d,%s,allreduce(f32,%d),"
+                      "fb_epilogue)", chunks, local, c->nranks);
+    else
+        fb_result_ran(r, FB_BACKEND_CUDA_LT,
+                      "cuda-tp/mlp(%s,allreduce(f32,%d),fb_epilogue)", local,
+                      c->nranks);
     return FB_STATUS_SUCCESS;
 }
 
@@ -276,7 +423,7 @@ fb_status fb_tp_gemm(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     st = product_f32(ctx, p, partial, ldp, math, name, sizeof name, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
-    st = all_reduce(ctx, c, partial, elems, r);
+    st = all_reduce(ctx->stream, c, partial, elems, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     st = fb_launch_epilogue(ctx->stream, p->dtype, p->c, p->ldc, p->m, p->n,
