@@ -214,8 +214,12 @@ int main(void)
         {FB_DTYPE_F16, FB_TRANS, 16, 24, 64, 0, "e4m3-decode-mma"},
         {FB_DTYPE_BF16, FB_TRANS, 4, 24, 40, 0, "e4m3-tiled-fp32"}, /* ldb 40 */
         {FB_DTYPE_F32, FB_TRANS, 2, 24, 64, 0, "e4m3-tiled-fp32"},
-        {FB_DTYPE_BF16, FB_TRANS, 17, 72, 128, 0, "e4m3-lt-prefill"},
-        {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0, "e4m3-lt-prefill"}};
+        {FB_DTYPE_BF16, FB_TRANS, 17, 72, 128, 0, "e4m3-lt-prefill/widen16"},
+        {FB_DTYPE_F16, FB_TRANS, 33, 70, 48, 0, "e4m3-lt-prefill/widen16"},
+        {FB_DTYPE_BF16, FB_TRANS, 65, 37, 40, 0,
+         "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
+        {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
+         "e4m3-lt-prefill/widen-strided"}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         fp8_gemm_case(&t[0], paths[i].dt, FB_ROW_MAJOR, FB_NO_TRANS,
                       paths[i].tb, paths[i].m, paths[i].n, paths[i].k, 1.0f,
@@ -226,6 +230,21 @@ int main(void)
                dt_name(paths[i].dt), (long long)paths[i].m,
                (long long)paths[i].n, (long long)paths[i].k, ran,
                paths[i].path);
+    }
+    /* The MLP between decode and prefill (17 .. 64 rows): gate and up,
+     * then down, each on cuBLASLt over weights widened 16 at a time. */
+    static const int64_t mid[][4] = {{17, 48, 80, 40}, {32, 64, 144, 24},
+                                     {64, 96, 48, 56}};
+    for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
+        fp8_mlp_case(&t[0], i % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16,
+                     FB_ACT_SILU, mid[i][0], mid[i][1], mid[i][2], mid[i][3],
+                     1, 0, 0);
+        const char *ran = fb_handle_last_path(t[0].handle);
+        tap_ok(strstr(ran, "gate-up-lt-prefill+lt-prefill/widen16") != NULL,
+               "cuda-fused: mlp m=%lld k=%lld h=%lld n=%lld ran %s (want "
+               "gate-up-lt-prefill+lt-prefill/widen16)",
+               (long long)mid[i][0], (long long)mid[i][1],
+               (long long)mid[i][2], (long long)mid[i][3], ran);
     }
     /* Decode at the goal's widths, one case each (the oracle is slow). */
     fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_SILU, 1, 4096, 11008, 4096, 0,

@@ -46,4 +46,10 @@ void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
 fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
                               int f32_out, fb_cuda_result *r);
 
+/* Which widening kernel fb_fp8_gemm_prefill runs for p, for the path
+ * name: "widen16" (16 weights a thread: rows contiguous, 16-byte aligned,
+ * k a multiple of 16) or "widen-strided" (one weight a thread, any
+ * strides). */
+const char *fb_fp8_prefill_widen_name(const fb_e4m3_gemm_problem *p);
+
 #endif /* FB_FUSED_FP8_H */

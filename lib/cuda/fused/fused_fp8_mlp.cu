@@ -160,7 +160,8 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     char down[64];
     fb_status st = fb_fp8_gemm_prefill(ctx, &d, 0, r);
     if (st == FB_STATUS_SUCCESS) {
-        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill");
+        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill/%s",
+                 fb_fp8_prefill_widen_name(&d));
     } else if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(stream, &d, down, sizeof down);

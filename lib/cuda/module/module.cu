@@ -324,7 +324,8 @@ static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
      * where it has no algorithm) our kernels */
     st = fb_fp8_gemm_prefill(ctx, p, 0, r);
     if (st == FB_STATUS_SUCCESS) {
-        snprintf(r->path, sizeof r->path, "cuda-fused/e4m3-lt-prefill");
+        snprintf(r->path, sizeof r->path, "cuda-fused/e4m3-lt-prefill/%s",
+                 fb_fp8_prefill_widen_name(p));
     } else if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(ctx->stream, p, r->path, sizeof r->path);
