@@ -77,8 +77,18 @@ __device__ __forceinline__ void chunk_mma(const T *x, int64_t x_ts,
     }
 }
 
+/* Chunks in flight per lane: each lane keeps this many 16-byte loads per
+ * n-tile outstanding, so a block has kWarps * 32 * kDepth * NT * 16 bytes
+ * of weights on the way (the stream's rate is bytes in flight over the
+ * memory latency). */
+constexpr int kDepth = 4;
+
+/* Floats of shared memory decode_sums needs for NT n-tiles. */
+template <int NT> __host__ __device__ constexpr int red_floats() { return kWarps * 16 * 8 * NT; }
+
 /* The block's 8 * NT channels from c0: every warp's partial sums of its
- * chunks, summed in red (16 tokens x 8 NT channels). */
+ * chunks, summed in warp order into red[0 .. 16 * 8 NT) (16 tokens x 8 NT
+ * channels); red holds red_floats<NT>(). */
 template <typename T, int NT>
 __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                                             int64_t m, int64_t k,
@@ -94,44 +104,54 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
     for (int nt = 0; nt < NT; nt++)
         acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
     const int64_t chunks = (k + 63) / 64;
-    uint4 cur[NT];
-    int64_t ch = warp;
-    if (ch < chunks)
+    /* buf[d]: chunk ch + d * kWarps; its products are taken and its
+     * registers refilled with the chunk kDepth steps further on, so
+     * kDepth - 1 .. kDepth chunks per lane are always in flight */
+    uint4 buf[kDepth][NT];
+#pragma unroll
+    for (int d = 0; d < kDepth; d++) {
+        const int64_t cd = warp + (int64_t)d * kWarps;
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
-            cur[nt] = load_w(w[nt], w_cs[nt], n, k, c[nt] + g, ch * 64 + 16 * t);
-    for (; ch < chunks; ch += kWarps) {
-        /* the next chunk's bytes are requested before this one's
-         * products, so two chunks per lane are in flight */
-        uint4 next[NT];
-        const int64_t nx = ch + kWarps;
+            buf[d][nt] = cd < chunks ? load_w(w[nt], w_cs[nt], n, k,
+                                              c[nt] + g, cd * 64 + 16 * t)
+                                     : make_uint4(0u, 0u, 0u, 0u);
+    }
+    for (int64_t ch = warp; ch < chunks; ch += (int64_t)kDepth * kWarps) {
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-            next[nt] = nx < chunks ? load_w(w[nt], w_cs[nt], n, k,
-                                            c[nt] + g, nx * 64 + 16 * t)
-                                   : make_uint4(0u, 0u, 0u, 0u);
-        chunk_mma<T, NT>(x, x_ts, m, k, g, ch * 64 + 16 * t, cur, acc);
+        for (int d = 0; d < kDepth; d++) {
+            const int64_t cd = ch + (int64_t)d * kWarps;
+            if (cd < chunks)
+                chunk_mma<T, NT>(x, x_ts, m, k, g, cd * 64 + 16 * t, buf[d],
+                                 acc);
+            const int64_t nx = cd + (int64_t)kDepth * kWarps;
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-            cur[nt] = next[nt];
+            for (int nt = 0; nt < NT; nt++)
+                if (nx < chunks)
+                    buf[d][nt] = load_w(w[nt], w_cs[nt], n, k, c[nt] + g,
+                                        nx * 64 + 16 * t);
+        }
     }
     /* accumulator layout: d0, d1 token g, columns 2t, 2t + 1; d2, d3
-     * token g + 8 */
+     * token g + 8. Each warp writes its own slice, then each output sums
+     * the slices in warp order (the same order whatever the timing). */
     const int cols = 8 * NT;
-    for (int i = threadIdx.x; i < 16 * cols; i += blockDim.x)
-        red[i] = 0.0f;
-    __syncthreads();
-    for (int wp = 0; wp < kWarps; wp++) {
-        if (warp == wp)
+    float *mine = red + warp * 16 * cols;
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                red[g * cols + 8 * nt + 2 * t] += acc[nt][0];
-                red[g * cols + 8 * nt + 2 * t + 1] += acc[nt][1];
-                red[(g + 8) * cols + 8 * nt + 2 * t] += acc[nt][2];
-                red[(g + 8) * cols + 8 * nt + 2 * t + 1] += acc[nt][3];
-            }
-        __syncthreads();
+    for (int nt = 0; nt < NT; nt++) {
+        mine[g * cols + 8 * nt + 2 * t] = acc[nt][0];
+        mine[g * cols + 8 * nt + 2 * t + 1] = acc[nt][1];
+        mine[(g + 8) * cols + 8 * nt + 2 * t] = acc[nt][2];
+        mine[(g + 8) * cols + 8 * nt + 2 * t + 1] = acc[nt][3];
     }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 16 * cols; i += blockDim.x) {
+        float sum = 0.0f;
+        for (int wp = 0; wp < kWarps; wp++)
+            sum += red[wp * 16 * cols + i];
+        red[i] = sum;
+    }
+    __syncthreads();
 }
 
 } // namespace fb_fp8

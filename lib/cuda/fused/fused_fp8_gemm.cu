@@ -32,7 +32,7 @@ template <typename T, int NT>
 __global__ void __launch_bounds__(kWarps * 32)
     e4m3_gemm_decode(fb_e4m3_gemm_problem p)
 {
-    __shared__ float red[16 * 8 * NT];
+    __shared__ float red[red_floats<NT>()];
     const int64_t c0 = (int64_t)blockIdx.x * 8 * NT;
     const uint8_t *w[NT];
     int64_t w_cs[NT], c[NT];

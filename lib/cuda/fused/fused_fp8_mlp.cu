@@ -25,7 +25,7 @@ template <typename T>
 __global__ void __launch_bounds__(kWarps * 32)
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
-    __shared__ float red[16 * 16];
+    __shared__ float red[red_floats<2>()];
     const int64_t c0 = (int64_t)blockIdx.x * 8;
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
