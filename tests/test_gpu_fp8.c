@@ -74,7 +74,9 @@ static void graph_capture(void)
                  {0, FB_DTYPE_F16, 256, 512, 0, 768, "lt-prefill gemm f16"},
                  {0, FB_DTYPE_F32, 40, 96, 0, 72, "tiled gemm f32"},
                  {1, FB_DTYPE_BF16, 1, 1024, 2048, 512, "decode mlp bf16"},
-                 {1, FB_DTYPE_F16, 64, 256, 512, 256, "prefill mlp f16"}};
+                 {1, FB_DTYPE_F16, 40, 256, 512, 256, "decode-64 mlp f16"},
+                 {0, FB_DTYPE_BF16, 24, 512, 0, 1040, "decode-32 gemm bf16"},
+                 {1, FB_DTYPE_F16, 96, 256, 512, 256, "prefill mlp f16"}};
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -214,8 +216,18 @@ int main(void)
         {FB_DTYPE_F16, FB_TRANS, 16, 24, 64, 0, "e4m3-decode-mma"},
         {FB_DTYPE_BF16, FB_TRANS, 4, 24, 40, 0, "e4m3-tiled-fp32"}, /* ldb 40 */
         {FB_DTYPE_F32, FB_TRANS, 2, 24, 64, 0, "e4m3-tiled-fp32"},
-        {FB_DTYPE_BF16, FB_TRANS, 17, 72, 128, 0, "e4m3-lt-prefill"},
-        {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0, "e4m3-lt-prefill"}};
+        {FB_DTYPE_BF16, FB_TRANS, 17, 72, 128, 0, "e4m3-decode-mma-32"},
+        {FB_DTYPE_F16, FB_TRANS, 32, 70, 48, 0, "e4m3-decode-mma-32"},
+        {FB_DTYPE_BF16, FB_TRANS, 33, 37, 80, 0, "e4m3-decode-mma-64"},
+        {FB_DTYPE_F16, FB_TRANS, 64, 24, 208, 0, "e4m3-decode-mma-64"},
+        {FB_DTYPE_BF16, FB_TRANS, 40, 24, 40, 0,
+         "e4m3-lt-prefill/widen-strided"}, /* ldb 40: not the decode's */
+        {FB_DTYPE_BF16, FB_TRANS, 65, 72, 128, 0, "e4m3-lt-prefill/widen16"},
+        {FB_DTYPE_F16, FB_TRANS, 97, 70, 48, 0, "e4m3-lt-prefill/widen16"},
+        {FB_DTYPE_BF16, FB_TRANS, 65, 37, 40, 0,
+         "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
+        {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
+         "e4m3-lt-prefill/widen-strided"}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         fp8_gemm_case(&t[0], paths[i].dt, FB_ROW_MAJOR, FB_NO_TRANS,
                       paths[i].tb, paths[i].m, paths[i].n, paths[i].k, 1.0f,
@@ -227,6 +239,30 @@ int main(void)
                (long long)paths[i].n, (long long)paths[i].k, ran,
                paths[i].path);
     }
+    /* The MLP from 17 to 64 rows on the decode kernels (two or four
+     * m-tiles), and past 64 on cuBLASLt over weights widened 16 at a
+     * time. */
+    static const struct {
+        int64_t m, k, h, n;
+        const char *path;
+    } mid[] = {{17, 48, 80, 40, "gate-up-decode-mma+decode-mma-32"},
+               {32, 64, 144, 24, "gate-up-decode-mma+decode-mma-32"},
+               {33, 96, 176, 56, "gate-up-decode-mma+decode-mma-64"},
+               {64, 112, 48, 72, "gate-up-decode-mma+decode-mma-64"},
+               {65, 48, 80, 40, "gate-up-lt-prefill+lt-prefill/widen16"}};
+    for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
+        fp8_mlp_case(&t[0], i % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16,
+                     FB_ACT_SILU, mid[i].m, mid[i].k, mid[i].h, mid[i].n, 1,
+                     0, 0);
+        const char *ran = fb_handle_last_path(t[0].handle);
+        tap_ok(strstr(ran, mid[i].path) != NULL,
+               "cuda-fused: mlp m=%lld k=%lld h=%lld n=%lld ran %s (want %s)",
+               (long long)mid[i].m, (long long)mid[i].k, (long long)mid[i].h,
+               (long long)mid[i].n, ran, mid[i].path);
+    }
+    /* 64 rows at the goal's k on the decode kernel, ragged n. */
+    fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  64, 1100, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);
     /* Decode at the goal's widths, one case each (the oracle is slow). */
     fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_SILU, 1, 4096, 11008, 4096, 0,
                  0, 0);

@@ -2,7 +2,7 @@
 /*
  * fused_fp8.h -- the CUDA kernels for e4m3 weights (problem_fp8.h).
  *
- * Two families: a decode kernel for up to 16 tokens that streams the e4m3
+ * Two families: a decode kernel for up to 64 tokens that streams the e4m3
  * rows with 16-byte loads, widens them in registers (exactly: every e4m3
  * value is an fp16 and a bf16) and multiplies on the tensor cores
  * (mma.sync m16n8k16, fp32 accumulators), the scale applied to each
@@ -19,7 +19,7 @@
 #include "problem_fp8.h"
 
 /* Device memory in bytes the MLP needs beside its operands (H, and for
- * more than 16 rows the fp32 G and U). */
+ * off the decode kernel the fp32 G and U). */
 size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p);
 
 /* Launch on stream; path receives the kernel's name. FB_STATUS_SUCCESS
@@ -37,7 +37,8 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
 bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p);
 void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
 
-/* More than 16 rows of 16-bit data (fused_fp8_prefill.cu): the weights
+/* More than 16 rows of 16-bit data (fused_fp8_prefill.cu; the callers
+ * take the decode kernel first where it applies, up to 64 rows): the weights
  * widened per tile of channels, cuBLASLt's GEMM into fp32, our epilogue.
  * f32_out: p->c is float (the MLP's G and U). FB_STATUS_NOT_SUPPORTED,
  * nothing launched that writes p->c, where it does not apply or cuBLASLt
@@ -45,5 +46,11 @@ void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
  * staging and accumulator buffers (the e4m3 calls stage nothing). */
 fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
                               int f32_out, fb_cuda_result *r);
+
+/* Which widening kernel fb_fp8_gemm_prefill runs for p, for the path
+ * name: "widen16" (16 weights a thread: rows contiguous, 16-byte aligned,
+ * k a multiple of 16) or "widen-strided" (one weight a thread, any
+ * strides). */
+const char *fb_fp8_prefill_widen_name(const fb_e4m3_gemm_problem *p);
 
 #endif /* FB_FUSED_FP8_H */

@@ -2,7 +2,7 @@
 /*
  * fused_fp8_gemm.cu -- gemm_e4m3_bias_act on the GPU (fused_fp8.h).
  *
- * Decode (at most 16 tokens, weight rows contiguous and 16-byte aligned,
+ * Decode (at most 64 tokens, weight rows contiguous and 16-byte aligned,
  * x rows 8-byte aligned, 16-bit activations): a block owns 8 * NT
  * channels and its WARPS warps split k in chunks of 64. In a chunk, lane
  * (g, t) of a warp (g = lane / 4, t = lane % 4) loads 16 bytes of channel
@@ -13,7 +13,9 @@
  * fragment says the same), and A's fragment is tokens g and g + 8 at
  * those same k. Tokens past m and k past the end are zeros. The warps'
  * partial sums meet in shared memory, then each output gets the
- * epilogue. Each weight byte is read once, with a streaming hint.
+ * epilogue. Each weight byte is read once, with a streaming hint. More
+ * than 16 tokens: two or four m-tiles (tokens 16 mt + g, 16 mt + g + 8)
+ * share each widened B fragment.
  *
  * Everything else: a 64 x 64 tile per block, fp32 products of values
  * widened on their way into shared memory, any strides.
@@ -28,20 +30,20 @@ namespace {
 
 using namespace fb_fp8;
 
-template <typename T, int NT>
-__global__ void __launch_bounds__(kWarps * 32)
+template <typename T, int NT, int MT>
+__global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
     e4m3_gemm_decode(fb_e4m3_gemm_problem p)
 {
-    __shared__ float red[16 * 8 * NT];
+    __shared__ float red[red_floats<NT, MT>()];
     const int64_t c0 = (int64_t)blockIdx.x * 8 * NT;
     const uint8_t *w[NT];
     int64_t w_cs[NT], c[NT];
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
         w[nt] = p.w, w_cs[nt] = p.w_cs, c[nt] = c0 + 8 * nt;
-    decode_sums<T, NT>((const T *)p.x, p.x_ts, p.m, p.k, w, w_cs, c, p.n,
-                       red);
-    for (int q = threadIdx.x; q < 16 * 8 * NT; q += blockDim.x) {
+    decode_sums<T, NT, MT>((const T *)p.x, p.x_ts, p.m, p.k, w, w_cs, c,
+                           p.n, red);
+    for (int q = threadIdx.x; q < 16 * MT * 8 * NT; q += blockDim.x) {
         const int64_t i = q / (8 * NT), j = c0 + q % (8 * NT);
         if (i < p.m && j < p.n)
             fb_fp8_finish<T, T>(p, i, j, red[q], false);
@@ -111,7 +113,7 @@ constexpr int kNt = 2;
 bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p)
 {
     return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
-           p->m <= 16 && p->k > 0 && p->alpha != 0.0f && p->w_ks == 1 &&
+           p->m <= kMaxTokens && p->k > 0 && p->alpha != 0.0f && p->w_ks == 1 &&
            p->w_cs % 16 == 0 && (uintptr_t)p->w % 16 == 0 && p->x_ks == 1 &&
            p->x_ts % 4 == 0 && (uintptr_t)p->x % 8 == 0;
 }
@@ -124,9 +126,13 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
     /* the decode kernel has 16-bit forms only (decode_applies) */
     if constexpr (!std::is_same<T, float>::value && std::is_same<T, TC>::value) {
         if (decode) {
-            const int64_t blocks = (p->n + 8 * kNt - 1) / (8 * kNt);
-            e4m3_gemm_decode<T, kNt>
-                <<<(unsigned)blocks, kWarps * 32, 0, stream>>>(*p);
+            const unsigned blocks =
+                (unsigned)((p->n + 8 * kNt - 1) / (8 * kNt));
+            switch (decode_mtiles(p->m)) {
+            case 1: e4m3_gemm_decode<T, kNt, 1><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            case 2: e4m3_gemm_decode<T, kNt, 2><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            default: e4m3_gemm_decode<T, kNt, 4><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            }
             return;
         }
     }
@@ -151,8 +157,12 @@ fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
         break;
     default: launch<float, float>(stream, p, decode); break;
     }
-    snprintf(path, len, "cuda-fused/e4m3-%s",
-             decode ? "decode-mma" : "tiled-fp32");
+    if (decode && p->m > 16)
+        snprintf(path, len, "cuda-fused/e4m3-decode-mma-%d",
+                 16 * decode_mtiles(p->m));
+    else
+        snprintf(path, len, "cuda-fused/e4m3-%s",
+                 decode ? "decode-mma" : "tiled-fp32");
     return FB_STATUS_SUCCESS;
 }
 

@@ -2,7 +2,7 @@
 /*
  * fused_fp8_mlp.cu -- mlp_geglu_forward_e4m3 on the GPU (fused_fp8.h).
  *
- * Up to 16 rows (decode), when the rows are aligned for the decode kernel:
+ * Up to 64 rows (decode), when the rows are aligned for the decode kernel:
  * one launch computes gate and up together -- a block owns 8 hidden
  * channels, its two n-tiles are those rows of Wg and of Wu -- and writes
  * H = act_g(G sg + bg) .* (U su + bu) rounded to the input type into the
@@ -21,17 +21,17 @@ namespace {
 
 using namespace fb_fp8;
 
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32)
+template <typename T, int MT>
+__global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
-    __shared__ float red[16 * 16];
+    __shared__ float red[red_floats<2, MT>()];
     const int64_t c0 = (int64_t)blockIdx.x * 8;
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
-    decode_sums<T, 2>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs, c, p.h,
-                      red);
-    for (int q = threadIdx.x; q < 16 * 8; q += blockDim.x) {
+    decode_sums<T, 2, MT>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs, c, p.h,
+                          red);
+    for (int q = threadIdx.x; q < 16 * MT * 8; q += blockDim.x) {
         const int64_t i = q / 8, j = c0 + q % 8;
         if (i >= p.m || j >= p.h)
             continue;
@@ -58,7 +58,7 @@ __global__ void e4m3_gate(const float *g, const float *u, int64_t count,
 bool gate_up_decode_applies(const fb_e4m3_mlp_problem *p)
 {
     return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
-           p->m <= 16 && p->k > 0 && p->h > 0 && p->k % 16 == 0 &&
+           p->m <= kMaxTokens && p->k > 0 && p->h > 0 && p->k % 16 == 0 &&
            (uintptr_t)p->wg % 16 == 0 && (uintptr_t)p->wu % 16 == 0 &&
            p->ldx % 4 == 0 && (uintptr_t)p->x % 8 == 0;
 }
@@ -97,6 +97,18 @@ void gate(cudaStream_t stream, const float *g, const float *u, int64_t count,
     e4m3_gate<T><<<grid, 256, 0, stream>>>(g, u, count, act, (T *)hbuf);
 }
 
+template <typename T>
+void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
+                    void *hbuf)
+{
+    const unsigned blocks = (unsigned)((p->h + 7) / 8);
+    switch (decode_mtiles(p->m)) {
+    case 1: e4m3_gate_up_decode<T, 1><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case 2: e4m3_gate_up_decode<T, 2><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    default: e4m3_gate_up_decode<T, 4><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    }
+}
+
 } // namespace
 
 size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p)
@@ -118,14 +130,10 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     const bool fused = gate_up_decode_applies(p);
     bool prefill = false;
     if (p->h > 0 && fused) {
-        const unsigned blocks = (unsigned)((p->h + 7) / 8);
         if (p->dtype == FB_DTYPE_F16)
-            e4m3_gate_up_decode<__half>
-                <<<blocks, kWarps * 32, 0, stream>>>(*p, (__half *)hbuf);
+            gate_up_decode<__half>(stream, p, hbuf);
         else
-            e4m3_gate_up_decode<__nv_bfloat16>
-                <<<blocks, kWarps * 32, 0, stream>>>(*p,
-                                                     (__nv_bfloat16 *)hbuf);
+            gate_up_decode<__nv_bfloat16>(stream, p, hbuf);
     } else if (p->h > 0) {
         char *base = (char *)scratch +
                      (mh * elem_size(p->dtype) + 255) / 256 * 256;
@@ -158,9 +166,12 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
     char down[64];
-    fb_status st = fb_fp8_gemm_prefill(ctx, &d, 0, r);
+    fb_status st = fb_fp8_decode_applies(&d)
+                       ? FB_STATUS_NOT_SUPPORTED
+                       : fb_fp8_gemm_prefill(ctx, &d, 0, r);
     if (st == FB_STATUS_SUCCESS) {
-        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill");
+        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill/%s",
+                 fb_fp8_prefill_widen_name(&d));
     } else if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(stream, &d, down, sizeof down);

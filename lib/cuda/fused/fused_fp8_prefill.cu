@@ -31,18 +31,50 @@ __global__ void e4m3_widen_tile(const uint8_t *w, int64_t w_cs, int64_t w_ks,
     }
 }
 
-/* Outputs (i, j0 + j) from acc (cols x m, column-major, ldacc). */
+/* The same for weight rows of 16-byte aligned, contiguous bytes (k a
+ * multiple of 16): each thread widens 16 weights, one 16-byte load and
+ * two 16-byte stores, rows across the grid's y, so no index division. */
+template <typename T>
+__global__ void e4m3_widen_tile16(const uint8_t *w, int64_t w_cs, int64_t j0,
+                                  int64_t cols, int64_t k, T *out)
+{
+    const int64_t vecs = k / 16;
+    for (int64_t j = blockIdx.y; j < cols; j += gridDim.y) {
+        const uint4 *src = (const uint4 *)(w + (j0 + j) * w_cs);
+        uint4 *dst = (uint4 *)(out + j * k);
+        for (int64_t v = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+             v < vecs; v += (int64_t)gridDim.x * blockDim.x) {
+            const uint4 b = __ldcs(src + v);
+            const uint32_t in[4] = {b.x, b.y, b.z, b.w};
+            uint32_t o[8];
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                o[2 * q] = fb_fp8_pair<T>(in[q]);
+                o[2 * q + 1] = fb_fp8_pair<T>(in[q] >> 16);
+            }
+            dst[2 * v] = make_uint4(o[0], o[1], o[2], o[3]);
+            dst[2 * v + 1] = make_uint4(o[4], o[5], o[6], o[7]);
+        }
+    }
+}
+
+bool widen16_applies(const fb_e4m3_gemm_problem *p)
+{
+    return p->w_ks == 1 && p->k % 16 == 0 && p->w_cs % 16 == 0 &&
+           (uintptr_t)p->w % 16 == 0;
+}
+
+/* Outputs (i, j0 + j) from acc (cols x m, column-major, ldacc): rows
+ * across the grid's y, channels across x (no index division). */
 template <typename T, typename TC>
 __global__ void e4m3_finish_tile(fb_e4m3_gemm_problem p, int64_t j0,
                                  int64_t cols, const float *acc,
                                  int64_t ldacc)
 {
-    const int64_t total = cols * p.m;
-    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-         q < total; q += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t j = q % cols, i = q / cols;
-        fb_fp8_finish<T, TC>(p, i, j0 + j, acc[j + i * ldacc], false);
-    }
+    for (int64_t i = blockIdx.y; i < p.m; i += gridDim.y)
+        for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+             j < cols; j += (int64_t)gridDim.x * blockDim.x)
+            fb_fp8_finish<T, TC>(p, i, j0 + j, acc[j + i * ldacc], false);
 }
 
 unsigned grid_for(int64_t total)
@@ -82,8 +114,17 @@ fb_status run(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p, int transb,
     float *acc = (float *)ctx->accum.ptr;
     for (int64_t j0 = 0; j0 < p->n; j0 += width) {
         const int64_t cols = p->n - j0 < width ? p->n - j0 : width;
-        e4m3_widen_tile<T><<<grid_for(cols * p->k), 256, 0, ctx->stream>>>(
-            p->w, p->w_cs, p->w_ks, j0, cols, p->k, wt);
+        if (widen16_applies(p)) {
+            const int64_t bx = (p->k / 16 + 255) / 256;
+            const dim3 grid((unsigned)(bx < 65536 ? bx : 65536),
+                            (unsigned)(cols < 65535 ? cols : 65535));
+            e4m3_widen_tile16<T><<<grid, 256, 0, ctx->stream>>>(
+                p->w, p->w_cs, j0, cols, p->k, wt);
+        } else {
+            e4m3_widen_tile<T><<<grid_for(cols * p->k), 256, 0,
+                                 ctx->stream>>>(p->w, p->w_cs, p->w_ks, j0,
+                                                cols, p->k, wt);
+        }
         /* acc (cols x m) = Wt (k x cols, column-major)^T x^T */
         fb_gemm_problem g;
         g.dtype = p->dtype;
@@ -119,8 +160,11 @@ fb_status run(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p, int transb,
         }
         if (st != FB_STATUS_SUCCESS)
             return st;
-        e4m3_finish_tile<T, TC><<<grid_for(cols * p->m), 256, 0,
-                                  ctx->stream>>>(*p, j0, cols, acc, ldacc);
+        const int64_t fx = (cols + 255) / 256;
+        const dim3 fgrid((unsigned)(fx < 65536 ? fx : 65536),
+                         (unsigned)(p->m < 65535 ? p->m : 65535));
+        e4m3_finish_tile<T, TC><<<fgrid, 256, 0, ctx->stream>>>(*p, j0, cols,
+                                                               acc, ldacc);
     }
     return FB_STATUS_SUCCESS;
 }
@@ -148,4 +192,9 @@ fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
                        : run<__half, __half>(ctx, p, transb, ldb, r);
     return f32_out ? run<__nv_bfloat16, float>(ctx, p, transb, ldb, r)
                    : run<__nv_bfloat16, __nv_bfloat16>(ctx, p, transb, ldb, r);
+}
+
+const char *fb_fp8_prefill_widen_name(const fb_e4m3_gemm_problem *p)
+{
+    return widen16_applies(p) ? "widen16" : "widen-strided";
 }
