@@ -112,7 +112,7 @@ static void families(fb_handle fused, fb_handle lt, fb_handle rule,
      * call. */
     for (int d = 0; d < 3; d++) {
         plan_gemm_spec g = {all_dtypes[d], FB_ROW_MAJOR, FB_NO_TRANS,
-                            FB_TRANS, 300, 320, 256, 1.0f, 0.5f, 1,
+                            FB_TRANS, 512, 320, 256, 1.0f, 0.5f, 1,
                             FB_ACT_SILU, 2};
         plan_check_gemm(lt, &tmem_cuda, &g, rows, 9, sync_device, "cuda-lt");
         plan_gemm_spec c = {all_dtypes[d], FB_COL_MAJOR, FB_TRANS,

@@ -993,6 +993,40 @@ fb_status fbf_decode_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     return FB_STATUS_NOT_SUPPORTED;
 }
 
+template <typename T>
+static bool decode_mlp_tma_takes(const fb_fused_env *env,
+                                 const fb_mlp_problem *p)
+{
+    if constexpr (sizeof(T) == 2) {
+        if (!tma_engine_allowed<T>(env))
+            return false;
+        const fb_status st =
+            p->m <= 8    ? launch_decode_mlp<T, 8, true>(env, p, FBF_CHECK,
+                                                         NULL, 0)
+            : p->m <= 16 ? launch_decode_mlp<T, 16, true>(env, p, FBF_CHECK,
+                                                          NULL, 0)
+                         : launch_decode_mlp<T, 32, true>(env, p, FBF_CHECK,
+                                                          NULL, 0);
+        return st == FB_STATUS_SUCCESS;
+    }
+    return false;
+}
+
+bool fbf_decode_mlp_streams_tma(const fb_fused_env *env,
+                                const fb_mlp_problem *p)
+{
+    if (fbf_decode_mlp(env, p, FBF_CHECK, NULL, 0) != FB_STATUS_SUCCESS)
+        return false;
+    switch (p->dtype) {
+    case FB_DTYPE_BF16:
+        return decode_mlp_tma_takes<__nv_bfloat16>(env, p);
+    case FB_DTYPE_F16:
+        return decode_mlp_tma_takes<__half>(env, p);
+    default:
+        return false;
+    }
+}
+
 fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                           fbf_mode mode, char *path, size_t pathlen)
 {

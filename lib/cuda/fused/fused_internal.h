@@ -54,6 +54,11 @@ extern fbf_tuning fbf_knobs; /* defined by the sandbox program */
 /* The one-launch gated MLP for few rows (decode: m <= 32). */
 fb_status fbf_decode_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                          fbf_mode mode, char *path, size_t pathlen);
+/* Whether the 16-bit decode MLP would run on the TMA engine (not the
+ * register engine) for this call: the wide decode rows of the shape rule
+ * were measured on it. */
+bool fbf_decode_mlp_streams_tma(const fb_fused_env *env,
+                                const fb_mlp_problem *p);
 
 /* gemm_bias_act with at most 32 columns on one side (decode), streaming
  * the other operand's rows once. */

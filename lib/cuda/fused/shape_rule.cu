@@ -192,7 +192,15 @@ bool decode_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
 
 bool decode_mlp_preferred(const fb_fused_env *env, const fb_mlp_problem *p)
 {
-    return mlp_rows_say(decode_mlp_rows, env, p);
+    if (!mlp_rows_say(decode_mlp_rows, env, p))
+        return false;
+    /* The wide 16-bit rows were measured on the TMA engine; a shape it
+     * cannot take (e.g. 8192 -> 28672 -> 8192: more rows a CTA than its
+     * boxes hold) would run the register engine, which streams far slower
+     * than cuda-lt there (docs/fused-kernels.md). */
+    const bool small = (p->k > p->n ? p->k : p->n) <= 1024 && p->h <= 4096;
+    return small || p->dtype == FB_DTYPE_F32 ||
+           fbf_decode_mlp_streams_tma(env, p);
 }
 
 fb_status decode_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
