@@ -202,7 +202,8 @@ static void capture(fb_handle h, int mlp, fb_dtype t, int64_t m, int64_t k,
                     int64_t hd, int64_t n, const char *what)
 {
     const size_t es = dt_size(t);
-    const size_t xb = (size_t)(m * k) * es, yb = (size_t)(m * n) * es;
+    const int64_t out_n = mlp ? n : hd; /* a gemm's output is m x hd */
+    const size_t xb = (size_t)(m * k) * es, yb = (size_t)(m * out_n) * es;
     void *x = tmem_cuda.alloc(xb), *y1 = tmem_cuda.alloc(yb);
     void *y2 = tmem_cuda.alloc(yb);
     void *w1 = tmem_cuda.alloc((size_t)(hd * k) * es);
@@ -232,7 +233,6 @@ static void capture(fb_handle h, int mlp, fb_dtype t, int64_t m, int64_t k,
                                              0.0f, NULL, FB_ACT_GELU_TANH, &p);
     if (st != FB_STATUS_SUCCESS)
         tap_bail("%s: %s", what, fb_handle_last_message(h));
-    const int64_t out_n = mlp ? n : hd;
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     if (fb_set_cuda_stream(h, s) != FB_STATUS_SUCCESS)
