@@ -92,7 +92,7 @@ __device__ __forceinline__ void chunk_mma(const T *x, int64_t x_ts,
  * n-tile outstanding, so a block has kWarps * 32 * kDepth * NT * 16 bytes
  * of weights on the way (the stream's rate is bytes in flight over the
  * memory latency). */
-constexpr int kDepth = 4;
+constexpr int kDepth = 2;
 
 /* Floats of shared memory decode_sums needs for NT n-tiles, MT m-tiles. */
 template <int NT, int MT> __host__ __device__ constexpr int red_floats()
