@@ -8,11 +8,9 @@
  * process and never changes; the module is never unloaded.
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "cuda_loader.h"
 #include "env.h"
 
@@ -62,36 +60,13 @@ static const fb_cuda_module *try_load(const char *path)
     return m;
 }
 
-/* Whether FUSEDBLAS_CUDA_MODULE names something dlopen may be given: an
- * absolute path (a relative one would be searched for along the library
- * path) to a regular file (opening a FIFO blocks, a device file is not a
- * library). If not, load_error says why, naming the variable. */
+/* Whether FUSEDBLAS_CUDA_MODULE names something dlopen may be given; if
+ * not, load_error says why. */
 static int module_path_ok(const fb_env *e)
 {
-    if (e->cuda_module_too_long) {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_CUDA_MODULE is longer than a path can be");
-        return 0;
-    }
-    const char *path = e->cuda_module;
-    if (path[0] != '/') {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_CUDA_MODULE='%.160s' is not an absolute path",
-                 path);
-        return 0;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_CUDA_MODULE='%.160s': %s", path, strerror(errno));
-        return 0;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_CUDA_MODULE='%.160s' is not a regular file", path);
-        return 0;
-    }
-    return 1;
+    return fb_env_library_path_ok("FUSEDBLAS_CUDA_MODULE", e->cuda_module,
+                                  e->cuda_module_too_long, load_error,
+                                  sizeof load_error);
 }
 
 static void load(void)

@@ -12,6 +12,8 @@
 #include <unistd.h>
 #if defined(HAVE_SYS_AUXV_H)
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <errno.h>
 #endif
 #include "env.h"
 
@@ -166,4 +168,30 @@ const char *fb_cpu_sgemm_name(fb_cpu_sgemm_choice c)
     case FB_CPU_SGEMM_OPENBLAS: return "openblas";
     }
     return "?";
+}
+
+int fb_env_library_path_ok(const char *variable, const char *path,
+                           int too_long, char *why, size_t len)
+{
+    if (too_long) {
+        snprintf(why, len, "%s is longer than a path can be", variable);
+        return 0;
+    }
+    if (path[0] != '/') {
+        snprintf(why, len, "%s='%.160s' is not an absolute path", variable,
+                 path);
+        return 0;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, len, "%s='%.160s': %s", variable, path,
+                 strerror(errno));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "%s='%.160s' is not a regular file", variable,
+                 path);
+        return 0;
+    }
+    return 1;
 }

@@ -53,6 +53,14 @@ typedef struct fb_env {
  * call, from any thread, and never changed afterwards. */
 const fb_env *fb_env_get(void);
 
+/* Whether path, the value of the environment variable named variable
+ * (too_long: it did not fit fb_env's buffer), may be given to dlopen: an
+ * absolute path (a relative one would be searched for along the library
+ * path) to a regular file (opening a FIFO blocks; a device file is not a
+ * library). If not, why (len bytes) says so, naming the variable. */
+int fb_env_library_path_ok(const char *variable, const char *path,
+                           int too_long, char *why, size_t len);
+
 /* The name FUSEDBLAS_CPU_SGEMM gives choice c ("auto", "own", ...). */
 const char *fb_cpu_sgemm_name(fb_cpu_sgemm_choice c);
 

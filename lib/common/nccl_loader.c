@@ -14,11 +14,9 @@
  * The outcome is decided once per process; NCCL is never unloaded.
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "env.h"
 #include "nccl_loader.h"
 
@@ -80,35 +78,13 @@ static const fb_nccl_api *try_load(const char *path)
     return &api;
 }
 
-/* Whether FUSEDBLAS_NCCL_LIBRARY names something dlopen may be given. */
+/* Whether FUSEDBLAS_NCCL_LIBRARY names something dlopen may be given; if
+ * not, load_error says why. */
 static int path_ok(const fb_env *e)
 {
-    if (e->nccl_library_too_long) {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_NCCL_LIBRARY is longer than a path can be");
-        return 0;
-    }
-    const char *path = e->nccl_library;
-    if (path[0] != '/') {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_NCCL_LIBRARY='%.160s' is not an absolute path",
-                 path);
-        return 0;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_NCCL_LIBRARY='%.160s': %s", path,
-                 strerror(errno));
-        return 0;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(load_error, sizeof load_error,
-                 "FUSEDBLAS_NCCL_LIBRARY='%.160s' is not a regular file",
-                 path);
-        return 0;
-    }
-    return 1;
+    return fb_env_library_path_ok("FUSEDBLAS_NCCL_LIBRARY", e->nccl_library,
+                                  e->nccl_library_too_long, load_error,
+                                  sizeof load_error);
 }
 
 static void load(void)
