@@ -25,10 +25,7 @@ fb_status fb_dispatch_gemm(fb_handle h, const char *routine,
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
         st = fb_cpu_gemm(h, p, fb_handle_forced(h), path, sizeof path);
-        if (st != FB_STATUS_SUCCESS)
-            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
-        fb_handle_ran(h, FB_BACKEND_CPU, path);
-        return st;
+        return fb_dispatch_finish_cpu(h, routine, st, path);
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->gemm(h->cuda, p, r.backend, h->math, fb_handle_forced(h),
@@ -47,10 +44,7 @@ fb_status fb_dispatch_mlp(fb_handle h, const char *routine,
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
         st = fb_cpu_mlp(h, p, fb_handle_forced(h), path, sizeof path);
-        if (st != FB_STATUS_SUCCESS)
-            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
-        fb_handle_ran(h, FB_BACKEND_CPU, path);
-        return st;
+        return fb_dispatch_finish_cpu(h, routine, st, path);
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->mlp(h->cuda, p, r.backend, h->math, fb_handle_forced(h),
@@ -157,6 +151,15 @@ static fb_status cuda_ctx(fb_handle h, const fb_cuda_module *m)
     return FB_STATUS_SUCCESS;
 }
 
+fb_status fb_dispatch_finish_cpu(fb_handle h, const char *routine,
+                                 fb_status st, const char *path)
+{
+    if (st != FB_STATUS_SUCCESS)
+        return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
+    fb_handle_ran(h, FB_BACKEND_CPU, path);
+    return st;
+}
+
 fb_status fb_dispatch_finish_cuda(fb_handle h, const char *routine,
                                   fb_status st, const fb_cuda_result *res)
 {
@@ -180,10 +183,7 @@ fb_status fb_dispatch_gemm_e4m3(fb_handle h, const char *routine,
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
         st = fb_cpu_gemm_e4m3(h, p, path, sizeof path);
-        if (st != FB_STATUS_SUCCESS)
-            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
-        fb_handle_ran(h, FB_BACKEND_CPU, path);
-        return st;
+        return fb_dispatch_finish_cpu(h, routine, st, path);
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->gemm_e4m3(h->cuda, p, r.backend, &res);
@@ -201,10 +201,7 @@ fb_status fb_dispatch_mlp_e4m3(fb_handle h, const char *routine,
     if (r.backend == FB_BACKEND_CPU) {
         char path[96];
         st = fb_cpu_mlp_e4m3(h, p, path, sizeof path);
-        if (st != FB_STATUS_SUCCESS)
-            return fb_handle_fail(h, st, 0, "%s on cpu: %s", routine, path);
-        fb_handle_ran(h, FB_BACKEND_CPU, path);
-        return st;
+        return fb_dispatch_finish_cpu(h, routine, st, path);
     }
     fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
     st = r.cuda->mlp_e4m3(h->cuda, p, r.backend, &res);

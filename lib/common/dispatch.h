@@ -33,6 +33,11 @@ typedef struct fb_route {
 fb_status fb_dispatch_choose(fb_handle h, const char *routine,
                              const fb_operand *ops, int nops, fb_route *r);
 
+/* The end of a call the CPU ran: st's failure with path as the message,
+ * or the path recorded as the one that ran. */
+fb_status fb_dispatch_finish_cpu(fb_handle h, const char *routine,
+                                 fb_status st, const char *path);
+
 /* Record a module call's outcome on the handle. */
 fb_status fb_dispatch_finish_cuda(fb_handle h, const char *routine,
                                   fb_status st, const fb_cuda_result *res);

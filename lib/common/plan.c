@@ -143,10 +143,7 @@ static fb_status ran(const fb_plan p, const char *routine, fb_status st,
 {
     if (res != NULL)
         return fb_dispatch_finish_cuda(p->h, routine, st, res);
-    if (st != FB_STATUS_SUCCESS)
-        return fb_handle_fail(p->h, st, 0, "%s on cpu: %s", routine, path);
-    fb_handle_ran(p->h, FB_BACKEND_CPU, path);
-    return st;
+    return fb_dispatch_finish_cpu(p->h, routine, st, path);
 }
 
 /* ---- public API --------------------------------------------------------- */
