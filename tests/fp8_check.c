@@ -402,11 +402,14 @@ void fp8_sweep_gemm(const fp8_target *t)
     /* The GPU decode kernel's shapes: up to 16 rows, weight rows 16-byte
      * aligned (k a multiple of 16, or ldb padded to one: k = 37 with
      * ldb = 48 reads a ragged tail), k across several 64-wide chunks per
-     * warp, n not a multiple of its 16 channels per block. */
+     * warp, n not a multiple of its 8 channels per block; k = 1004 and
+     * 4100 leave X's rows 8-byte but not 16-byte aligned and end in a
+     * partial 64-wide chunk. */
     static const int64_t dec[][3] = {{1, 24, 64},   {2, 40, 320},
                                      {7, 8, 1024},  {8, 1000, 4096},
                                      {9, 33, 576},  {15, 17, 2048},
-                                     {16, 264, 4096}, {16, 5, 37}};
+                                     {16, 264, 4096}, {16, 5, 37},
+                                     {5, 300, 1004},  {12, 96, 4100}};
     for (size_t r = 0; r < sizeof dec / sizeof dec[0]; r++)
         for (int d = 1; d < 3; d++) {
             const int64_t pad = dec[r][2] % 16 ? 16 - dec[r][2] % 16 : 0;

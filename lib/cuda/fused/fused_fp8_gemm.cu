@@ -30,7 +30,7 @@ namespace {
 
 using namespace fb_fp8;
 
-template <typename T, int NT, int MT>
+template <typename T, int NT, int MT, bool HI>
 __global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
     e4m3_gemm_decode(fb_e4m3_gemm_problem p)
 {
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
         w[nt] = p.w, w_cs[nt] = p.w_cs, c[nt] = c0 + 8 * nt;
-    decode_sums<T, NT, MT>((const T *)p.x, p.x_ts, p.m, p.k, w, w_cs, c,
+    decode_sums<T, NT, MT, HI>((const T *)p.x, p.x_ts, p.m, p.k, w, w_cs, c,
                            p.n, red);
     for (int q = threadIdx.x; q < 16 * MT * 8 * NT; q += blockDim.x) {
         const int64_t i = q / (8 * NT), j = c0 + q % (8 * NT);
@@ -106,7 +106,9 @@ __global__ void __launch_bounds__(256) e4m3_gemm_tiled(fb_e4m3_gemm_problem p)
     }
 }
 
-constexpr int kNt = 2;
+/* One n-tile a block: the most blocks for the stream (a down projection
+ * of 4096 channels is 512 blocks, one wave of four a SM). */
+constexpr int kNt = 1;
 
 } // namespace
 
@@ -128,10 +130,11 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
         if (decode) {
             const unsigned blocks =
                 (unsigned)((p->n + 8 * kNt - 1) / (8 * kNt));
-            switch (decode_mtiles(p->m)) {
-            case 1: e4m3_gemm_decode<T, kNt, 1><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
-            case 2: e4m3_gemm_decode<T, kNt, 2><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
-            default: e4m3_gemm_decode<T, kNt, 4><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            switch (decode_tiling_of(p->m)) {
+            case kTok8: e4m3_gemm_decode<T, kNt, 1, false><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            case kTok16: e4m3_gemm_decode<T, kNt, 1, true><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            case kTok32: e4m3_gemm_decode<T, kNt, 2, true><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            default: e4m3_gemm_decode<T, kNt, 4, true><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
             }
             return;
         }
@@ -147,9 +150,9 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
 fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
                       char *path, size_t len)
 {
-    /* one block per 16 channels: n must fit the grid's 2^31 - 1 */
+    /* one block per 8 * kNt channels: n must fit the grid's 2^31 - 1 */
     const bool decode = fb_fp8_decode_applies(p) &&
-                        (p->n + 15) / 16 <= 0x7fffffff;
+                        (p->n + 8 * kNt - 1) / (8 * kNt) <= 0x7fffffff;
     switch (p->dtype) {
     case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode); break;
     case FB_DTYPE_BF16:
@@ -159,7 +162,7 @@ fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
     }
     if (decode && p->m > 16)
         snprintf(path, len, "cuda-fused/e4m3-decode-mma-%d",
-                 16 * decode_mtiles(p->m));
+                 decode_rows(decode_tiling_of(p->m)));
     else
         snprintf(path, len, "cuda-fused/e4m3-%s",
                  decode ? "decode-mma" : "tiled-fp32");

@@ -21,7 +21,7 @@ namespace {
 
 using namespace fb_fp8;
 
-template <typename T, int MT>
+template <typename T, int MT, bool HI>
 __global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
     const int64_t c0 = (int64_t)blockIdx.x * 8;
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
-    decode_sums<T, 2, MT>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs, c, p.h,
+    decode_sums<T, 2, MT, HI>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs, c, p.h,
                           red);
     for (int q = threadIdx.x; q < 16 * MT * 8; q += blockDim.x) {
         const int64_t i = q / 8, j = c0 + q % 8;
@@ -102,10 +102,11 @@ void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
                     void *hbuf)
 {
     const unsigned blocks = (unsigned)((p->h + 7) / 8);
-    switch (decode_mtiles(p->m)) {
-    case 1: e4m3_gate_up_decode<T, 1><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    case 2: e4m3_gate_up_decode<T, 2><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    default: e4m3_gate_up_decode<T, 4><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    switch (decode_tiling_of(p->m)) {
+    case kTok8: e4m3_gate_up_decode<T, 1, false><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case kTok16: e4m3_gate_up_decode<T, 1, true><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case kTok32: e4m3_gate_up_decode<T, 2, true><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    default: e4m3_gate_up_decode<T, 4, true><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
     }
 }
 
