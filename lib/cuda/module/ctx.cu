@@ -31,7 +31,7 @@ fb_device_scope::~fb_device_scope()
  * also runs at process exit, after the CUDA runtime may have shut down. */
 static void release(fb_cuda_ctx *ctx)
 {
-    if (ctx->done_recorded)
+    if (ctx->done_recorded && !ctx->done_in_capture)
         (void)cudaEventSynchronize(ctx->done);
     if (ctx->lt != NULL)
         (void)cublasLtDestroy(ctx->lt);
@@ -228,7 +228,15 @@ void fb_ctx_set_stream(fb_cuda_ctx *ctx, void *stream)
     /* The new stream starts after this context's last work on the old one,
      * so the two never share the workspace at once. The old stream itself
      * is not touched: the user may have destroyed it already. */
-    if (ctx->done_recorded && scope.error() == cudaSuccess && capturing(s)) {
+    if (ctx->done_recorded && ctx->done_in_capture) {
+        /* The last call went into a graph being captured: a stream of
+         * that capture joins it through the event; no other stream can
+         * wait for a captured record (the graph orders its own work). */
+        if (scope.error() == cudaSuccess && capturing(s) &&
+            cudaStreamWaitEvent(s, ctx->done, 0) != cudaSuccess)
+            (void)cudaGetLastError();
+    } else if (ctx->done_recorded && scope.error() == cudaSuccess &&
+               capturing(s)) {
         /* A stream being captured may not wait on work from outside its
          * capture (that would invalidate it): wait on the host instead,
          * in this thread's relaxed capture mode, in which a host wait
@@ -250,7 +258,7 @@ void fb_ctx_set_stream(fb_cuda_ctx *ctx, void *stream)
 
 cudaError_t fb_ctx_wait(fb_cuda_ctx *ctx)
 {
-    if (!ctx->done_recorded)
+    if (!ctx->done_recorded || ctx->done_in_capture)
         return cudaSuccess;
     return cudaEventSynchronize(ctx->done);
 }
@@ -261,6 +269,7 @@ fb_status fb_ctx_mark_done(fb_cuda_ctx *ctx, fb_cuda_result *r)
     if (e != cudaSuccess)
         return fb_result_cuda(r, e, "cudaEventRecord");
     ctx->done_recorded = 1;
+    ctx->done_in_capture = capturing(ctx->stream);
     return FB_STATUS_SUCCESS;
 }
 

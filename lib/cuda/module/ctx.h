@@ -49,6 +49,8 @@ struct fb_cuda_ctx {
     cudaStream_t stream;  /* the user's stream; NULL: legacy default */
     cudaEvent_t done;     /* recorded after each call's last operation */
     int done_recorded;    /* 0 until the first record */
+    int done_in_capture;  /* its last record went into a graph being
+                             captured: no host wait can use it */
     cublasLtHandle_t lt;
 
     /* what the device is, read once */
