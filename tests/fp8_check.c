@@ -402,7 +402,7 @@ void fp8_sweep_gemm(const fp8_target *t)
     /* The GPU decode kernel's shapes: up to 16 rows, weight rows 16-byte
      * aligned (k a multiple of 16, or ldb padded to one: k = 37 with
      * ldb = 48 reads a ragged tail), k across several 64-wide chunks per
-     * warp, n not a multiple of its 8 channels per block; k = 1004 and
+     * warp, n not a multiple of its 16 channels per block; k = 1004 and
      * 4100 leave X's rows 8-byte but not 16-byte aligned and end in a
      * partial 64-wide chunk. */
     static const int64_t dec[][3] = {{1, 24, 64},   {2, 40, 320},

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fused_fp8_decode.cuh -- the e4m3 decode kernels' main loop (the scheme
- * is described at the top of fused_fp8_gemm.cu): a block's channels,
- * every warp a share of k, the partial sums met in shared memory. Shared
- * by the gemm and the MLP's gate-and-up kernel.
+ * is described at the top of fused_fp8_gemm.cu): a block's tiles of 16
+ * weight rows, every warp a share of k, the partial sums met in shared
+ * memory. Shared by the gemm and the MLP's gate-and-up kernel.
  */
 #ifndef FB_FUSED_FP8_DECODE_CUH
 #define FB_FUSED_FP8_DECODE_CUH
@@ -12,33 +12,7 @@
 
 namespace fb_fp8 {
 
-constexpr int kWarps = 8;
-
-/* Tokens g and g + 8 at k .. k + 3 as two A registers each (row lo: a0,
- * a2; row hi: a1, a3), zeros outside. */
-template <typename T>
-__device__ __forceinline__ void load_a(const T *x, int64_t x_ts, int64_t m,
-                                       int64_t k, int row, int64_t kk,
-                                       uint32_t &lo, uint32_t &hi)
-{
-    lo = hi = 0u;
-    if (row >= m)
-        return;
-    const T *src = x + row * x_ts + kk;
-    if (kk + 4 <= k) {
-        const uint2 v = *(const uint2 *)src;
-        lo = v.x, hi = v.y;
-        return;
-    }
-    uint16_t e[4] = {0, 0, 0, 0};
-    for (int q = 0; q < 4; q++)
-        if (kk + q < k)
-            e[q] = *(const uint16_t *)(src + q);
-    lo = (uint32_t)e[0] | ((uint32_t)e[1] << 16);
-    hi = (uint32_t)e[2] | ((uint32_t)e[3] << 16);
-}
-
-/* 16 weight bytes of channel c from k0 (zeros past n or k). */
+/* 16 weight bytes of row c from k0 (zeros past n or k). */
 __device__ __forceinline__ uint4 load_w(const uint8_t *w, int64_t w_cs,
                                         int64_t n, int64_t k, int64_t c,
                                         int64_t k0)
@@ -53,153 +27,145 @@ __device__ __forceinline__ uint4 load_w(const uint8_t *w, int64_t w_cs,
     return make_uint4(r[0], r[1], r[2], r[3]);
 }
 
-/* The products of one chunk for this lane: acc[mt][nt] += x_mt W_nt,
- * x_mt the tokens 16 mt .. 16 mt + 15 (MT m-tiles share each widened B
- * fragment). */
-template <typename T, int NT, int MT>
-__device__ __forceinline__ void chunk_mma(const T *x, int64_t x_ts,
-                                          int64_t m, int64_t k, int g,
-                                          int64_t kb, const uint4 (&wv)[NT],
-                                          float (&acc)[MT][NT][4])
+/* A token row's values at kk .. kk + 3 as a B fragment (b0: the first
+ * two, b1: the last two), zeros past k. */
+template <typename T>
+__device__ __forceinline__ uint2 load_x_checked(const T *xrow, int64_t k,
+                                                int64_t kk)
 {
+    if (kk + 4 <= k)
+        return *(const uint2 *)(xrow + kk);
+    uint32_t e[4] = {0u, 0u, 0u, 0u};
+    for (int q = 0; q < 4; q++)
+        if (kk + q < k)
+            e[q] = *(const uint16_t *)(xrow + kk + q);
+    return make_uint2(e[0] | (e[1] << 16), e[2] | (e[3] << 16));
+}
+
+/* The A fragments of one chunk for a tile: step s takes bytes 4s .. 4s + 3
+ * of the tile's rows g (a0, a2) and g + 8 (a1, a3), widened. */
+template <typename T>
+__device__ __forceinline__ void widen_tile(const uint4 &lo, const uint4 &hi,
+                                           uint32_t (&a)[4][4])
+{
+    const uint32_t wl[4] = {lo.x, lo.y, lo.z, lo.w};
+    const uint32_t wh[4] = {hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
     for (int s = 0; s < 4; s++) {
-        uint32_t a[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-            load_a(x, x_ts, m, k, 16 * mt + g, kb + 4 * s, a[mt][0],
-                   a[mt][2]);
-            load_a(x, x_ts, m, k, 16 * mt + g + 8, kb + 4 * s, a[mt][1],
-                   a[mt][3]);
-        }
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const uint32_t word = s == 0   ? wv[nt].x
-                                  : s == 1 ? wv[nt].y
-                                  : s == 2 ? wv[nt].z
-                                           : wv[nt].w;
-            const uint32_t b0 = fb_fp8_pair<T>(word),
-                           b1 = fb_fp8_pair<T>(word >> 16);
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-                fb_fp8_mma<T>(acc[mt][nt], a[mt][0], a[mt][1], a[mt][2],
-                              a[mt][3], b0, b1);
-        }
+        a[s][0] = fb_fp8_pair<T>(wl[s]);
+        a[s][2] = fb_fp8_pair<T>(wl[s] >> 16);
+        a[s][1] = fb_fp8_pair<T>(wh[s]);
+        a[s][3] = fb_fp8_pair<T>(wh[s] >> 16);
     }
 }
 
-/* The products of one whole chunk (64 columns, no bounds to test): the
- * tokens' values come from this lane's row pointers xr (rows past m read
- * row m - 1: their sums are dropped), 16 columns from kb each, in 16-byte
- * loads when X16 (rows 16-byte aligned), else 8-byte ones; with HI false
- * the m-tile's upper 8 rows hold no token and are zeros. */
-template <typename T, int NT, int MT, bool HI, bool X16>
-__device__ __forceinline__ void chunk_mma_full(const T *const (&xr)[MT][2],
-                                               int64_t kb,
-                                               const uint4 (&wv)[NT],
-                                               float (&acc)[MT][NT][4])
+/* The products of one chunk: acc[j][nt] += W_nt x_j^T, tile nt's 16 rows
+ * against the token tile j (tokens 8j .. 8j + 7). xb[s]: token 8j + g's
+ * B fragment of step s. */
+template <typename T, int NT>
+__device__ __forceinline__ void tile_products(const uint32_t (&a)[NT][4][4],
+                                              const uint2 (&xb)[4],
+                                              float (&acc)[NT][4])
 {
-    /* the widened B fragments first, then one m-tile's tokens at a time
-     * (fewer registers live than every m-tile's at once) */
-    uint32_t bf[NT][4][2];
+#pragma unroll
+    for (int s = 0; s < 4; s++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            fb_fp8_mma<T>(acc[nt], a[nt][s][0], a[nt][s][1], a[nt][s][2],
+                          a[nt][s][3], xb[s].x, xb[s].y);
+}
+
+/* One whole chunk (64 columns from kb, no bounds to test): the tokens
+ * come from this lane's row pointers xr (token 8j + g, rows past m read
+ * row m - 1: their sums are dropped), 16 columns each, in 16-byte loads
+ * when X16 (rows 16-byte aligned), else 8-byte ones. */
+template <typename T, int NT, int MT, bool X16>
+__device__ __forceinline__ void chunk_full(const T *const (&xr)[MT],
+                                           int64_t kb,
+                                           const uint4 (&wv)[NT][2],
+                                           float (&acc)[MT][NT][4])
+{
+    uint32_t a[NT][4][4];
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
+        widen_tile<T>(wv[nt][0], wv[nt][1], a[nt]);
 #pragma unroll
-        for (int s = 0; s < 4; s++) {
-            const uint32_t word = s == 0   ? wv[nt].x
-                                  : s == 1 ? wv[nt].y
-                                  : s == 2 ? wv[nt].z
-                                           : wv[nt].w;
-            bf[nt][s][0] = fb_fp8_pair<T>(word);
-            bf[nt][s][1] = fb_fp8_pair<T>(word >> 16);
-        }
+    for (int j = 0; j < MT; j++) {
+        uint2 xb[4];
+        if (X16) {
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        uint2 xa[2][4];
-#pragma unroll
-        for (int h = 0; h < (HI ? 2 : 1); h++)
-            if (X16) {
-#pragma unroll
-                for (int s = 0; s < 4; s += 2) {
-                    const uint4 v = *(const uint4 *)(xr[mt][h] + kb + 4 * s);
-                    xa[h][s] = make_uint2(v.x, v.y);
-                    xa[h][s + 1] = make_uint2(v.z, v.w);
-                }
-            } else {
-#pragma unroll
-                for (int s = 0; s < 4; s++)
-                    xa[h][s] = *(const uint2 *)(xr[mt][h] + kb + 4 * s);
+            for (int s = 0; s < 4; s += 2) {
+                const uint4 v = *(const uint4 *)(xr[j] + kb + 4 * s);
+                xb[s] = make_uint2(v.x, v.y);
+                xb[s + 1] = make_uint2(v.z, v.w);
             }
+        } else {
 #pragma unroll
-        for (int s = 0; s < 4; s++)
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-                fb_fp8_mma<T>(acc[mt][nt], xa[0][s].x, HI ? xa[1][s].x : 0u,
-                              xa[0][s].y, HI ? xa[1][s].y : 0u, bf[nt][s][0],
-                              bf[nt][s][1]);
+            for (int s = 0; s < 4; s++)
+                xb[s] = *(const uint2 *)(xr[j] + kb + 4 * s);
+        }
+        tile_products<T, NT>(a, xb, acc[j]);
     }
 }
 
-/* The whole chunks of this warp (chunk warp, warp + kWarps, ...), D chunks
- * in flight per lane: buf[d] holds chunk ch + d * kWarps; its products
- * are taken and its registers refilled with the chunk D steps further on,
- * so D - 1 .. D chunks per lane are always on the way. */
-template <typename T, int NT, int MT, bool HI, bool X16, int D>
-__device__ __forceinline__ void stream_chunks(const T *const (&xr)[MT][2],
-                                              const uint8_t *const (&wr)[NT],
+/* The whole chunks of this warp (chunk warp, warp + W, ...), D chunks in
+ * flight per lane: buf[d] holds chunk ch + d * W; its products are taken
+ * and its registers refilled with the chunk D steps further on, so
+ * D - 1 .. D chunks per lane are always on the way. */
+template <typename T, int W, int NT, int MT, bool X16, int D>
+__device__ __forceinline__ void stream_chunks(const T *const (&xr)[MT],
+                                              const uint8_t *const (&wr)[NT][2],
                                               int64_t full,
                                               float (&acc)[MT][NT][4])
 {
     const int warp = threadIdx.x / 32;
-    uint4 buf[D][NT];
+    uint4 buf[D][NT][2];
 #pragma unroll
     for (int d = 0; d < D; d++) {
-        const int64_t cd = warp + (int64_t)d * kWarps;
+        const int64_t cd = warp + (int64_t)d * W;
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
-            if (cd < full)
-                buf[d][nt] = __ldcs((const uint4 *)(wr[nt] + cd * 64));
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (cd < full)
+                    buf[d][nt][h] = __ldcs((const uint4 *)(wr[nt][h] + cd * 64));
     }
-    for (int64_t ch = warp; ch < full; ch += (int64_t)D * kWarps) {
+    for (int64_t ch = warp; ch < full; ch += (int64_t)D * W) {
 #pragma unroll
         for (int d = 0; d < D; d++) {
-            const int64_t cd = ch + (int64_t)d * kWarps;
+            const int64_t cd = ch + (int64_t)d * W;
             if (cd < full)
-                chunk_mma_full<T, NT, MT, HI, X16>(xr, cd * 64, buf[d], acc);
-            const int64_t nx = cd + (int64_t)D * kWarps;
+                chunk_full<T, NT, MT, X16>(xr, cd * 64, buf[d], acc);
+            const int64_t nx = cd + (int64_t)D * W;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
-                if (nx < full)
-                    buf[d][nt] = __ldcs((const uint4 *)(wr[nt] + nx * 64));
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    if (nx < full)
+                        buf[d][nt][h] =
+                            __ldcs((const uint4 *)(wr[nt][h] + nx * 64));
         }
     }
 }
 
-/* Chunks in flight per lane for NT n-tiles, MT m-tiles: about 64 bytes
- * of weights a lane where the registers allow it (the stream's rate is
- * bytes in flight over the memory latency, and a warp's slot stays empty
- * while it computes on the chunk that filled it). */
-template <int NT, int MT, bool HI> __host__ __device__ constexpr int depth_of()
+/* Chunks in flight per lane: about 64 to 96 bytes of weights a lane where
+ * the registers allow it (the stream's rate is bytes in flight over the
+ * memory latency, and a warp's slot stays empty while it computes on the
+ * chunk that filled it). */
+template <int NT, int MT> __host__ __device__ constexpr int depth_of()
 {
-    return NT == 1 ? 4 : MT == 1 && !HI ? 3 : 2;
+    return NT == 1 && MT == 1 ? 3 : 2;
 }
 
-/* Floats of shared memory decode_sums needs for NT n-tiles, MT m-tiles. */
-template <int NT, int MT> __host__ __device__ constexpr int red_floats()
+/* Floats of shared memory decode_sums needs: each warp's slice of 16 NT
+ * rows x 8 MT tokens. */
+template <int W, int NT, int MT> __host__ __device__ constexpr int red_floats()
 {
-    return kWarps * 16 * MT * 8 * NT;
+    return W * 16 * NT * 8 * MT;
 }
 
-/* Blocks per SM the decode kernels ask the register allocator for: four
- * at one m-tile (at most 64 registers a thread: the stream needs the
- * warps more than the registers), two (128) for more accumulators. */
-__host__ __device__ constexpr int decode_min_blocks(int mt)
-{
-    return mt == 1 ? 4 : 2;
-}
-
-/* The token tiling for m tokens, m <= kMaxTokens: 8 or fewer (one m-tile,
- * its upper half empty), 16, 32 or 64 (one, two or four full m-tiles). */
+/* The token tiling for m tokens, m <= kMaxTokens: tiles of 8 tokens (the
+ * n side of m16n8k16), 1, 2, 4 or 8 of them. */
 constexpr int kMaxTokens = 64;
 enum decode_tiling { kTok8, kTok16, kTok32, kTok64 };
 __host__ __device__ inline decode_tiling decode_tiling_of(int64_t m)
@@ -211,13 +177,15 @@ __host__ __device__ inline int decode_rows(decode_tiling d)
     return d == kTok8 ? 8 : d == kTok16 ? 16 : d == kTok32 ? 32 : 64;
 }
 
-/* The block's 8 * NT channels from c: every warp's partial sums of its
- * chunks, summed in warp order into red[0 .. 16 MT * 8 NT) (16 MT tokens
- * x 8 NT channels); red holds red_floats<NT, MT>(). Whole chunks run
- * without bounds tests (rows past m and channels past n read the last
- * row or channel; their sums are dropped by the caller); the last, partial
- * chunk runs with them. */
-template <typename T, int NT, int MT, bool HI>
+/* The block's NT tiles of 16 weight rows against the m tokens: every
+ * warp's partial sums of its chunks, summed in warp order into
+ * red[r * 8 MT + i] (tile row r = 16 nt + (0..15), token i); red holds
+ * red_floats<W, NT, MT>(). Row h * 8 + g of tile nt (h = 0, 1) is row
+ * c[2 nt + h] + g of matrix w[2 nt + h] (row stride w_cs[2 nt + h]); rows
+ * at or past n read zeros in the checked chunk and row n - 1 elsewhere,
+ * tokens past m token m - 1: those sums are dropped by the caller. Whole
+ * chunks run without bounds tests; the partial last chunk with them. */
+template <typename T, int W, int NT, int MT>
 __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                                             int64_t m, int64_t k,
                                             const uint8_t *const *w,
@@ -229,53 +197,71 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
     const int g = lane >> 2, t = lane & 3;
     float acc[MT][NT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int j = 0; j < MT; j++)
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
-            acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] =
-                acc[mt][nt][3] = 0.0f;
-    const T *xr[MT][2];
+            acc[j][nt][0] = acc[j][nt][1] = acc[j][nt][2] = acc[j][nt][3] =
+                0.0f;
+    const T *xr[MT];
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-            xr[mt][h] = x + min((int64_t)(16 * mt + 8 * h + g), m - 1) * x_ts +
-                        16 * t;
-    const uint8_t *wr[NT];
+    for (int j = 0; j < MT; j++)
+        xr[j] = x + min((int64_t)(8 * j + g), m - 1) * x_ts + 16 * t;
+    const uint8_t *wr[NT][2];
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
-        wr[nt] = w[nt] + min(c[nt] + g, n - 1) * w_cs[nt] + 16 * t;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            wr[nt][h] = w[2 * nt + h] +
+                        min(c[2 * nt + h] + g, n - 1) * w_cs[2 * nt + h] +
+                        16 * t;
     const int64_t full = k / 64;
     if ((uintptr_t)x % 16 == 0 && x_ts % 8 == 0)
-        stream_chunks<T, NT, MT, HI, true, depth_of<NT, MT, HI>()>(xr, wr, full, acc);
+        stream_chunks<T, W, NT, MT, true, depth_of<NT, MT>()>(xr, wr, full,
+                                                              acc);
     else
-        stream_chunks<T, NT, MT, HI, false, depth_of<NT, MT, HI>()>(xr, wr, full, acc);
-    if (full * 64 < k && warp == (int)(full % kWarps)) {
-        uint4 wv[NT];
+        stream_chunks<T, W, NT, MT, false, depth_of<NT, MT>()>(xr, wr, full,
+                                                               acc);
+    if (full * 64 < k && warp == (int)(full % W)) {
+        const int64_t k0 = full * 64 + 16 * t;
+        uint4 wv[NT][2];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
-            wv[nt] = load_w(w[nt], w_cs[nt], n, k, c[nt] + g,
-                            full * 64 + 16 * t);
-        chunk_mma<T, NT, MT>(x, x_ts, m, k, g, full * 64 + 16 * t, wv, acc);
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                wv[nt][h] = load_w(w[2 * nt + h], w_cs[2 * nt + h], n, k,
+                                   c[2 * nt + h] + g, k0);
+        uint32_t a[NT][4][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            widen_tile<T>(wv[nt][0], wv[nt][1], a[nt]);
+#pragma unroll
+        for (int j = 0; j < MT; j++) {
+            uint2 xb[4];
+#pragma unroll
+            for (int s = 0; s < 4; s++)
+                xb[s] = load_x_checked<T>(xr[j] - 16 * t, k, k0 + 4 * s);
+            tile_products<T, NT>(a, xb, acc[j]);
+        }
     }
-    /* accumulator layout: d0, d1 token g, columns 2t, 2t + 1; d2, d3
-     * token g + 8. Each warp writes its own slice, then each output sums
-     * the slices in warp order (the same order whatever the timing). */
-    const int cols = 8 * NT, slice = 16 * MT * cols;
+    /* accumulator layout: d0, d1 row g, tokens 2t, 2t + 1 of the token
+     * tile; d2, d3 row g + 8. Each warp writes its own slice, then each
+     * output sums the slices in warp order (the same order whatever the
+     * timing). */
+    const int tok = 8 * MT, slice = 16 * NT * tok;
     float *mine = red + warp * slice;
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int j = 0; j < MT; j++)
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
-            float *r0 = mine + (16 * mt + g) * cols + 8 * nt + 2 * t;
-            float *r1 = r0 + 8 * cols;
-            r0[0] = acc[mt][nt][0], r0[1] = acc[mt][nt][1];
-            r1[0] = acc[mt][nt][2], r1[1] = acc[mt][nt][3];
+            float *r0 = mine + (16 * nt + g) * tok + 8 * j + 2 * t;
+            float *r1 = r0 + 8 * tok;
+            r0[0] = acc[j][nt][0], r0[1] = acc[j][nt][1];
+            r1[0] = acc[j][nt][2], r1[1] = acc[j][nt][3];
         }
     __syncthreads();
     for (int i = threadIdx.x; i < slice; i += blockDim.x) {
         float sum = 0.0f;
-        for (int wp = 0; wp < kWarps; wp++)
+        for (int wp = 0; wp < W; wp++)
             sum += red[wp * slice + i];
         red[i] = sum;
     }

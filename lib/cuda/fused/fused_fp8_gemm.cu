@@ -3,19 +3,20 @@
  * fused_fp8_gemm.cu -- gemm_e4m3_bias_act on the GPU (fused_fp8.h).
  *
  * Decode (at most 64 tokens, weight rows contiguous and 16-byte aligned,
- * x rows 8-byte aligned, 16-bit activations): a block owns 8 * NT
- * channels and its WARPS warps split k in chunks of 64. In a chunk, lane
- * (g, t) of a warp (g = lane / 4, t = lane % 4) loads 16 bytes of channel
- * g of each n-tile, k = 16t .. 16t + 15, and feeds them to four m16n8k16
- * steps: step s takes bytes 4s .. 4s + 3 as its B fragment (k positions
- * 2t, 2t + 1, 2t + 8, 2t + 9 of the step stand for k = 16t + 4s + 0..3;
- * the sum does not care which k a position stands for, as long as A's
- * fragment says the same), and A's fragment is tokens g and g + 8 at
- * those same k. Tokens past m and k past the end are zeros. The warps'
- * partial sums meet in shared memory, then each output gets the
- * epilogue. Each weight byte is read once, with a streaming hint. More
- * than 16 tokens: two or four m-tiles (tokens 16 mt + g, 16 mt + g + 8)
- * share each widened B fragment.
+ * x rows 8-byte aligned, 16-bit activations): the weights are the A side
+ * of m16n8k16 (16 rows, so no half of a tile is wasted on absent tokens)
+ * and the tokens the B side, 8 a tile. A block owns 16 channels and its
+ * warps split k in chunks of 64. In a chunk, lane (g, t) of a warp
+ * (g = lane / 4, t = lane % 4) loads 16 bytes of rows g and g + 8,
+ * k = 16t .. 16t + 15, and feeds them to four steps: step s takes bytes
+ * 4s .. 4s + 3 of each row as its A fragment (k positions 2t, 2t + 1,
+ * 2t + 8, 2t + 9 of the step stand for k = 16t + 4s + 0..3; the sum does
+ * not care which k a position stands for, as long as B's fragment says
+ * the same), and B's fragment is token g at those same k, loaded as one
+ * 8-byte pair. The warps' partial sums meet in shared memory, then each
+ * output gets the epilogue. Each weight byte is read once, with a
+ * streaming hint. More than 8 tokens: 2, 4 or 8 token tiles share each
+ * widened A fragment.
  *
  * Everything else: a 64 x 64 tile per block, fp32 products of values
  * widened on their way into shared memory, any strides.
@@ -30,23 +31,38 @@ namespace {
 
 using namespace fb_fp8;
 
-template <typename T, int NT, int MT, bool HI>
-__global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
+/* A gemm block: one tile of 16 channels, its warps splitting k: 16 up to
+ * 32 tokens (a 4096-channel projection is 256 blocks: 32 warps a SM), 8
+ * at 64 (the partial sums' slices fit 48 KB of shared memory). */
+__host__ __device__ constexpr int gemm_warps(int mt)
+{
+    return mt <= 4 ? 16 : 8;
+}
+
+/* Blocks per SM the register allocator is asked for: two (64 registers
+ * a thread) up to 16 tokens, one with more accumulators. */
+__host__ __device__ constexpr int gemm_min_blocks(int mt)
+{
+    return mt <= 2 ? 2 : 1;
+}
+
+template <typename T, int MT>
+__global__ void __launch_bounds__(gemm_warps(MT) * 32, gemm_min_blocks(MT))
     e4m3_gemm_decode(fb_e4m3_gemm_problem p)
 {
-    __shared__ float red[red_floats<NT, MT>()];
-    const int64_t c0 = (int64_t)blockIdx.x * 8 * NT;
-    const uint8_t *w[NT];
-    int64_t w_cs[NT], c[NT];
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++)
-        w[nt] = p.w, w_cs[nt] = p.w_cs, c[nt] = c0 + 8 * nt;
-    decode_sums<T, NT, MT, HI>((const T *)p.x, p.x_ts, p.m, p.k, w, w_cs, c,
-                           p.n, red);
-    for (int q = threadIdx.x; q < 16 * MT * 8 * NT; q += blockDim.x) {
-        const int64_t i = q / (8 * NT), j = c0 + q % (8 * NT);
+    __shared__ float red[red_floats<gemm_warps(MT), 1, MT>()];
+    const int64_t c0 = (int64_t)blockIdx.x * 16;
+    const uint8_t *const w[2] = {p.w, p.w};
+    const int64_t w_cs[2] = {p.w_cs, p.w_cs}, c[2] = {c0, c0 + 8};
+    decode_sums<T, gemm_warps(MT), 1, MT>((const T *)p.x, p.x_ts, p.m, p.k, w,
+                                      w_cs, c, p.n, red);
+    /* tokens slow, channels fast: neighbouring threads write neighbouring
+     * outputs of a row */
+    for (int q = threadIdx.x; q < 16 * 8 * MT; q += blockDim.x) {
+        const int i = q / 16, r = q % 16;
+        const int64_t j = c0 + r;
         if (i < p.m && j < p.n)
-            fb_fp8_finish<T, T>(p, i, j, red[q], false);
+            fb_fp8_finish<T, T>(p, i, j, red[r * 8 * MT + i], false);
     }
 }
 
@@ -106,10 +122,6 @@ __global__ void __launch_bounds__(256) e4m3_gemm_tiled(fb_e4m3_gemm_problem p)
     }
 }
 
-/* One n-tile a block: the most blocks for the stream (a down projection
- * of 4096 channels is 512 blocks, one wave of four a SM). */
-constexpr int kNt = 1;
-
 } // namespace
 
 bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p)
@@ -128,13 +140,12 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
     /* the decode kernel has 16-bit forms only (decode_applies) */
     if constexpr (!std::is_same<T, float>::value && std::is_same<T, TC>::value) {
         if (decode) {
-            const unsigned blocks =
-                (unsigned)((p->n + 8 * kNt - 1) / (8 * kNt));
+            const unsigned blocks = (unsigned)((p->n + 15) / 16);
             switch (decode_tiling_of(p->m)) {
-            case kTok8: e4m3_gemm_decode<T, kNt, 1, false><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
-            case kTok16: e4m3_gemm_decode<T, kNt, 1, true><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
-            case kTok32: e4m3_gemm_decode<T, kNt, 2, true><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
-            default: e4m3_gemm_decode<T, kNt, 4, true><<<blocks, kWarps * 32, 0, stream>>>(*p); break;
+            case kTok8: e4m3_gemm_decode<T, 1><<<blocks, gemm_warps(1) * 32, 0, stream>>>(*p); break;
+            case kTok16: e4m3_gemm_decode<T, 2><<<blocks, gemm_warps(2) * 32, 0, stream>>>(*p); break;
+            case kTok32: e4m3_gemm_decode<T, 4><<<blocks, gemm_warps(4) * 32, 0, stream>>>(*p); break;
+            default: e4m3_gemm_decode<T, 8><<<blocks, gemm_warps(8) * 32, 0, stream>>>(*p); break;
             }
             return;
         }
@@ -150,9 +161,9 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
 fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
                       char *path, size_t len)
 {
-    /* one block per 8 * kNt channels: n must fit the grid's 2^31 - 1 */
+    /* one block per 16 channels: n must fit the grid's 2^31 - 1 */
     const bool decode = fb_fp8_decode_applies(p) &&
-                        (p->n + 8 * kNt - 1) / (8 * kNt) <= 0x7fffffff;
+                        (p->n + 15) / 16 <= 0x7fffffff;
     switch (p->dtype) {
     case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode); break;
     case FB_DTYPE_BF16:

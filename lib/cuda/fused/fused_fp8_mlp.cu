@@ -21,22 +21,34 @@ namespace {
 
 using namespace fb_fp8;
 
-template <typename T, int MT, bool HI>
-__global__ void __launch_bounds__(kWarps * 32, decode_min_blocks(MT))
+/* A gate-and-up block: one tile, rows 0..7 of Wg and the same rows of
+ * Wu, kWarps warps splitting k. */
+constexpr int kWarps = 8;
+
+/* Blocks per SM the register allocator is asked for: four (64 registers
+ * a thread) up to 16 tokens, two with more accumulators. */
+__host__ __device__ constexpr int gate_up_min_blocks(int mt)
+{
+    return mt <= 2 ? 4 : 2;
+}
+
+template <typename T, int MT>
+__global__ void __launch_bounds__(kWarps * 32, gate_up_min_blocks(MT))
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
-    __shared__ float red[red_floats<2, MT>()];
+    __shared__ float red[red_floats<kWarps, 1, MT>()];
     const int64_t c0 = (int64_t)blockIdx.x * 8;
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
-    decode_sums<T, 2, MT, HI>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs, c, p.h,
-                          red);
-    for (int q = threadIdx.x; q < 16 * MT * 8; q += blockDim.x) {
-        const int64_t i = q / 8, j = c0 + q % 8;
+    decode_sums<T, kWarps, 1, MT>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs,
+                                  c, p.h, red);
+    for (int q = threadIdx.x; q < 8 * 8 * MT; q += blockDim.x) {
+        const int i = q / 8, r = q % 8;
+        const int64_t j = c0 + r;
         if (i >= p.m || j >= p.h)
             continue;
-        float g = red[i * 16 + q % 8] * p.sg[j];
-        float u = red[i * 16 + 8 + q % 8] * p.su[j];
+        float g = red[r * 8 * MT + i] * p.sg[j];
+        float u = red[(8 + r) * 8 * MT + i] * p.su[j];
         if (p.bg != NULL)
             g += fb_load_f32(((const T *)p.bg)[j]);
         if (p.bu != NULL)
@@ -103,10 +115,10 @@ void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
 {
     const unsigned blocks = (unsigned)((p->h + 7) / 8);
     switch (decode_tiling_of(p->m)) {
-    case kTok8: e4m3_gate_up_decode<T, 1, false><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    case kTok16: e4m3_gate_up_decode<T, 1, true><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    case kTok32: e4m3_gate_up_decode<T, 2, true><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    default: e4m3_gate_up_decode<T, 4, true><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case kTok8: e4m3_gate_up_decode<T, 1><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case kTok16: e4m3_gate_up_decode<T, 2><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case kTok32: e4m3_gate_up_decode<T, 4><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    default: e4m3_gate_up_decode<T, 8><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
     }
 }
 
