@@ -4,12 +4,12 @@
  *
  * Up to 64 rows (decode), when the rows are aligned for the decode kernel:
  * one launch computes gate and up together -- a block owns 8 hidden
- * channels, its two n-tiles are those rows of Wg and of Wu -- and writes
- * H = act_g(G sg + bg) .* (U su + bu) rounded to the input type into the
- * scratch; the down projection is then gemm_e4m3's kernel on H. More rows:
- * G and U in fp32 from the tiled kernel, H from them, then the down
- * projection. Either way H is stored in the input type, as the CPU
- * backend (and a framework) stores it.
+ * channels, its 16-row tile those rows of Wg over the same rows of Wu --
+ * and writes H = act_g(G sg + bg) .* (U su + bu) rounded to the input type
+ * into the scratch; the down projection is then gemm_e4m3's kernel on H.
+ * More rows: G and U in fp32 (cuBLASLt on widened weights, else the tiled
+ * kernel), H from them, then the down projection. Either way H is stored
+ * in the input type, as the CPU backend (and a framework) stores it.
  */
 #include <stdio.h>
 #include "fused_fp8.h"
