@@ -32,18 +32,19 @@ namespace {
 using namespace fb_fp8;
 
 /* A gemm block: one tile of 16 channels, its warps splitting k: 16 up to
- * 32 tokens (a 4096-channel projection is 256 blocks: 32 warps a SM), 8
- * at 64 (the partial sums' slices fit 48 KB of shared memory). */
+ * 16 tokens (a 4096-channel projection is 256 blocks: 32 warps a SM, two
+ * blocks of 64 registers a thread), 8 beyond (two blocks of 128
+ * registers a SM at 17..32 tokens, whose reductions overlap each other's
+ * streams; at 64 the partial sums' slices fit 48 KB of shared memory). */
 __host__ __device__ constexpr int gemm_warps(int mt)
 {
-    return mt <= 4 ? 16 : 8;
+    return mt <= 2 ? 16 : 8;
 }
 
-/* Blocks per SM the register allocator is asked for: two (64 registers
- * a thread) up to 16 tokens, one with more accumulators. */
+/* Blocks per SM the register allocator is asked for (see gemm_warps). */
 __host__ __device__ constexpr int gemm_min_blocks(int mt)
 {
-    return mt <= 2 ? 2 : 1;
+    return mt <= 4 ? 2 : 1;
 }
 
 template <typename T, int MT>
