@@ -72,6 +72,16 @@ bench_outcome bench_fb_make_plans(void *state, char *why, size_t len)
     return BENCH_RAN;
 }
 
+bench_outcome bench_fb_make_e4m3(void *state, const bench_e4m3_memory *mem,
+                                 char *why, size_t len)
+{
+    bench_fb_state *s = state;
+    return bench_e4m3_weights_make(&s->e4m3, mem, s->h, &s->c, s->sets,
+                                   s->nsets, why, len) == 0
+               ? BENCH_RAN
+               : BENCH_FAILED;
+}
+
 int bench_fb_run(void *state, int j)
 {
     bench_fb_state *s = state;
@@ -86,6 +96,13 @@ int bench_fb_run_plan(void *state, int j)
                           sizeof s->message);
 }
 
+int bench_fb_run_e4m3(void *state, int j)
+{
+    bench_fb_state *s = state;
+    return bench_run_e4m3(s->h, &s->c, &s->sets[j], s->e4m3.w[j], s->message,
+                          sizeof s->message);
+}
+
 const char *bench_fb_message(void *state)
 {
     return ((bench_fb_state *)state)->message;
@@ -96,6 +113,7 @@ void bench_fb_fini(void *state)
     bench_fb_state *s = state;
     if (s == NULL)
         return;
+    bench_e4m3_weights_free(&s->e4m3);
     if (s->h)
         (void)fb_destroy(s->h); /* and its plans */
     free(s->plans);

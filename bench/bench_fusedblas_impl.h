@@ -2,8 +2,8 @@
 /*
  * bench_fusedblas_impl.h -- what fusedblas's own rows share, on the CPU
  * and on the GPU: a handle set up for the row's backend, the case and its
- * input sets, a plan per set for the plan rows, and the last call's
- * outcome in words. The functions fit the run, message and fini slots of
+ * input sets, a plan per set for the plan rows or e4m3 copies of the
+ * weights for the e4m3 rows, and the last call's outcome in words. The functions fit the run, message and fini slots of
  * the CPU and GPU implementation tables; each runner file keeps only how
  * its handle is set up.
  */
@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include "bench.h"
+#include "bench_e4m3_weights.h"
 
 /* The handle's settings: the backend, then the CPU's thread count or the
  * GPU's device, stream and math mode. */
@@ -30,6 +31,7 @@ typedef struct bench_fb_state {
     const bench_set *sets;
     int nsets;
     fb_plan *plans; /* one per set, for the plan rows */
+    bench_e4m3_weights e4m3; /* for the e4m3 rows */
     char message[256];
 } bench_fb_state;
 
@@ -45,14 +47,22 @@ bench_outcome bench_fb_start(void **state, const bench_fb_setup *setup,
  * BENCH_FAILED with why. */
 bench_outcome bench_fb_make_plans(void *state, char *why, size_t len);
 
-/* One call on set j: the plain routine, or set j's plan. 0 ran, 1 not
- * supported, -1 failed; bench_fb_message says the path or why. */
+/* The e4m3 copies of the sets' weights, kept in mem, made outside the
+ * timing: BENCH_RAN, or BENCH_FAILED with why. */
+bench_outcome bench_fb_make_e4m3(void *state, const bench_e4m3_memory *mem,
+                                 char *why, size_t len);
+
+/* One call on set j: the plain routine, set j's plan, or the e4m3 routine
+ * on set j's e4m3 weights. 0 ran, 1 not supported, -1 failed;
+ * bench_fb_message says the path or why. */
 int bench_fb_run(void *state, int j);
 int bench_fb_run_plan(void *state, int j);
+int bench_fb_run_e4m3(void *state, int j);
 
 const char *bench_fb_message(void *state);
 
-/* Frees the state and all it holds (the handle, and with it the plans). */
+/* Frees the state and all it holds: the e4m3 weights, the handle (and
+ * with it the plans). */
 void bench_fb_fini(void *state);
 
 #endif /* FB_BENCH_FUSEDBLAS_IMPL_H */
