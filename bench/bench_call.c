@@ -33,10 +33,9 @@ fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
     return FB_STATUS_INVALID_ARGUMENT;
 }
 
-int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
-                        char *msg, size_t len)
+/* A call's outcome in words and as run() returns it. */
+static int outcome(fb_handle h, fb_status st, char *msg, size_t len)
 {
-    fb_status st = bench_call_fusedblas(h, c, set);
     if (st == FB_STATUS_SUCCESS) {
         snprintf(msg, len, "%s", fb_handle_last_path(h));
         return 0;
@@ -44,6 +43,12 @@ int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
     snprintf(msg, len, "%s%s%s", fb_status_string(st),
              *fb_handle_last_message(h) ? ": " : "", fb_handle_last_message(h));
     return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
+}
+
+int bench_run_fusedblas(fb_handle h, const bench_case *c, const bench_set *set,
+                        char *msg, size_t len)
+{
+    return outcome(h, bench_call_fusedblas(h, c, set), msg, len);
 }
 
 fb_status bench_plan_fusedblas(fb_handle h, const bench_case *c,
@@ -65,11 +70,24 @@ int bench_run_plan(fb_plan plan, fb_handle h, const bench_case *c,
         c->routine == BENCH_MLP
             ? fb_plan_mlp(plan, c->m, s->x, c->k, s->y, c->n)
             : fb_plan_gemm(plan, c->m, s->x, c->k, s->y, c->n);
-    if (st == FB_STATUS_SUCCESS) {
-        snprintf(msg, len, "%s", fb_handle_last_path(h));
-        return 0;
-    }
-    snprintf(msg, len, "%s%s%s", fb_status_string(st),
-             *fb_handle_last_message(h) ? ": " : "", fb_handle_last_message(h));
-    return st == FB_STATUS_NOT_SUPPORTED ? 1 : -1;
+    return outcome(h, st, msg, len);
+}
+
+fb_status bench_call_e4m3(fb_handle h, const bench_case *c,
+                          const bench_set *s, const bench_e4m3_weight w[3])
+{
+    if (c->routine == BENCH_MLP)
+        return mlp_geglu_forward_e4m3(h, c->dtype, c->act, c->m, c->k, c->h,
+                                      c->n, s->x, c->k, w[0].q, w[0].s, s->bg,
+                                      w[1].q, w[1].s, s->bu, w[2].q, w[2].s,
+                                      s->bd, s->y, c->n);
+    return gemm_e4m3_bias_act(h, c->dtype, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                              c->m, c->n, c->k, 1.0f, s->x, c->k, w[0].q,
+                              c->k, w[0].s, 0.0f, s->y, c->n, s->b, c->act);
+}
+
+int bench_run_e4m3(fb_handle h, const bench_case *c, const bench_set *set,
+                   const bench_e4m3_weight w[3], char *msg, size_t len)
+{
+    return outcome(h, bench_call_e4m3(h, c, set, w), msg, len);
 }

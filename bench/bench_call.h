@@ -7,6 +7,7 @@
 #define FB_BENCH_CALL_H
 
 #include "bench.h"
+#include "bench_e4m3_weights.h"
 
 /* Row-major Y = act(X W^T + b) through {s,h,b}gemm_bias_act, or
  * mlp_geglu_forward, on the handle's backend. */
@@ -27,5 +28,12 @@ fb_status bench_plan_fusedblas(fb_handle h, const bench_case *c,
                                const bench_set *set, fb_plan *plan);
 int bench_run_plan(fb_plan plan, fb_handle h, const bench_case *c,
                    const bench_set *set, char *msg, size_t len);
+
+/* The same through gemm_e4m3_bias_act or mlp_geglu_forward_e4m3, with w
+ * the e4m3 copies of set's weights (w; or wg, wu, wd) in place of them. */
+fb_status bench_call_e4m3(fb_handle h, const bench_case *c,
+                          const bench_set *set, const bench_e4m3_weight w[3]);
+int bench_run_e4m3(fb_handle h, const bench_case *c, const bench_set *set,
+                   const bench_e4m3_weight w[3], char *msg, size_t len);
 
 #endif /* FB_BENCH_CALL_H */

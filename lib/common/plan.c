@@ -138,12 +138,76 @@ static fb_status ready(const fb_plan p, const char *routine)
                           "make the plan again", routine);
 }
 
-static fb_status ran(const fb_plan p, const char *routine, fb_status st,
-                     const char *path, const fb_cuda_result *res)
+/* A new plan as desc describes it, made by its backend and registered,
+ * or freed again. */
+static fb_status create(fb_handle h, const char *routine,
+                        const struct fb_plan_s *desc, const fb_operand *ops,
+                        int nops, fb_plan *out)
 {
-    if (res != NULL)
-        return fb_dispatch_finish_cuda(p->h, routine, st, res);
-    return fb_dispatch_finish_cpu(p->h, routine, st, path);
+    fb_plan p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return fb_handle_fail(h, FB_STATUS_ALLOC_FAILED, 0,
+                              "%s: cannot allocate the plan", routine);
+    *p = *desc;
+    p->magic = FB_PLAN_MAGIC;
+    const fb_status st = make(h, routine, p, ops, nops, out);
+    if (st != FB_STATUS_SUCCESS)
+        plan_free(p);
+    return st;
+}
+
+/* One execution of m rows from in (leading dimension ldin) to out (ldout):
+ * fb_plan_gemm's A and C on a gemm plan, fb_plan_mlp's X and Y on an
+ * MLP's. The two take their arguments in the same places, so the checks
+ * name the same positions. */
+static fb_status execute(fb_plan plan, const char *routine, int is_gemm,
+                         int64_t m, const void *in, int64_t ldin, void *out,
+                         int64_t ldout)
+{
+    fb_plan p = live(plan, routine);
+    if (p == NULL)
+        return FB_STATUS_INVALID_ARGUMENT;
+    fb_handle_clear(p->h);
+    if (p->is_gemm != is_gemm)
+        return fb_handle_fail(p->h, FB_STATUS_INVALID_ARGUMENT, 1,
+                              "%s: the plan is %s (%s runs it)", routine,
+                              p->is_gemm ? "a gemm's" : "an MLP's",
+                              p->is_gemm ? "fb_plan_gemm" : "fb_plan_mlp");
+    fb_gemm_call call = p->call;
+    call.m = m, call.a = in, call.lda = ldin, call.c = out, call.ldc = ldout;
+    fb_mlp_problem q = p->mlp;
+    q.m = m, q.x = in, q.ldx = ldin, q.y = out, q.ldy = ldout;
+    char msg[192];
+    const int arg =
+        is_gemm ? fb_check_plan_gemm_exec(&call, p->max_m, msg, sizeof msg)
+                : fb_check_plan_mlp_exec(&q, p->max_m, msg, sizeof msg);
+    if (arg != 0)
+        return fb_handle_fail(p->h, FB_STATUS_INVALID_ARGUMENT, arg, "%s: %s",
+                              routine, msg);
+    if (wrong_memory(p, in, out, routine))
+        return FB_STATUS_INVALID_ARGUMENT;
+    fb_status st = ready(p, routine);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (m == 0 || (is_gemm ? call.n : q.n) == 0) {
+        fb_handle_ran(p->h, p->backend == FB_BACKEND_CPU ? FB_BACKEND_CPU
+                                                         : FB_BACKEND_CUDA,
+                      "quick-return");
+        return FB_STATUS_SUCCESS;
+    }
+    fb_gemm_problem g;
+    if (is_gemm)
+        fb_gemm_normalise(&call, &g);
+    if (p->backend == FB_BACKEND_CPU) {
+        char path[96];
+        st = is_gemm ? fb_cpu_plan_gemm(p->h, p->cpu, &g, path, sizeof path)
+                     : fb_cpu_plan_mlp(p->h, p->cpu, &q, path, sizeof path);
+        return fb_dispatch_finish_cpu(p->h, routine, st, path);
+    }
+    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
+    st = is_gemm ? p->module->plan_gemm(p->ctx, p->cuda, &g, &res)
+                 : p->module->plan_mlp(p->ctx, p->cuda, &q, &res);
+    return fb_dispatch_finish_cuda(p->h, routine, st, &res);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -175,19 +239,10 @@ FB_EXPORT fb_status fb_plan_create_gemm(
     if (arg != 0)
         return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, arg, "%s: %s",
                               routine, msg);
-    fb_plan p = calloc(1, sizeof *p);
-    if (p == NULL)
-        return fb_handle_fail(h, FB_STATUS_ALLOC_FAILED, 0,
-                              "%s: cannot allocate the plan", routine);
-    p->magic = FB_PLAN_MAGIC;
-    p->is_gemm = 1;
-    p->call = call;
-    p->max_m = max_m;
+    const struct fb_plan_s desc = {.is_gemm = 1, .call = call,
+                                   .max_m = max_m};
     const fb_operand ops[] = {{B, 10}, {bias, 13}};
-    st = make(h, routine, p, ops, 2, plan);
-    if (st != FB_STATUS_SUCCESS)
-        plan_free(p);
-    return st;
+    return create(h, routine, &desc, ops, 2, plan);
 }
 
 FB_EXPORT fb_status fb_plan_create_mlp(
@@ -210,101 +265,22 @@ FB_EXPORT fb_status fb_plan_create_mlp(
     if (arg != 0)
         return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, arg, "%s: %s",
                               routine, msg);
-    fb_plan p = calloc(1, sizeof *p);
-    if (p == NULL)
-        return fb_handle_fail(h, FB_STATUS_ALLOC_FAILED, 0,
-                              "%s: cannot allocate the plan", routine);
-    p->magic = FB_PLAN_MAGIC;
-    p->mlp = q;
-    p->max_m = max_m;
+    const struct fb_plan_s desc = {.mlp = q, .max_m = max_m};
     const fb_operand ops[] = {{Wg, 8},  {bg, 9},  {Wu, 10},
                               {bu, 11}, {Wd, 12}, {bd, 13}};
-    st = make(h, routine, p, ops, 6, plan);
-    if (st != FB_STATUS_SUCCESS)
-        plan_free(p);
-    return st;
+    return create(h, routine, &desc, ops, 6, plan);
 }
 
 FB_EXPORT fb_status fb_plan_gemm(fb_plan plan, int64_t m, const void *A,
                                  int64_t lda, void *C, int64_t ldc)
 {
-    static const char routine[] = "fb_plan_gemm";
-    fb_plan p = live(plan, routine);
-    if (p == NULL)
-        return FB_STATUS_INVALID_ARGUMENT;
-    fb_handle_clear(p->h);
-    if (!p->is_gemm)
-        return fb_handle_fail(p->h, FB_STATUS_INVALID_ARGUMENT, 1,
-                              "%s: the plan is an MLP's (fb_plan_mlp runs "
-                              "it)", routine);
-    fb_gemm_call call = p->call;
-    call.m = m, call.a = A, call.lda = lda, call.c = C, call.ldc = ldc;
-    char msg[192];
-    const int arg = fb_check_plan_gemm_exec(&call, p->max_m, msg, sizeof msg);
-    if (arg != 0)
-        return fb_handle_fail(p->h, FB_STATUS_INVALID_ARGUMENT, arg, "%s: %s",
-                              routine, msg);
-    if (wrong_memory(p, A, C, routine))
-        return FB_STATUS_INVALID_ARGUMENT;
-    fb_status st = ready(p, routine);
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-    if (m == 0 || call.n == 0) {
-        fb_handle_ran(p->h, p->backend == FB_BACKEND_CPU ? FB_BACKEND_CPU
-                                                         : FB_BACKEND_CUDA,
-                      "quick-return");
-        return FB_STATUS_SUCCESS;
-    }
-    fb_gemm_problem q;
-    fb_gemm_normalise(&call, &q);
-    if (p->backend == FB_BACKEND_CPU) {
-        char path[96];
-        st = fb_cpu_plan_gemm(p->h, p->cpu, &q, path, sizeof path);
-        return ran(p, routine, st, path, NULL);
-    }
-    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
-    st = p->module->plan_gemm(p->ctx, p->cuda, &q, &res);
-    return ran(p, routine, st, NULL, &res);
+    return execute(plan, "fb_plan_gemm", 1, m, A, lda, C, ldc);
 }
 
 FB_EXPORT fb_status fb_plan_mlp(fb_plan plan, int64_t m, const void *X,
                                 int64_t ldx, void *Y, int64_t ldy)
 {
-    static const char routine[] = "fb_plan_mlp";
-    fb_plan p = live(plan, routine);
-    if (p == NULL)
-        return FB_STATUS_INVALID_ARGUMENT;
-    fb_handle_clear(p->h);
-    if (p->is_gemm)
-        return fb_handle_fail(p->h, FB_STATUS_INVALID_ARGUMENT, 1,
-                              "%s: the plan is a gemm's (fb_plan_gemm runs "
-                              "it)", routine);
-    fb_mlp_problem q = p->mlp;
-    q.m = m, q.x = X, q.ldx = ldx, q.y = Y, q.ldy = ldy;
-    char msg[192];
-    const int arg = fb_check_plan_mlp_exec(&q, p->max_m, msg, sizeof msg);
-    if (arg != 0)
-        return fb_handle_fail(p->h, FB_STATUS_INVALID_ARGUMENT, arg, "%s: %s",
-                              routine, msg);
-    if (wrong_memory(p, X, Y, routine))
-        return FB_STATUS_INVALID_ARGUMENT;
-    fb_status st = ready(p, routine);
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-    if (m == 0 || q.n == 0) {
-        fb_handle_ran(p->h, p->backend == FB_BACKEND_CPU ? FB_BACKEND_CPU
-                                                         : FB_BACKEND_CUDA,
-                      "quick-return");
-        return FB_STATUS_SUCCESS;
-    }
-    if (p->backend == FB_BACKEND_CPU) {
-        char path[96];
-        st = fb_cpu_plan_mlp(p->h, p->cpu, &q, path, sizeof path);
-        return ran(p, routine, st, path, NULL);
-    }
-    fb_cuda_result res = {FB_BACKEND_AUTO, "", ""};
-    st = p->module->plan_mlp(p->ctx, p->cuda, &q, &res);
-    return ran(p, routine, st, NULL, &res);
+    return execute(plan, "fb_plan_mlp", 0, m, X, ldx, Y, ldy);
 }
 
 FB_EXPORT fb_status fb_plan_destroy(fb_plan plan)
