@@ -81,7 +81,9 @@ fi
 # exit stops the compiler too.
 fuzz_build=
 stop_fuzz_build() {
-    [ -n "$fuzz_build" ] && kill -- -"$fuzz_build" 2>/dev/null || true
+    if [ -n "$fuzz_build" ]; then
+        kill -- -"$fuzz_build" 2>/dev/null || true
+    fi
 }
 trap stop_fuzz_build EXIT
 if want fuzz; then
