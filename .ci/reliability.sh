@@ -75,6 +75,23 @@ if want valgrind || want fuzz; then
     make -C "$plain" -s -j"$jobs" check TESTS= >/dev/null # build, run nothing
 fi
 
+# The fuzzer's build is one clang command over every library source (about
+# seven minutes of one core): it runs in the background, beside valgrind,
+# and the fuzz stage waits for it. Its own process group, so that an early
+# exit stops the compiler too.
+fuzz_build=
+stop_fuzz_build() {
+    if [ -n "$fuzz_build" ]; then
+        kill -- -"$fuzz_build" 2>/dev/null || true
+    fi
+}
+trap stop_fuzz_build EXIT
+if want fuzz; then
+    stage "fuzz harness build (in the background)"
+    setsid -w make -C "$plain" tests/fuzz/fuzz_gemm >"$work/fuzz-build.log" 2>&1 &
+    fuzz_build=$!
+fi
+
 # valgrind: memcheck errors and leaks fail the program (and so the run).
 # "Possibly lost" blocks do not: the one valgrind finds (320 bytes) is the
 # thread-local-storage vector (DTV) that glibc's pthread_create allocates
@@ -88,14 +105,31 @@ valgrind_cmd="$plain/libtool --mode=execute valgrind -q --error-exitcode=1 \
 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 --show-leak-kinds=definite,indirect --num-callers=30"
 # OMP_NUM_THREADS=2: the OpenMP paths run with a team, as on a user's
-# machine; valgrind serialises the threads anyway.
-OMP_NUM_THREADS=2 make -C "$plain" -s check LOG_COMPILER="$valgrind_cmd" \
+# machine; valgrind serialises the threads anyway, so the programs run
+# side by side (-j), one core each.
+# FB_TEST_MAX_WORK: test_rounding's sampled cases capped at 2^20
+# multiply-adds (n narrowed; its reported shapes and every dtype, layout,
+# transpose, padding and offset stay): its full sweep, 2^26 a case, is by
+# far the slowest program under valgrind. The uncapped sweep runs in the
+# README's make check, in distcheck and in the ASan + UBSan make check
+# below.
+FB_TEST_MAX_WORK=1048576 OMP_NUM_THREADS=2 \
+make -C "$plain" -s -j"$jobs" check LOG_COMPILER="$valgrind_cmd" \
     >"$work/valgrind.log" 2>&1 \
     || { tail -80 "$plain/tests/test-suite.log" 2>/dev/null; exit 1; }
 note "valgrind (memcheck + leak check): $(tap_totals "$plain") TAP points"
 fi
 
 if want fuzz; then
+stage "fuzz: waiting for the harness build"
+build_status=0
+wait "$fuzz_build" || build_status=$?
+fuzz_build=
+if [ "$build_status" -ne 0 ]; then
+    tail -60 "$work/fuzz-build.log"
+    echo "reliability: the fuzz harness did not build"
+    exit 1
+fi
 stage "fuzz: $fuzz_seconds s"
 fuzz_log=$work/fuzz.log
 if ! make -C "$plain" fuzz FUZZ_SECONDS="$fuzz_seconds" >"$fuzz_log" 2>&1; then
