@@ -42,20 +42,26 @@ __device__ __forceinline__ uint2 load_x_checked(const T *xrow, int64_t k,
     return make_uint2(e[0] | (e[1] << 16), e[2] | (e[3] << 16));
 }
 
-/* The A fragments of one chunk for a tile: step s takes bytes 4s .. 4s + 3
- * of the tile's rows g (a0, a2) and g + 8 (a1, a3), widened. */
-template <typename T>
-__device__ __forceinline__ void widen_tile(const uint4 &lo, const uint4 &hi,
-                                           uint32_t (&a)[4][4])
+/* The A fragments of one chunk for each of NT tiles: step s takes bytes
+ * 4s .. 4s + 3 of the tile's rows g (a0, a2) and g + 8 (a1, a3), widened;
+ * wv[nt] holds the two rows' 16 bytes. */
+template <typename T, int NT>
+__device__ __forceinline__ void widen_tiles(const uint4 (&wv)[NT][2],
+                                            uint32_t (&a)[NT][4][4])
 {
-    const uint32_t wl[4] = {lo.x, lo.y, lo.z, lo.w};
-    const uint32_t wh[4] = {hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-    for (int s = 0; s < 4; s++) {
-        a[s][0] = fb_fp8_pair<T>(wl[s]);
-        a[s][2] = fb_fp8_pair<T>(wl[s] >> 16);
-        a[s][1] = fb_fp8_pair<T>(wh[s]);
-        a[s][3] = fb_fp8_pair<T>(wh[s] >> 16);
+    for (int nt = 0; nt < NT; nt++) {
+        const uint32_t wl[4] = {wv[nt][0].x, wv[nt][0].y, wv[nt][0].z,
+                                wv[nt][0].w};
+        const uint32_t wh[4] = {wv[nt][1].x, wv[nt][1].y, wv[nt][1].z,
+                                wv[nt][1].w};
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            a[nt][s][0] = fb_fp8_pair<T>(wl[s]);
+            a[nt][s][2] = fb_fp8_pair<T>(wl[s] >> 16);
+            a[nt][s][1] = fb_fp8_pair<T>(wh[s]);
+            a[nt][s][3] = fb_fp8_pair<T>(wh[s] >> 16);
+        }
     }
 }
 
@@ -86,9 +92,7 @@ __device__ __forceinline__ void chunk_full(const T *const (&xr)[MT],
                                            float (&acc)[MT][NT][4])
 {
     uint32_t a[NT][4][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++)
-        widen_tile<T>(wv[nt][0], wv[nt][1], a[nt]);
+    widen_tiles<T, NT>(wv, a);
 #pragma unroll
     for (int j = 0; j < MT; j++) {
         uint2 xb[4];
@@ -231,9 +235,7 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                 wv[nt][h] = load_w(w[2 * nt + h], w_cs[2 * nt + h], n, k,
                                    c[2 * nt + h] + g, k0);
         uint32_t a[NT][4][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-            widen_tile<T>(wv[nt][0], wv[nt][1], a[nt]);
+        widen_tiles<T, NT>(wv, a);
 #pragma unroll
         for (int j = 0; j < MT; j++) {
             uint2 xb[4];
