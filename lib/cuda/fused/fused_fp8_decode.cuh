@@ -112,6 +112,19 @@ __device__ __forceinline__ void chunk_full(const T *const (&xr)[MT],
     }
 }
 
+/* Chunk cd's weights for this lane: 16 bytes of each tile row it reads,
+ * with a streaming hint (each byte is read once). */
+template <int NT>
+__device__ __forceinline__ void load_chunk(const uint8_t *const (&wr)[NT][2],
+                                           int64_t cd, uint4 (&b)[NT][2])
+{
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            b[nt][h] = __ldcs((const uint4 *)(wr[nt][h] + cd * 64));
+}
+
 /* The whole chunks of this warp (chunk warp, warp + W, ...), D chunks in
  * flight per lane: buf[d] holds chunk ch + d * W; its products are taken
  * and its registers refilled with the chunk D steps further on, so
@@ -127,12 +140,8 @@ __device__ __forceinline__ void stream_chunks(const T *const (&xr)[MT],
 #pragma unroll
     for (int d = 0; d < D; d++) {
         const int64_t cd = warp + (int64_t)d * W;
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                if (cd < full)
-                    buf[d][nt][h] = __ldcs((const uint4 *)(wr[nt][h] + cd * 64));
+        if (cd < full)
+            load_chunk<NT>(wr, cd, buf[d]);
     }
     for (int64_t ch = warp; ch < full; ch += (int64_t)D * W) {
 #pragma unroll
@@ -141,13 +150,8 @@ __device__ __forceinline__ void stream_chunks(const T *const (&xr)[MT],
             if (cd < full)
                 chunk_full<T, NT, MT, X16>(xr, cd * 64, buf[d], acc);
             const int64_t nx = cd + (int64_t)D * W;
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-                    if (nx < full)
-                        buf[d][nt][h] =
-                            __ldcs((const uint4 *)(wr[nt][h] + nx * 64));
+            if (nx < full)
+                load_chunk<NT>(wr, nx, buf[d]);
         }
     }
 }
