@@ -408,15 +408,13 @@ static void time_mlp(cublasHandle_t cb, const fb_fused_env &env, int M, int K,
 // The arrangements compared side by side: engine_mode, engine_side.
 struct Arrangement {
     const char *name;
-    int mode, side, how;
+    int mode, side;
 };
-static const Arrangement kArr[] = {{"cooperative", 2, 0, 0},
-                                   {"ping-pong alone", 1, -1, 0},
-                                   {"pp + side pdl", 1, 80, 0},
-                                   {"pp + side pdl no cluster", 1, 80, 1},
-                                   {"pp + side stream 70%", 1, 70, 2},
-                                   {"pp + side stream 80%", 1, 80, 2},
-                                   {"pp + side stream 90%", 1, 90, 2}};
+static const Arrangement kArr[] = {{"cooperative", 2, 0},
+                                   {"ping-pong alone", 1, -1},
+                                   {"ping-pong + side 70%", 1, 70},
+                                   {"ping-pong + side 80%", 1, 80},
+                                   {"ping-pong + side 90%", 1, 90}};
 static const int kNArr = sizeof kArr / sizeof kArr[0];
 
 // Every arrangement and cuBLAS one launch at a time, round-robin, so that
@@ -470,7 +468,6 @@ static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
             } else {
                 fbf_knobs.engine_mode = kArr[v].mode;
                 fbf_knobs.engine_side = kArr[v].side;
-                fbf_knobs.engine_side_how = kArr[v].how;
                 if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) !=
                     FB_STATUS_SUCCESS) {
                     printf("engine refused\n");
@@ -589,9 +586,6 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--ab") == 0) {
         fails += !graph_check(env, 8192, 11008, 4096);
         fails += !graph_check(env, 2048, 4096, 1000);
-        fbf_knobs.engine_side_how = 2;
-        fails += !graph_check(env, 8192, 11008, 4096);
-        fbf_knobs.engine_side_how = 0;
         const int ab[][3] = {{8192, 8192, 8192}, {8192, 11008, 4096},
                              {4096, 4096, 4096}, {2048, 14336, 4096},
                              {2048, 4096, 14336}, {1024, 11008, 4096},
@@ -600,11 +594,10 @@ int main(int argc, char **argv)
             time_interleaved(cb, env, sh[0], sh[1], sh[2], false);
         time_interleaved(cb, env, 8192, 11008, 4096, true);
         time_interleaved(cb, env, 2048, 14336, 4096, true);
-        const int arr[3] = {0, 1, 5};
+        const int arr[3] = {0, 1, 3};
         for (int i : arr) {
             fbf_knobs.engine_mode = kArr[i].mode;
             fbf_knobs.engine_side = kArr[i].side;
-            fbf_knobs.engine_side_how = kArr[i].how;
             printf("mlp, %s:\n", kArr[i].name);
             time_mlp(cb, env, 8192, 768, 3072, 768, true);
             time_mlp(cb, env, 2048, 4096, 14336, 4096, true);

@@ -516,8 +516,7 @@ static bool ge_map(CUtensorMap *tm, fb_dtype dt, const void *base,
  * the launch before it on the stream. */
 template <typename T, bool DUAL, int ACT, int MODE, int CM, int CN>
 static fb_status ge_launch_one(const fb_fused_env *env, const GeOperands &o,
-                               GeArgs<T> a, int max_ctas,
-                               cudaStream_t stream = 0, int how = 0)
+                               GeArgs<T> a, int max_ctas)
 {
     typedef GeShape<MODE> S;
     const int CLUSTER = CM * CN;
@@ -551,14 +550,12 @@ static fb_status ge_launch_one(const fb_fused_env *env, const GeOperands &o,
     attr[0].val.clusterDim.z = 1;
     attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[1].val.programmaticStreamSerializationAllowed = 1;
-    if (how == 1)
-        attr[0] = attr[1];
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(kGeThreads);
     cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = stream ? stream : env->stream;
+    cfg.stream = env->stream;
     cfg.attrs = attr;
-    cfg.numAttrs = a.pair == GE_SIDE && how == 0 ? 2 : 1;
+    cfg.numAttrs = a.pair == GE_SIDE ? 2 : 1;
     return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
 }
 
@@ -641,26 +638,6 @@ static fb_status ge_launch_pair(const fb_fused_env *env, const GeOperands &o,
         side.tc0 = a.tiles_c;
         side.tiles_c = s;
     }
-    const int how = FBF_KNOB(engine_side_how);
-    if (how == 2) {
-        static cudaStream_t ss;
-        static cudaEvent_t fork, join;
-        if (!ss) {
-            cudaStreamCreateWithFlags(&ss, cudaStreamNonBlocking);
-            cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
-            cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
-        }
-        cudaEventRecord(fork, env->stream);
-        cudaStreamWaitEvent(ss, fork, 0);
-        fb_status st = ge_launch_one<T, DUAL, ACT, GE_PINGPONG, S::CM, S::CN>(
-            env, o, a, env->sm_count);
-        if (st == FB_STATUS_SUCCESS)
-            st = ge_launch_one<T, DUAL, ACT, GE_PINGPONG, 1, 1>(
-                env, o, side, env->sm_count - most, ss);
-        cudaEventRecord(join, ss);
-        cudaStreamWaitEvent(env->stream, join, 0);
-        return st;
-    }
     a.pair = GE_MAIN;
     side.pair = GE_SIDE;
     const fb_status st =
@@ -669,7 +646,7 @@ static fb_status ge_launch_pair(const fb_fused_env *env, const GeOperands &o,
     if (st != FB_STATUS_SUCCESS)
         return st;
     return ge_launch_one<T, DUAL, ACT, GE_PINGPONG, 1, 1>(
-        env, o, side, env->sm_count - most, 0, how);
+        env, o, side, env->sm_count - most);
 }
 
 template <typename T, bool DUAL, int ACT, int MODE>

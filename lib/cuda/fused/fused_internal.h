@@ -46,9 +46,6 @@ typedef struct fbf_tuning {
                           SMs its clusters leave idle; 1..100 the side
                           CTAs' rate in per cent of a cluster CTA's, for
                           the split (0: the measured default) */
-    int engine_side_how; /* probe only: 0 programmatic dependent launch,
-                            1 the same without a cluster attribute, 2 a
-                            second stream forked and joined with events */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
