@@ -9,10 +9,9 @@
 //     -Ilib/cuda -Ilib/common -Iinclude -o gemm_sm90_probe \
 //     bench/probes/gemm_sm90_probe.cu lib/cuda/fused/fused_gemm_sm90.cu \
 //     lib/cuda/fused/fused_tma_map.cu -lcublas && ./gemm_sm90_probe
-// Arguments: none (checks, then times every arrangement), --check-only,
+// Arguments: none (checks, then times both modes), --check-only,
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
-// --ncu (one launch of each kernel, for ncu), --ab (the interleaved
-// timings and the graph check only).
+// --ncu (one launch of each kernel, for ncu).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +54,7 @@ fb_status fbf_launch_status(cudaError_t e)
 typedef __nv_bfloat16 bf16;
 
 // The launchers' knobs (-DFBF_SANDBOX): engine_mode 1 ping-pong, 2
-// cooperative; engine_side -1 no side launch, 1..100 its rate (per cent).
+// cooperative.
 fbf_tuning fbf_knobs;
 
 __global__ void fill(bf16 *p, size_t n, uint32_t seed, float scale)
@@ -405,166 +404,6 @@ static void time_mlp(cublasHandle_t cb, const fb_fused_env &env, int M, int K,
     cudaFree(g); cudaFree(u); cudaFree(y); cudaFree(y2);
 }
 
-// The arrangements compared side by side: engine_mode, engine_side.
-struct Arrangement {
-    const char *name;
-    int mode, side;
-};
-static const Arrangement kArr[] = {{"cooperative", 2, 0},
-                                   {"ping-pong alone", 1, -1},
-                                   {"ping-pong + side 70%", 1, 70},
-                                   {"ping-pong + side 80%", 1, 80},
-                                   {"ping-pong + side 90%", 1, 90}};
-static const int kNArr = sizeof kArr / sizeof kArr[0];
-
-// Every arrangement and cuBLAS one launch at a time, round-robin, so that
-// the card's clock drifts alike for all; medians. act: none or bias +
-// gelu_tanh (then cuBLAS is the plain product still).
-static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
-                             int R, int S, int K, bool gelu)
-{
-    bf16 *x, *w, *d, *bias;
-    CK(cudaMalloc(&x, (size_t)R * K * 2));
-    CK(cudaMalloc(&w, (size_t)S * K * 2));
-    CK(cudaMalloc(&d, (size_t)R * S * 2));
-    CK(cudaMalloc(&bias, (size_t)S * 2));
-    fill<<<512, 256>>>(x, (size_t)R * K, 3u, 2.0f);
-    fill<<<512, 256>>>(w, (size_t)S * K, 9u, 2.0f);
-    fill<<<512, 256>>>(bias, (size_t)S, 5u, 2.0f);
-    CK(cudaDeviceSynchronize());
-    fb_gemm_problem p;
-    memset(&p, 0, sizeof p);
-    p.dtype = FB_DTYPE_BF16;
-    p.transa = 1;
-    p.m = S;
-    p.n = R;
-    p.k = K;
-    p.alpha = 1.0f;
-    fb_gemm_decide(&p);
-    p.a = w;
-    p.lda = K;
-    p.b = x;
-    p.ldb = K;
-    p.c = d;
-    p.ldc = S;
-    if (gelu) {
-        p.ep.bias = bias;
-        p.ep.bias_per_row = 1;
-        p.ep.act = FB_ACT_GELU_TANH;
-    }
-    const float one = 1.0f, zero = 0.0f;
-    cudaEvent_t ev[2 * (kNArr + 1)];
-    for (auto &e : ev)
-        CK(cudaEventCreate(&e));
-    std::vector<std::vector<float>> t(kNArr + 1);
-    for (int rep = 0; rep < 23; ++rep) {
-        for (int v = 0; v <= kNArr; ++v) {
-            CK(cudaEventRecord(ev[2 * v], env.stream));
-            if (v == kNArr) {
-                CB(cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, S, R, K, &one,
-                                w, CUDA_R_16BF, K, x, CUDA_R_16BF, K, &zero,
-                                d, CUDA_R_16BF, S, CUBLAS_COMPUTE_32F,
-                                CUBLAS_GEMM_DEFAULT));
-            } else {
-                fbf_knobs.engine_mode = kArr[v].mode;
-                fbf_knobs.engine_side = kArr[v].side;
-                if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) !=
-                    FB_STATUS_SUCCESS) {
-                    printf("engine refused\n");
-                    exit(1);
-                }
-            }
-            CK(cudaEventRecord(ev[2 * v + 1], env.stream));
-        }
-        CK(cudaStreamSynchronize(env.stream));
-        if (rep < 3)
-            continue;
-        for (int v = 0; v <= kNArr; ++v) {
-            float ms;
-            CK(cudaEventElapsedTime(&ms, ev[2 * v], ev[2 * v + 1]));
-            t[v].push_back(ms);
-        }
-    }
-    for (auto &v : t)
-        std::sort(v.begin(), v.end());
-    const float tc = t[kNArr][t[kNArr].size() / 2];
-    const double fl = 2.0 * R * (double)S * K;
-    printf("ab %5d x %5d x %5d %-14s cublas %7.1f us (%3.0f TF)", R, S, K,
-           gelu ? "bias+gelu_tanh" : "plain", tc * 1e3, fl / tc / 1e9);
-    for (int v = 0; v < kNArr; ++v) {
-        const float te = t[v][t[v].size() / 2];
-        printf(" | %s %7.1f (%.3f)", kArr[v].name, te * 1e3, tc / te);
-    }
-    printf("\n");
-    fbf_knobs.engine_side = 0;
-    for (auto &e : ev)
-        cudaEventDestroy(e);
-    cudaFree(x); cudaFree(w); cudaFree(d); cudaFree(bias);
-}
-
-// The ping-pong call with its side launch, captured in a CUDA graph and
-// replayed, gives the bits of the direct call.
-static bool graph_check(const fb_fused_env &env, int R, int S, int K)
-{
-    bf16 *x, *w, *d1, *d2, *bias;
-    CK(cudaMalloc(&x, (size_t)R * K * 2));
-    CK(cudaMalloc(&w, (size_t)S * K * 2));
-    CK(cudaMalloc(&d1, (size_t)R * S * 2));
-    CK(cudaMalloc(&d2, (size_t)R * S * 2));
-    CK(cudaMalloc(&bias, (size_t)S * 2));
-    fill<<<512, 256>>>(x, (size_t)R * K, 3u, 2.0f);
-    fill<<<512, 256>>>(w, (size_t)S * K, 9u, 2.0f);
-    fill<<<512, 256>>>(bias, (size_t)S, 5u, 2.0f);
-    CK(cudaMemset(d2, 0xff, (size_t)R * S * 2));
-    CK(cudaDeviceSynchronize());
-    fb_gemm_problem p;
-    memset(&p, 0, sizeof p);
-    p.dtype = FB_DTYPE_BF16;
-    p.transa = 1;
-    p.m = S;
-    p.n = R;
-    p.k = K;
-    p.alpha = 1.0f;
-    fb_gemm_decide(&p);
-    p.a = w;
-    p.lda = K;
-    p.b = x;
-    p.ldb = K;
-    p.c = d1;
-    p.ldc = S;
-    p.ep.bias = bias;
-    p.ep.bias_per_row = 1;
-    p.ep.act = FB_ACT_GELU_TANH;
-    fbf_knobs.engine_mode = 1;
-    fbf_knobs.engine_side = 0;
-    bool ok = fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) == FB_STATUS_SUCCESS;
-    CK(cudaStreamSynchronize(env.stream));
-    p.c = d2;
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(env.stream, cudaStreamCaptureModeThreadLocal));
-    ok = ok && fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) == FB_STATUS_SUCCESS;
-    CK(cudaStreamEndCapture(env.stream, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    size_t nodes = 0;
-    CK(cudaGraphGetNodes(g, NULL, &nodes));
-    CK(cudaGraphLaunch(ge, env.stream));
-    CK(cudaStreamSynchronize(env.stream));
-    std::vector<uint16_t> a((size_t)R * S), b((size_t)R * S);
-    CK(cudaMemcpy(a.data(), d1, a.size() * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(b.data(), d2, b.size() * 2, cudaMemcpyDeviceToHost));
-    size_t diff = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-        diff += a[i] != b[i];
-    ok = ok && diff == 0;
-    printf("%s graph %d x %d x %d: %zu nodes, %zu outputs differ\n",
-           ok ? "ok  " : "FAIL", R, S, K, nodes, diff);
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    cudaFree(x); cudaFree(w); cudaFree(d1); cudaFree(d2); cudaFree(bias);
-    return ok;
-}
-
 int main(int argc, char **argv)
 {
     cudaStream_t s;
@@ -583,42 +422,15 @@ int main(int argc, char **argv)
         return 0;
     }
     int fails = 0;
-    if (argc > 1 && strcmp(argv[1], "--ab") == 0) {
-        fails += !graph_check(env, 8192, 11008, 4096);
-        fails += !graph_check(env, 2048, 4096, 1000);
-        const int ab[][3] = {{8192, 8192, 8192}, {8192, 11008, 4096},
-                             {4096, 4096, 4096}, {2048, 14336, 4096},
-                             {2048, 4096, 14336}, {1024, 11008, 4096},
-                             {3000, 5000, 2000}};
-        for (auto &sh : ab)
-            time_interleaved(cb, env, sh[0], sh[1], sh[2], false);
-        time_interleaved(cb, env, 8192, 11008, 4096, true);
-        time_interleaved(cb, env, 2048, 14336, 4096, true);
-        const int arr[3] = {0, 1, 3};
-        for (int i : arr) {
-            fbf_knobs.engine_mode = kArr[i].mode;
-            fbf_knobs.engine_side = kArr[i].side;
-            printf("mlp, %s:\n", kArr[i].name);
-            time_mlp(cb, env, 8192, 768, 3072, 768, true);
-            time_mlp(cb, env, 2048, 4096, 14336, 4096, true);
-            time_mlp(cb, env, 4096, 4096, 11008, 4096, true);
-        }
-        return fails != 0;
-    }
-    // arrangements: cooperative, ping-pong alone, ping-pong + side
-    const int modes[3] = {2, 1, 1}, sides[3] = {0, -1, 0};
-    const char *names[3] = {"cooperative", "ping-pong alone",
-                            "ping-pong + side"};
+    int modes[2] = {2, 1};
     // --check-small: the ragged small shapes only (for compute-sanitizer)
     const bool small = argc > 1 && strcmp(argv[1], "--check-small") == 0;
-    for (int mi = 0; mi < 3; ++mi) {
+    for (int mi = 0; mi < 2; ++mi) {
     fbf_knobs.engine_mode = modes[mi];
-    fbf_knobs.engine_side = sides[mi];
-    printf("== engine %s\n", names[mi]);
+    printf("== engine mode %s\n", modes[mi] == 1 ? "ping-pong" : "cooperative");
     const int shapes[][3] = {{128, 128, 64}, {1, 8, 8}, {77, 200, 40},
                              {1000, 1000, 1000}, {257, 515, 4096},
-                             {2048, 4096, 768}, {4096, 11008, 4096},
-                             {1500, 4100, 1000}};
+                             {2048, 4096, 768}, {4096, 11008, 4096}};
     for (auto &sh : shapes)
         for (int act = 0; act < 5; ++act)
             if (!small || (long)sh[0] * sh[1] * sh[2] <= 1000000000L)

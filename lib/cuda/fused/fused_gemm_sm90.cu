@@ -33,12 +33,6 @@
  *     2 x 2);
  *   - cooperative: both work on one 128 x 256 tile, 64 rows each (m64n256),
  *     twice the reuse a stage, the epilogue exposed (clusters of 2 x 1).
- * Clusters of 4 do not tile every SM (an H100 runs 30 of them on 120 of
- * its 132), so a ping-pong call gives a strip of its output tiles to a
- * side launch of the same kernel without clusters on the SMs left over.
- * The side launch is the programmatic dependent of the main one: it
- * starts as soon as the main one has started, and waits for the main one
- * to finish before it ends, so that the stream sees one operation.
  */
 #include <stdio.h>
 #include <string.h>
@@ -93,16 +87,9 @@ template <typename T> struct GeEpilogue {
     int d_pairs;     /* d and ldd allow 4-byte stores of column pairs */
 };
 
-/* How a launch relates to the launch beside it (programmatic dependent
- * launch): none, the main one (lets the side one start), or the side one
- * (ends only after the main one). */
-enum { GE_ALONE = 0, GE_MAIN = 1, GE_SIDE = 2 };
-
 template <typename T> struct GeArgs {
     int rows, cols, k;      /* cols: output columns */
-    int tiles_r, tiles_c;   /* this launch's region of output tiles */
-    int tr0, tc0;           /* the region's first tile row and column */
-    int pair;               /* GE_ALONE, GE_MAIN or GE_SIDE */
+    int tiles_r, tiles_c;
     GeEpilogue<T> ep;
 };
 
@@ -294,8 +281,6 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     uint64_t *empty = full + S::STAGES;
     const int wg = threadIdx.x >> 7;
     const int CLUSTER = CM * CN;
-    if (a.pair == GE_MAIN)
-        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; ++s) {
             mbar_init(&full[s], 1);
@@ -336,8 +321,8 @@ __global__ void __launch_bounds__(kGeThreads, 1)
             for (int u = first; u < units; u += step) {
                 int ur, uc;
                 ge_tile(u, units_r, units_c, ur, uc);
-                const int m0 = (a.tr0 + ur * CM + rm) * kGeBM;
-                const int n0 = (a.tc0 + uc * CN + rn) * bn_out;
+                const int m0 = (ur * CM + rm) * kGeBM;
+                const int n0 = (uc * CN + rn) * bn_out;
                 for (int kb = 0; kb < kblocks; ++kb) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     unsigned char *st = smem + stage * S::STAGE_BYTES;
@@ -386,8 +371,8 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         }
         int ur, uc;
         ge_tile(u, units_r, units_c, ur, uc);
-        const int m0 = (a.tr0 + ur * CM + rm) * kGeBM;
-        const int n0 = (a.tc0 + uc * CN + rn) * bn_out;
+        const int m0 = (ur * CM + rm) * kGeBM;
+        const int n0 = (uc * CN + rn) * bn_out;
         /* ping-pong: the other warpgroup has issued its mainloop */
         if (MODE == GE_PINGPONG && L > 0)
             named_sync(1 + cw);
@@ -446,10 +431,6 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         __syncwarp();
         cluster_sync();
     }
-    /* the side launch ends after the main one: what follows on the stream
-     * waits for both */
-    if (a.pair == GE_SIDE)
-        asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif /* FB_WGMMA_BODY */
 }
 
@@ -500,182 +481,59 @@ static cudaError_t ge_prepare(GeKernelState &st, const void *func,
     return cudaSuccess;
 }
 
-/* The operands of one engine call: X (rows x k, row stride lda) and the
- * weights (cols x k, row stride ldb; dual: Wg in b, Wu in b2). */
-struct GeOperands {
-    fb_dtype dt;
-    const void *a, *b, *b2;
-    int64_t lda, ldb;
-};
-
-static bool ge_map(CUtensorMap *tm, fb_dtype dt, const void *base,
-                   int64_t rows, int64_t cols, int64_t ld, int box_rows);
-
-/* One launch of the kernel in clusters of CM x CN over a's region, on at
- * most max_ctas CTAs; GE_SIDE launches as the programmatic dependent of
- * the launch before it on the stream. */
-template <typename T, bool DUAL, int ACT, int MODE, int CM, int CN>
-static fb_status ge_launch_one(const fb_fused_env *env, const GeOperands &o,
-                               GeArgs<T> a, int max_ctas)
+template <typename T, bool DUAL, int ACT, int MODE>
+static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
+                           const CUtensorMap &tb, const CUtensorMap &tb2,
+                           GeArgs<T> a)
 {
     typedef GeShape<MODE> S;
-    const int CLUSTER = CM * CN;
-    CUtensorMap ta, tb, tb2;
-    const int brows = DUAL ? S::BN / 2 : S::BN / CM;
-    if (!ge_map(&ta, o.dt, o.a, a.rows, a.k, o.lda, kGeBM / CN) ||
-        !ge_map(&tb, o.dt, o.b, a.cols, a.k, o.ldb, brows) ||
-        !ge_map(&tb2, o.dt, DUAL ? o.b2 : o.b, a.cols, a.k, o.ldb, brows))
-        return FB_STATUS_NOT_SUPPORTED;
+    const int CLUSTER = S::CM * S::CN;
     static GeKernelState state;
     const void *func = reinterpret_cast<const void *>(
-        &gemm_sm90_kernel<T, DUAL, ACT, MODE, CM, CN>);
+        &gemm_sm90_kernel<T, DUAL, ACT, MODE, S::CM, S::CN>);
     const int smem = S::SMEM;
     int most = 0;
     cudaError_t e = ge_prepare<CLUSTER>(state, func, env, smem, &most);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    if (most > max_ctas)
-        most = max_ctas;
-    const int units = (a.tiles_r + CM - 1) / CM * ((a.tiles_c + CN - 1) / CN);
+    const int units = (a.tiles_r + S::CM - 1) / S::CM *
+                      ((a.tiles_c + S::CN - 1) / S::CN);
     const int grid = (units < most / CLUSTER ? units : most / CLUSTER) *
                      CLUSTER;
-    if (grid <= 0)
-        return FB_STATUS_NOT_SUPPORTED;
-    void *args[] = {&ta, &tb, &tb2, &a};
+    void *args[] = {const_cast<CUtensorMap *>(&ta),
+                    const_cast<CUtensorMap *>(&tb),
+                    const_cast<CUtensorMap *>(&tb2), &a};
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[2];
+    cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = CLUSTER;
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(kGeThreads);
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.stream = env->stream;
     cfg.attrs = attr;
-    cfg.numAttrs = a.pair == GE_SIDE ? 2 : 1;
+    cfg.numAttrs = 1;
     return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
 }
 
-/* The side CTAs' rate against a cluster CTA's (no multicast: each reads
- * its whole A and B tiles from L2), for the split below; measured on an
- * H100 and an H200 (docs/gemm-engine.md). */
-static double ge_side_rate()
-{
-    const int knob = FBF_KNOB(engine_side);
-    return knob > 0 && knob <= 100 ? knob / 100.0 : 0.8;
-}
-
-/* How many tile columns (or rows, *by_rows) of a tiles_r x tiles_c
- * ping-pong call the side launch takes: the split whose slower half ends
- * first, the main launch's units (2 x 2 tiles) on `clusters` clusters,
- * the side tiles on `side` CTAs at ge_side_rate() of the speed. The main
- * region keeps an even number of tiles in the split dimension, so no
- * unit straddles the two. 0: no side launch. */
-static int ge_side_split(int tiles_r, int tiles_c, int clusters, int side,
-                         bool *by_rows)
-{
-    *by_rows = false;
-    if (side <= 0 || clusters <= 0 || FBF_KNOB(engine_side) < 0)
-        return 0;
-    const double rate = ge_side_rate();
-    const int64_t whole = (int64_t)((tiles_r + 1) / 2) * ((tiles_c + 1) / 2);
-    double best = (double)((whole + clusters - 1) / clusters);
-    int best_s = 0;
-    for (int dim = 0; dim < 2; ++dim) {
-        const int along = dim ? tiles_r : tiles_c; /* split dimension */
-        const int other = dim ? tiles_c : tiles_r;
-        for (int s = along % 2 ? 1 : 2; s < along; s += 2) {
-            const int64_t units =
-                (int64_t)((other + 1) / 2) * ((along - s) / 2);
-            const double t_main = (double)((units + clusters - 1) / clusters);
-            const int64_t tiles = (int64_t)other * s;
-            const double t_side = (double)((tiles + side - 1) / side) / rate;
-            const double t = t_main > t_side ? t_main : t_side;
-            if (t < best) {
-                best = t;
-                best_s = s;
-                *by_rows = dim == 1;
-            }
-            if (t_side > best)
-                break;
-        }
-    }
-    return best_s;
-}
-
-/* A ping-pong call: the main launch in clusters of 2 x 2 and, where the
- * split pays, the side launch on the SMs those clusters leave. */
-template <typename T, bool DUAL, int ACT>
-static fb_status ge_launch_pair(const fb_fused_env *env, const GeOperands &o,
-                                GeArgs<T> a)
-{
-    typedef GeShape<GE_PINGPONG> S;
-    static GeKernelState state; /* the main kernel's, as in ge_launch_one */
-    int most = 0;
-    cudaError_t e = ge_prepare<S::CM * S::CN>(
-        state,
-        reinterpret_cast<const void *>(
-            &gemm_sm90_kernel<T, DUAL, ACT, GE_PINGPONG, S::CM, S::CN>),
-        env, S::SMEM, &most);
-    if (e != cudaSuccess)
-        return fbf_launch_status(e);
-    bool by_rows = false;
-    const int s = ge_side_split(a.tiles_r, a.tiles_c, most / 4,
-                                env->sm_count - most, &by_rows);
-    if (s == 0)
-        return ge_launch_one<T, DUAL, ACT, GE_PINGPONG, S::CM, S::CN>(
-            env, o, a, env->sm_count);
-    GeArgs<T> side = a;
-    if (by_rows) {
-        a.tiles_r -= s;
-        side.tr0 = a.tiles_r;
-        side.tiles_r = s;
-    } else {
-        a.tiles_c -= s;
-        side.tc0 = a.tiles_c;
-        side.tiles_c = s;
-    }
-    a.pair = GE_MAIN;
-    side.pair = GE_SIDE;
-    const fb_status st =
-        ge_launch_one<T, DUAL, ACT, GE_PINGPONG, S::CM, S::CN>(
-            env, o, a, env->sm_count);
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-    return ge_launch_one<T, DUAL, ACT, GE_PINGPONG, 1, 1>(
-        env, o, side, env->sm_count - most);
-}
-
-template <typename T, bool DUAL, int ACT, int MODE>
-static fb_status ge_launch(const fb_fused_env *env, const GeOperands &o,
-                           const GeArgs<T> &a)
-{
-    typedef GeShape<MODE> S;
-    if constexpr (MODE == GE_PINGPONG)
-        return ge_launch_pair<T, DUAL, ACT>(env, o, a);
-    else
-        return ge_launch_one<T, DUAL, ACT, MODE, S::CM, S::CN>(
-            env, o, a, env->sm_count);
-}
-
 template <typename T, bool DUAL, int MODE>
-static fb_status ge_launch_act(const fb_fused_env *env, const GeOperands &o,
+static fb_status ge_launch_act(const fb_fused_env *env, const CUtensorMap &ta,
+                               const CUtensorMap &tb, const CUtensorMap &tb2,
                                const GeArgs<T> &a, fb_activation act)
 {
     switch (act) {
     case FB_ACT_NONE:
-        return ge_launch<T, DUAL, FB_ACT_NONE, MODE>(env, o, a);
+        return ge_launch<T, DUAL, FB_ACT_NONE, MODE>(env, ta, tb, tb2, a);
     case FB_ACT_RELU:
-        return ge_launch<T, DUAL, FB_ACT_RELU, MODE>(env, o, a);
+        return ge_launch<T, DUAL, FB_ACT_RELU, MODE>(env, ta, tb, tb2, a);
     case FB_ACT_GELU_TANH:
-        return ge_launch<T, DUAL, FB_ACT_GELU_TANH, MODE>(env, o, a);
+        return ge_launch<T, DUAL, FB_ACT_GELU_TANH, MODE>(env, ta, tb, tb2, a);
     case FB_ACT_GELU_ERF:
-        return ge_launch<T, DUAL, FB_ACT_GELU_ERF, MODE>(env, o, a);
+        return ge_launch<T, DUAL, FB_ACT_GELU_ERF, MODE>(env, ta, tb, tb2, a);
     case FB_ACT_SILU:
-        return ge_launch<T, DUAL, FB_ACT_SILU, MODE>(env, o, a);
+        return ge_launch<T, DUAL, FB_ACT_SILU, MODE>(env, ta, tb, tb2, a);
     }
     return FB_STATUS_NOT_SUPPORTED;
 }
@@ -762,14 +620,17 @@ static fb_status ge_gemm_mode(const fb_fused_env *env,
     typedef GeShape<MODE> S;
     /* D = C^T (row-major n x m), X = op(B)^T (B itself, k x n column-major
      * = n x k row-major), W = op(A) (A^T stored k x m = m x k row-major). */
-    const GeOperands o = {p->dtype, p->b, p->a, p->a, p->ldb, p->lda};
+    CUtensorMap tx, tw;
+    if (!ge_map(&tx, p->dtype, p->b, p->n, p->k, p->ldb, kGeBM / S::CN) ||
+        !ge_map(&tw, p->dtype, p->a, p->m, p->k, p->lda, S::BN / S::CM))
+        return FB_STATUS_NOT_SUPPORTED;
     GeArgs<T> a = ge_args<T>(p->n, p->m, p->k, S::BN, p->c, p->ldc);
     a.ep.alpha = p->alpha;
     a.ep.beta = p->beta;
     a.ep.read_c = p->beta != 0.0f;
     a.ep.bias = static_cast<const T *>(p->ep.bias);
     a.ep.bias_on_cols = p->ep.bias_per_row;
-    return ge_launch_act<T, false, MODE>(env, o, a, p->ep.act);
+    return ge_launch_act<T, false, MODE>(env, tx, tw, tw, a, p->ep.act);
 }
 
 /* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (row stride h). */
@@ -778,11 +639,15 @@ static fb_status ge_dual(const fb_fused_env *env, const fb_mlp_problem *p,
                          void *hbuf)
 {
     typedef GeShape<MODE> S;
-    const GeOperands o = {p->dtype, p->x, p->wg, p->wu, p->ldx, p->k};
+    CUtensorMap tx, twg, twu;
+    if (!ge_map(&tx, p->dtype, p->x, p->m, p->k, p->ldx, kGeBM / S::CN) ||
+        !ge_map(&twg, p->dtype, p->wg, p->h, p->k, p->k, S::BN / 2) ||
+        !ge_map(&twu, p->dtype, p->wu, p->h, p->k, p->k, S::BN / 2))
+        return FB_STATUS_NOT_SUPPORTED;
     GeArgs<T> g = ge_args<T>(p->m, p->h, p->k, S::BN / 2, hbuf, p->h);
     g.ep.bias = static_cast<const T *>(p->bg);
     g.ep.bias2 = static_cast<const T *>(p->bu);
-    return ge_launch_act<T, true, MODE>(env, o, g, p->gate_act);
+    return ge_launch_act<T, true, MODE>(env, tx, twg, twu, g, p->gate_act);
 }
 
 /* Y = H Wd^T + bd. */
@@ -791,11 +656,14 @@ static fb_status ge_down(const fb_fused_env *env, const fb_mlp_problem *p,
                          void *hbuf)
 {
     typedef GeShape<MODE> S;
-    const GeOperands o = {p->dtype, hbuf, p->wd, p->wd, p->h, p->h};
+    CUtensorMap th, twd;
+    if (!ge_map(&th, p->dtype, hbuf, p->m, p->h, p->h, kGeBM / S::CN) ||
+        !ge_map(&twd, p->dtype, p->wd, p->n, p->h, p->h, S::BN / S::CM))
+        return FB_STATUS_NOT_SUPPORTED;
     GeArgs<T> d = ge_args<T>(p->m, p->n, p->h, S::BN, p->y, p->ldy);
     d.ep.bias = static_cast<const T *>(p->bd);
     d.ep.bias_on_cols = 1;
-    return ge_launch<T, false, FB_ACT_NONE, MODE>(env, o, d);
+    return ge_launch<T, false, FB_ACT_NONE, MODE>(env, th, twd, twd, d);
 }
 
 template <typename T>

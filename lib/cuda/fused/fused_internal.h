@@ -42,10 +42,6 @@ typedef struct fbf_tuning {
     int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
     int engine_mode;   /* GEMM engine: 1 ping-pong, 2 cooperative (0: its
                           own choice) */
-    int engine_side;   /* GEMM engine, ping-pong: -1 no side launch on the
-                          SMs its clusters leave idle; 1..100 the side
-                          CTAs' rate in per cent of a cluster CTA's, for
-                          the split (0: the measured default) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
