@@ -11,7 +11,8 @@
 //     lib/cuda/fused/fused_tma_map.cu -lcublas && ./gemm_sm90_probe
 // Arguments: none (checks, then times both modes), --check-only,
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
-// --ncu (one launch of each kernel, for ncu).
+// --ncu (one launch of each kernel, for ncu), --ab (interleaved timings
+// of the epilogue's two stores in both arrangements).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -54,7 +55,7 @@ fb_status fbf_launch_status(cudaError_t e)
 typedef __nv_bfloat16 bf16;
 
 // The launchers' knobs (-DFBF_SANDBOX): engine_mode 1 ping-pong, 2
-// cooperative.
+// cooperative; engine_store 1 direct stores.
 fbf_tuning fbf_knobs;
 
 __global__ void fill(bf16 *p, size_t n, uint32_t seed, float scale)
@@ -404,6 +405,102 @@ static void time_mlp(cublasHandle_t cb, const fb_fused_env &env, int M, int K,
     cudaFree(g); cudaFree(u); cudaFree(y); cudaFree(y2);
 }
 
+// The arrangements compared side by side: engine_mode, engine_store.
+struct Arrangement {
+    const char *name;
+    int mode, store;
+};
+static const Arrangement kArr[] = {{"coop, direct", 2, 1},
+                                   {"coop, staged", 2, 0},
+                                   {"ping-pong, direct", 1, 1},
+                                   {"ping-pong, staged", 1, 0}};
+static const int kNArr = sizeof kArr / sizeof kArr[0];
+
+// Every arrangement and cuBLAS one launch at a time, round-robin, so that
+// the card's clock drifts alike for all; medians. act: none or bias +
+// gelu_tanh (then cuBLAS is the plain product still).
+static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
+                             int R, int S, int K, bool gelu)
+{
+    bf16 *x, *w, *d, *bias;
+    CK(cudaMalloc(&x, (size_t)R * K * 2));
+    CK(cudaMalloc(&w, (size_t)S * K * 2));
+    CK(cudaMalloc(&d, (size_t)R * S * 2));
+    CK(cudaMalloc(&bias, (size_t)S * 2));
+    fill<<<512, 256>>>(x, (size_t)R * K, 3u, 2.0f);
+    fill<<<512, 256>>>(w, (size_t)S * K, 9u, 2.0f);
+    fill<<<512, 256>>>(bias, (size_t)S, 5u, 2.0f);
+    CK(cudaDeviceSynchronize());
+    fb_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = FB_DTYPE_BF16;
+    p.transa = 1;
+    p.m = S;
+    p.n = R;
+    p.k = K;
+    p.alpha = 1.0f;
+    fb_gemm_decide(&p);
+    p.a = w;
+    p.lda = K;
+    p.b = x;
+    p.ldb = K;
+    p.c = d;
+    p.ldc = S;
+    if (gelu) {
+        p.ep.bias = bias;
+        p.ep.bias_per_row = 1;
+        p.ep.act = FB_ACT_GELU_TANH;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    cudaEvent_t ev[2 * (kNArr + 1)];
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    std::vector<std::vector<float>> t(kNArr + 1);
+    for (int rep = 0; rep < 23; ++rep) {
+        for (int v = 0; v <= kNArr; ++v) {
+            CK(cudaEventRecord(ev[2 * v], env.stream));
+            if (v == kNArr) {
+                CB(cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, S, R, K, &one,
+                                w, CUDA_R_16BF, K, x, CUDA_R_16BF, K, &zero,
+                                d, CUDA_R_16BF, S, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+            } else {
+                fbf_knobs.engine_mode = kArr[v].mode;
+                fbf_knobs.engine_store = kArr[v].store;
+                if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) !=
+                    FB_STATUS_SUCCESS) {
+                    printf("engine refused\n");
+                    exit(1);
+                }
+            }
+            CK(cudaEventRecord(ev[2 * v + 1], env.stream));
+        }
+        CK(cudaStreamSynchronize(env.stream));
+        if (rep < 3)
+            continue;
+        for (int v = 0; v <= kNArr; ++v) {
+            float ms;
+            CK(cudaEventElapsedTime(&ms, ev[2 * v], ev[2 * v + 1]));
+            t[v].push_back(ms);
+        }
+    }
+    for (auto &v : t)
+        std::sort(v.begin(), v.end());
+    const float tc = t[kNArr][t[kNArr].size() / 2];
+    const double fl = 2.0 * R * (double)S * K;
+    printf("ab %5d x %5d x %5d %-14s cublas %7.1f us (%3.0f TF)", R, S, K,
+           gelu ? "bias+gelu_tanh" : "plain", tc * 1e3, fl / tc / 1e9);
+    for (int v = 0; v < kNArr; ++v) {
+        const float te = t[v][t[v].size() / 2];
+        printf(" | %s %7.1f (%.3f)", kArr[v].name, te * 1e3, tc / te);
+    }
+    printf("\n");
+    fbf_knobs.engine_store = 0;
+    for (auto &e : ev)
+        cudaEventDestroy(e);
+    cudaFree(x); cudaFree(w); cudaFree(d); cudaFree(bias);
+}
+
 int main(int argc, char **argv)
 {
     cudaStream_t s;
@@ -422,15 +519,36 @@ int main(int argc, char **argv)
         return 0;
     }
     int fails = 0;
+    if (argc > 1 && strcmp(argv[1], "--ab") == 0) {
+        const int ab[][3] = {{8192, 8192, 8192}, {8192, 11008, 4096},
+                             {4096, 4096, 4096}, {2048, 14336, 4096},
+                             {2048, 4096, 14336}, {3000, 5000, 2000}};
+        for (auto &sh : ab)
+            time_interleaved(cb, env, sh[0], sh[1], sh[2], false);
+        time_interleaved(cb, env, 8192, 11008, 4096, true);
+        time_interleaved(cb, env, 2048, 14336, 4096, true);
+        for (int i = 0; i < 4; ++i) {
+            fbf_knobs.engine_mode = kArr[i].mode;
+            fbf_knobs.engine_store = kArr[i].store;
+            printf("mlp, %s:\n", kArr[i].name);
+            time_mlp(cb, env, 8192, 768, 3072, 768, true);
+            time_mlp(cb, env, 2048, 4096, 14336, 4096, true);
+            time_mlp(cb, env, 4096, 4096, 11008, 4096, true);
+        }
+        return 0;
+    }
     int modes[2] = {2, 1};
     // --check-small: the ragged small shapes only (for compute-sanitizer)
     const bool small = argc > 1 && strcmp(argv[1], "--check-small") == 0;
-    for (int mi = 0; mi < 2; ++mi) {
-    fbf_knobs.engine_mode = modes[mi];
-    printf("== engine mode %s\n", modes[mi] == 1 ? "ping-pong" : "cooperative");
+    for (int mi = 0; mi < 4; ++mi) {
+    fbf_knobs.engine_mode = modes[mi % 2];
+    fbf_knobs.engine_store = mi / 2;
+    printf("== stores %s\n", mi / 2 ? "direct" : "staged");
+    printf("== engine mode %s\n", modes[mi % 2] == 1 ? "ping-pong" : "cooperative");
     const int shapes[][3] = {{128, 128, 64}, {1, 8, 8}, {77, 200, 40},
                              {1000, 1000, 1000}, {257, 515, 4096},
-                             {2048, 4096, 768}, {4096, 11008, 4096}};
+                             {2048, 4096, 768}, {4096, 11008, 4096},
+                             {1500, 4104, 1000}, {300, 72, 136}};
     for (auto &sh : shapes)
         for (int act = 0; act < 5; ++act)
             if (!small || (long)sh[0] * sh[1] * sh[2] <= 1000000000L)

@@ -21,7 +21,11 @@
  *     cluster; consumer warpgroups issue wgmma from the stages;
  *   - the epilogue: the fusion is data (alpha, beta, bias on rows or
  *     columns, the activation; dual: the gate and up biases), applied to
- *     the fp32 accumulators in registers and rounded once at the store.
+ *     the fp32 accumulators in registers and rounded once; the rounded
+ *     tile goes to shared memory (stmatrix) and from there to D by TMA,
+ *     so a warpgroup is back at its next mainloop while the copy runs
+ *     (where D's layout allows a tensor map and C is not read; else
+ *     each thread stores its pairs).
  *     The dual GEMM's B stage is 64 (or 128) gate rows then as many up
  *     rows, so every thread holds the gate and up values of its outputs
  *     and H = act(G + bg) .* (U + bu) is formed in fp32.
@@ -68,11 +72,15 @@ template <int MODE> struct GeShape {
     static const int STAGE_BYTES = (kGeBM + BN) * 128;
     static const int STAGES = MODE == GE_PINGPONG ? 6 : 4;
     static const int CONSUMER_WARPS = MODE == GE_PINGPONG ? 4 : 8;
+    /* the epilogue's staging: 64 rows x 128 columns of 16-bit output (two
+     * 64-column boxes) a consumer warpgroup */
+    static const int OUT_BYTES = 2 * 16384;
     /* the cluster: CM row tiles share each B tile, CN column tiles each A
      * tile (TMA multicast) */
     static const int CM = 2;
     static const int CN = MODE == GE_PINGPONG ? 2 : 1;
-    static const int SMEM = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    static const int SMEM =
+        1024 + STAGES * STAGE_BYTES + OUT_BYTES + 2 * STAGES * 8;
 };
 
 /* The fusion, as data. */
@@ -90,6 +98,7 @@ template <typename T> struct GeEpilogue {
 template <typename T> struct GeArgs {
     int rows, cols, k;      /* cols: output columns */
     int tiles_r, tiles_c;
+    int tma_store;          /* D through shared memory and its tensor map */
     GeEpilogue<T> ep;
 };
 
@@ -235,6 +244,99 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
     }
 }
 
+/* The epilogue through shared memory, for one m64 half whose first row
+ * is row0 (of D) and first column n0: the values formed as in
+ * ge_epilogue_single / _dual (no C), rounded once, written with stmatrix
+ * into this warpgroup's staging (out: 64 rows x 128 columns, two
+ * 128-byte-swizzled boxes of 64 columns) and stored by TMA, 128 columns
+ * a pass. Rows and columns past D's edges are dropped by the copy. */
+template <typename T, bool DUAL, int ACT, int NACC>
+__device__ __forceinline__ void ge_epilogue_staged(const GeArgs<T> &a,
+                                                   const float (&acc)[NACC],
+                                                   const CUtensorMap *tm_d,
+                                                   unsigned char *out,
+                                                   int row0, int n0, int cw)
+{
+    const GeEpilogue<T> &e = a.ep;
+    const int BLOCKS = DUAL ? NACC / 8 : NACC / 4; /* of 8 output columns */
+    const int PASS = BLOCKS < 16 ? BLOCKS : 16;    /* blocks a pass */
+    const int UP = NACC / 8; /* dual: blocks to the up half */
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const int r = row0 + 16 * warp + g; /* this thread's rows: r, r + 8 */
+    float br[2] = {0.0f, 0.0f};
+    if (!DUAL && e.bias && !e.bias_on_cols) {
+        if (r < a.rows)
+            br[0] = ge_load(e.bias + r);
+        if (r + 8 < a.rows)
+            br[1] = ge_load(e.bias + r + 8);
+    }
+    /* the row and block of the matrix whose row address this lane gives */
+    const int srow = 16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1);
+    const int sblk = lane >> 4;
+    const bool leader = (threadIdx.x & 127) == 0;
+#pragma unroll
+    for (int p = 0; p < BLOCKS / PASS; ++p) {
+        /* the last copy out of the staging has read it */
+        if (leader)
+            tma_store_wait<true>();
+        asm volatile("bar.sync %0, 128;\n" ::"r"(3 + cw) : "memory");
+#pragma unroll
+        for (int jj = 0; jj < PASS; jj += 2) {
+            uint32_t q[4];
+#pragma unroll
+            for (int b = 0; b < 2; ++b) {
+                const int j = p * PASS + jj + b;
+                const int col = n0 + 8 * j + 2 * t;
+                float v[4];
+                if (DUAL) {
+                    float bg[2] = {0.0f, 0.0f}, bu[2] = {0.0f, 0.0f};
+#pragma unroll
+                    for (int c = 0; c < 2; ++c) {
+                        if (col + c < a.cols) {
+                            if (e.bias)
+                                bg[c] = ge_load(e.bias + col + c);
+                            if (e.bias2)
+                                bu[c] = ge_load(e.bias2 + col + c);
+                        }
+                    }
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        v[i] = ge_act<ACT>(acc[4 * j + i] + bg[i & 1]) *
+                               (acc[4 * (j + UP) + i] + bu[i & 1]);
+                } else {
+                    float bc[2] = {0.0f, 0.0f};
+                    if (e.bias && e.bias_on_cols) {
+#pragma unroll
+                        for (int c = 0; c < 2; ++c)
+                            if (col + c < a.cols)
+                                bc[c] = ge_load(e.bias + col + c);
+                    }
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        v[i] = ge_act<ACT>(e.alpha * acc[4 * j + i] +
+                                           (e.bias_on_cols ? bc[i & 1]
+                                                           : br[i >> 1]));
+                }
+                q[2 * b] = pack2<T>(v[0], v[1]);     /* row g */
+                q[2 * b + 1] = pack2<T>(v[2], v[3]); /* row g + 8 */
+            }
+            const int cb = jj + sblk; /* block within the pass */
+            stmatrix_x4(smem_addr(out) + (cb >> 3) * 8192 +
+                            swz128(srow, cb & 7),
+                        q[0], q[1], q[2], q[3]);
+        }
+        fence_proxy_async();
+        asm volatile("bar.sync %0, 128;\n" ::"r"(3 + cw) : "memory");
+        if (leader) {
+#pragma unroll
+            for (int b = 0; b < PASS / 8; ++b)
+                tma_store_2d(tm_d, out + b * 8192, n0 + 8 * p * PASS + 64 * b,
+                             row0);
+        }
+    }
+}
+
 /* A consumer warp is done with a stage: one arrival on each CTA that
  * sent part of it (its own, the peers of its cluster column for B and of
  * its cluster row for A), one lane a CTA. */
@@ -269,6 +371,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     gemm_sm90_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_b,
                      const __grid_constant__ CUtensorMap tm_b2,
+                     const __grid_constant__ CUtensorMap tm_d,
                      const GeArgs<T> a)
 {
 #if FB_WGMMA_BODY
@@ -276,8 +379,8 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *smem =
         smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    uint64_t *full =
-        reinterpret_cast<uint64_t *>(smem + S::STAGES * S::STAGE_BYTES);
+    uint64_t *full = reinterpret_cast<uint64_t *>(
+        smem + S::STAGES * S::STAGE_BYTES + S::OUT_BYTES);
     uint64_t *empty = full + S::STAGES;
     const int wg = threadIdx.x >> 7;
     const int CLUSTER = CM * CN;
@@ -416,15 +519,23 @@ __global__ void __launch_bounds__(kGeThreads, 1)
             ge_release<CM, CN>(&empty[prev], lane, rm, rn);
         it += kblocks;
         const int col0 = n0 + 2 * t;
+        unsigned char *out =
+            smem + S::STAGES * S::STAGE_BYTES + cw * (S::OUT_BYTES / 2);
 #pragma unroll
         for (int h = 0; h < S::HALVES; ++h) {
             const int row = m0 + arow + 64 * h + 16 * warp + g;
-            if (DUAL)
+            if (a.tma_store)
+                ge_epilogue_staged<T, DUAL, ACT, S::NACC>(
+                    a, acc[h], &tm_d, out, m0 + arow + 64 * h, n0, cw);
+            else if (DUAL)
                 ge_epilogue_dual<T, ACT, S::NACC>(a, acc[h], row, col0);
             else
                 ge_epilogue_single<T, ACT, S::NACC>(a, acc[h], row, col0);
         }
     }
+    /* the copies out of the staging are done before the CTA leaves */
+    if (a.tma_store && (threadIdx.x & 127) == 0)
+        tma_store_wait<false>();
     }
     /* no CTA leaves while a peer may still arrive on its barriers */
     if (CLUSTER > 1) {
@@ -484,7 +595,7 @@ static cudaError_t ge_prepare(GeKernelState &st, const void *func,
 template <typename T, bool DUAL, int ACT, int MODE>
 static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
-                           GeArgs<T> a)
+                           const CUtensorMap &td, GeArgs<T> a)
 {
     typedef GeShape<MODE> S;
     const int CLUSTER = S::CM * S::CN;
@@ -502,7 +613,8 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
                      CLUSTER;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
-                    const_cast<CUtensorMap *>(&tb2), &a};
+                    const_cast<CUtensorMap *>(&tb2),
+                    const_cast<CUtensorMap *>(&td), &a};
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -521,19 +633,22 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
 template <typename T, bool DUAL, int MODE>
 static fb_status ge_launch_act(const fb_fused_env *env, const CUtensorMap &ta,
                                const CUtensorMap &tb, const CUtensorMap &tb2,
-                               const GeArgs<T> &a, fb_activation act)
+                               const CUtensorMap &td, const GeArgs<T> &a,
+                               fb_activation act)
 {
     switch (act) {
     case FB_ACT_NONE:
-        return ge_launch<T, DUAL, FB_ACT_NONE, MODE>(env, ta, tb, tb2, a);
+        return ge_launch<T, DUAL, FB_ACT_NONE, MODE>(env, ta, tb, tb2, td, a);
     case FB_ACT_RELU:
-        return ge_launch<T, DUAL, FB_ACT_RELU, MODE>(env, ta, tb, tb2, a);
+        return ge_launch<T, DUAL, FB_ACT_RELU, MODE>(env, ta, tb, tb2, td, a);
     case FB_ACT_GELU_TANH:
-        return ge_launch<T, DUAL, FB_ACT_GELU_TANH, MODE>(env, ta, tb, tb2, a);
+        return ge_launch<T, DUAL, FB_ACT_GELU_TANH, MODE>(env, ta, tb, tb2,
+                                                          td, a);
     case FB_ACT_GELU_ERF:
-        return ge_launch<T, DUAL, FB_ACT_GELU_ERF, MODE>(env, ta, tb, tb2, a);
+        return ge_launch<T, DUAL, FB_ACT_GELU_ERF, MODE>(env, ta, tb, tb2, td,
+                                                         a);
     case FB_ACT_SILU:
-        return ge_launch<T, DUAL, FB_ACT_SILU, MODE>(env, ta, tb, tb2, a);
+        return ge_launch<T, DUAL, FB_ACT_SILU, MODE>(env, ta, tb, tb2, td, a);
     }
     return FB_STATUS_NOT_SUPPORTED;
 }
@@ -592,13 +707,29 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
     return a;
 }
 
-/* The consumers' arrangement for one launch (the engine_mode knob, for the
- * probe, else the rule). Ping-pong hides the epilogue behind the other warpgroup's
- * mainloop, so it wins where the epilogue has an activation and where a
- * tile's mainloop is short; cooperative tiles move fewer bytes through L2
- * a flop and its clusters of 2 fill every SM (ping-pong's clusters of 4
- * leave some idle), so it wins on long plain products. The measurements
- * behind the bounds are in docs/gemm-engine.md. */
+/* D's tensor map for the staged epilogue (boxes of 64 x 64), where D's
+ * layout allows one, C is not read, and the probe's knob does not ask for
+ * the direct stores; else a.tma_store stays 0 and td is a copy of ta
+ * (never read). */
+template <typename T>
+static void ge_output_map(CUtensorMap *td, const CUtensorMap &ta, fb_dtype dt,
+                          GeArgs<T> *a)
+{
+    a->tma_store = !a->ep.read_c && FBF_KNOB(engine_store) != 1 &&
+                   tiny_aligned16(a->ep.d) && a->ep.ldd % 8 == 0 &&
+                   ge_map(td, dt, a->ep.d, a->rows, a->cols, a->ep.ldd, 64);
+    if (!a->tma_store)
+        *td = ta;
+}
+
+/* The consumers' arrangement for one launch (the engine_mode knob, for
+ * the probe, else the rule). Ping-pong hides the epilogue behind the
+ * other warpgroup's mainloop, so it wins where the epilogue has an
+ * activation and where a tile's mainloop is short; cooperative tiles
+ * move fewer bytes through L2 a flop and its clusters of 2 fill every SM
+ * (ping-pong's clusters of 4 leave some idle), so it wins on long plain
+ * products. The measurements behind the bounds are in
+ * docs/gemm-engine.md. */
 static int ge_mode_single(fb_activation act, int64_t k)
 {
     if (FBF_KNOB(engine_mode))
@@ -630,7 +761,9 @@ static fb_status ge_gemm_mode(const fb_fused_env *env,
     a.ep.read_c = p->beta != 0.0f;
     a.ep.bias = static_cast<const T *>(p->ep.bias);
     a.ep.bias_on_cols = p->ep.bias_per_row;
-    return ge_launch_act<T, false, MODE>(env, tx, tw, tw, a, p->ep.act);
+    CUtensorMap td;
+    ge_output_map(&td, tx, p->dtype, &a);
+    return ge_launch_act<T, false, MODE>(env, tx, tw, tw, td, a, p->ep.act);
 }
 
 /* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (row stride h). */
@@ -647,7 +780,10 @@ static fb_status ge_dual(const fb_fused_env *env, const fb_mlp_problem *p,
     GeArgs<T> g = ge_args<T>(p->m, p->h, p->k, S::BN / 2, hbuf, p->h);
     g.ep.bias = static_cast<const T *>(p->bg);
     g.ep.bias2 = static_cast<const T *>(p->bu);
-    return ge_launch_act<T, true, MODE>(env, tx, twg, twu, g, p->gate_act);
+    CUtensorMap td;
+    ge_output_map(&td, tx, p->dtype, &g);
+    return ge_launch_act<T, true, MODE>(env, tx, twg, twu, td, g,
+                                        p->gate_act);
 }
 
 /* Y = H Wd^T + bd. */
@@ -663,7 +799,9 @@ static fb_status ge_down(const fb_fused_env *env, const fb_mlp_problem *p,
     GeArgs<T> d = ge_args<T>(p->m, p->n, p->h, S::BN, p->y, p->ldy);
     d.ep.bias = static_cast<const T *>(p->bd);
     d.ep.bias_on_cols = 1;
-    return ge_launch<T, false, FB_ACT_NONE, MODE>(env, th, twd, twd, d);
+    CUtensorMap td;
+    ge_output_map(&td, th, p->dtype, &d);
+    return ge_launch<T, false, FB_ACT_NONE, MODE>(env, th, twd, twd, td, d);
 }
 
 template <typename T>

@@ -42,6 +42,8 @@ typedef struct fbf_tuning {
     int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
     int engine_mode;   /* GEMM engine: 1 ping-pong, 2 cooperative (0: its
                           own choice) */
+    int engine_store;  /* GEMM engine: 1 each thread stores its pairs (0:
+                          through shared memory and TMA where allowed) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX

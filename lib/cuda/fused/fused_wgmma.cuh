@@ -339,6 +339,44 @@ __device__ __forceinline__ void tma_load_2d_multicast(void *dst,
         : "memory");
 }
 
+/* Shared memory to a box (c0 = innermost coordinate, c1 = row) of the
+ * tensor map: the parts past the tensor's edges are not written. One
+ * bulk group per call. */
+__device__ __forceinline__ void tma_store_2d(const void *tmap, const void *src,
+                                             int c0, int c1)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, "
+        "%3}], [%1];\n"
+        "cp.async.bulk.commit_group;\n" ::"l"(tmap),
+        "r"(smem_addr(src)), "r"(c0), "r"(c1)
+        : "memory");
+}
+
+/* Wait until the bulk stores of this thread have read their shared
+ * memory (READ) or are done (all of them written). */
+template <bool READ> __device__ __forceinline__ void tma_store_wait()
+{
+    if (READ)
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+/* Four 8 x 8 matrices of 16-bit pairs to shared memory: lane l gives the
+ * address of row l % 8 of matrix l / 8; register i holds, in lane
+ * 4 r + c, elements 2 c and 2 c + 1 of row r of matrix i (the layout of
+ * an mma / wgmma accumulator fragment packed in pairs). */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0,
+                                            uint32_t r1, uint32_t r2,
+                                            uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, "
+                 "%3, %4};\n" ::"r"(addr),
+                 "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+
 /* This CTA's rank in its cluster. */
 __device__ __forceinline__ uint32_t cluster_rank()
 {
