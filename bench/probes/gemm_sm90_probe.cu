@@ -522,12 +522,14 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--ab") == 0) {
         const int ab[][3] = {{8192, 8192, 8192}, {8192, 11008, 4096},
                              {4096, 4096, 4096}, {2048, 14336, 4096},
-                             {2048, 4096, 14336}, {3000, 5000, 2000}};
+                             {2048, 4096, 14336}, {3000, 5000, 2000},
+                             {8192, 4096, 1024},  {8192, 4096, 2048},
+                             {8192, 4096, 3072},  {1024, 11008, 4096}};
         for (auto &sh : ab)
             time_interleaved(cb, env, sh[0], sh[1], sh[2], false);
         time_interleaved(cb, env, 8192, 11008, 4096, true);
         time_interleaved(cb, env, 2048, 14336, 4096, true);
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 1; i < 4; i += 2) { /* the staged stores */
             fbf_knobs.engine_mode = kArr[i].mode;
             fbf_knobs.engine_store = kArr[i].store;
             printf("mlp, %s:\n", kArr[i].name);
