@@ -710,13 +710,16 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
 /* D's tensor map for the staged epilogue (boxes of 64 x 64), where D's
  * layout allows one, C is not read, and the probe's knob does not ask for
  * the direct stores; else a.tma_store stays 0 and td is a copy of ta
- * (never read). */
+ * (never read). D's rows must also be whole 16-byte units: where a row
+ * ended in part of one (test_gpu_rounding: 49, 274 and 2 columns, rows
+ * 56, 288 and 16 apart), the results were wrong on an H100. */
 template <typename T>
 static void ge_output_map(CUtensorMap *td, const CUtensorMap &ta, fb_dtype dt,
                           GeArgs<T> *a)
 {
     a->tma_store = !a->ep.read_c && FBF_KNOB(engine_store) != 1 &&
                    tiny_aligned16(a->ep.d) && a->ep.ldd % 8 == 0 &&
+                   a->cols % 8 == 0 &&
                    ge_map(td, dt, a->ep.d, a->rows, a->cols, a->ep.ldd, 64);
     if (!a->tma_store)
         *td = ta;
