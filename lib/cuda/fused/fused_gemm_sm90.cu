@@ -731,13 +731,13 @@ static void ge_output_map(CUtensorMap *td, const CUtensorMap &ta, fb_dtype dt,
  * activation and where a tile's mainloop is short; cooperative tiles
  * move fewer bytes through L2 a flop and its clusters of 2 fill every SM
  * (ping-pong's clusters of 4 leave some idle), so it wins on plain
- * products from k = 4096 on. The measurements behind the bounds are in
+ * products from k = 2048 on. The measurements behind the bounds are in
  * docs/gemm-engine.md. */
 static int ge_mode_single(fb_activation act, int64_t k)
 {
     if (FBF_KNOB(engine_mode))
         return FBF_KNOB(engine_mode) - 1;
-    return act != FB_ACT_NONE || k < 4096 ? GE_PINGPONG : GE_COOPERATIVE;
+    return act != FB_ACT_NONE || k < 2048 ? GE_PINGPONG : GE_COOPERATIVE;
 }
 
 static int ge_mode_dual(int64_t k)
