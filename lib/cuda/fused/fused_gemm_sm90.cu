@@ -711,8 +711,7 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
  * layout allows one, C is not read, and the probe's knob does not ask for
  * the direct stores; else a.tma_store stays 0 and td is a copy of ta
  * (never read). D's rows must also be whole 16-byte units: where a row
- * ended in part of one (test_gpu_rounding: 49, 274 and 2 columns, rows
- * 56, 288 and 16 apart), the results were wrong on an H100. */
+ * ended in part of one, the copy gave wrong results (docs/gemm-engine.md). */
 template <typename T>
 static void ge_output_map(CUtensorMap *td, const CUtensorMap &ta, fb_dtype dt,
                           GeArgs<T> *a)

@@ -238,10 +238,8 @@ fb_status prefill_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
                                  FBF_RUN, path, len);
 }
 
-/* The Hopper GEMM engine's gated MLP, from 2048 rows: there it ran
- * level with cuda-lt or ahead on the H200 before the engine's staged
- * epilogue and 3-5 % ahead on the H100 with it; at 1024 rows it is
- * slower on both. */
+/* The Hopper GEMM engine's gated MLP, from 2048 rows, where it measured
+ * level with cuda-lt or ahead on both GPUs (below, slower on both). */
 const Crossover engine_mlp_rows[] = {
     {9, B16, ANY, ANY, ANY,
      "torch_compare.py --crossover (H100 and H200): engine mlp against "
