@@ -221,18 +221,51 @@ static bool check_gemm(cublasHandle_t cb, const fb_fused_env &env, int R,
     return ok;
 }
 
+// An nn.Linear call D (R x S) = X (R x K) W^T on random data, and the
+// engine's problem for it (no bias or activation yet).
+struct Linear {
+    bf16 *x, *w, *d, *bias;
+    fb_gemm_problem p;
+};
+
+static Linear make_linear(int R, int S, int K)
+{
+    Linear l;
+    CK(cudaMalloc(&l.x, (size_t)R * K * 2));
+    CK(cudaMalloc(&l.w, (size_t)S * K * 2));
+    CK(cudaMalloc(&l.d, (size_t)R * S * 2));
+    CK(cudaMalloc(&l.bias, (size_t)S * 2));
+    fill<<<512, 256>>>(l.x, (size_t)R * K, 3u, 2.0f);
+    fill<<<512, 256>>>(l.w, (size_t)S * K, 9u, 2.0f);
+    fill<<<512, 256>>>(l.bias, (size_t)S, 5u, 2.0f);
+    CK(cudaDeviceSynchronize());
+    memset(&l.p, 0, sizeof l.p);
+    l.p.dtype = FB_DTYPE_BF16;
+    l.p.transa = 1;
+    l.p.m = S;
+    l.p.n = R;
+    l.p.k = K;
+    l.p.alpha = 1.0f;
+    fb_gemm_decide(&l.p);
+    l.p.a = l.w;
+    l.p.lda = K;
+    l.p.b = l.x;
+    l.p.ldb = K;
+    l.p.c = l.d;
+    l.p.ldc = S;
+    return l;
+}
+
+static void free_linear(Linear &l)
+{
+    cudaFree(l.x); cudaFree(l.w); cudaFree(l.d); cudaFree(l.bias);
+}
+
 static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
                       int K)
 {
-    bf16 *x, *w, *d, *bias;
-    CK(cudaMalloc(&x, (size_t)R * K * 2));
-    CK(cudaMalloc(&w, (size_t)S * K * 2));
-    CK(cudaMalloc(&d, (size_t)R * S * 2));
-    CK(cudaMalloc(&bias, (size_t)S * 2));
-    fill<<<512, 256>>>(x, (size_t)R * K, 3u, 2.0f);
-    fill<<<512, 256>>>(w, (size_t)S * K, 9u, 2.0f);
-    fill<<<512, 256>>>(bias, (size_t)S, 5u, 2.0f);
-    CK(cudaDeviceSynchronize());
+    Linear l = make_linear(R, S, K);
+    bf16 *x = l.x, *w = l.w, *d = l.d, *bias = l.bias;
     const float one = 1.0f, zero = 0.0f;
     auto cublas = [&] {
         CB(cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, S, R, K, &one, w,
@@ -244,21 +277,7 @@ static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
         cublas();
         bias_gelu<<<1056, 256, 0, env.stream>>>(d, bias, R, S);
     };
-    fb_gemm_problem p;
-    memset(&p, 0, sizeof p);
-    p.dtype = FB_DTYPE_BF16;
-    p.transa = 1;
-    p.m = S;
-    p.n = R;
-    p.k = K;
-    p.alpha = 1.0f;
-    fb_gemm_decide(&p);
-    p.a = w;
-    p.lda = K;
-    p.b = x;
-    p.ldb = K;
-    p.c = d;
-    p.ldc = S;
+    fb_gemm_problem p = l.p;
     auto engine = [&] {
         if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS) {
             printf("engine refused\n");
@@ -281,40 +300,19 @@ static void time_gemm(cublasHandle_t cb, const fb_fused_env &env, int R, int S,
            "%8.1f  %.3fx eager, %.3f of plain cublas\n",
            R, S, K, tc * 1e3, fl / tc / 1e9, te * 1e3, fl / te / 1e9, tc / te,
            tg * 1e3, tf * 1e3, tg / tf, tf / tc);
-    cudaFree(x); cudaFree(w); cudaFree(d); cudaFree(bias);
+    free_linear(l);
 }
 
 static void profile_once(cublasHandle_t cb, const fb_fused_env &env, int R,
                          int S, int K)
 {
-    bf16 *x, *w, *d, *bias;
-    CK(cudaMalloc(&x, (size_t)R * K * 2));
-    CK(cudaMalloc(&w, (size_t)S * K * 2));
-    CK(cudaMalloc(&d, (size_t)R * S * 2));
-    CK(cudaMalloc(&bias, (size_t)S * 2));
-    fill<<<512, 256>>>(x, (size_t)R * K, 3u, 2.0f);
-    fill<<<512, 256>>>(w, (size_t)S * K, 9u, 2.0f);
-    fill<<<512, 256>>>(bias, (size_t)S, 5u, 2.0f);
-    CK(cudaDeviceSynchronize());
+    Linear l = make_linear(R, S, K);
+    bf16 *x = l.x, *w = l.w, *d = l.d, *bias = l.bias;
     const float one = 1.0f, zero = 0.0f;
     CB(cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, S, R, K, &one, w,
                     CUDA_R_16BF, K, x, CUDA_R_16BF, K, &zero, d, CUDA_R_16BF,
                     S, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    fb_gemm_problem p;
-    memset(&p, 0, sizeof p);
-    p.dtype = FB_DTYPE_BF16;
-    p.transa = 1;
-    p.m = S;
-    p.n = R;
-    p.k = K;
-    p.alpha = 1.0f;
-    fb_gemm_decide(&p);
-    p.a = w;
-    p.lda = K;
-    p.b = x;
-    p.ldb = K;
-    p.c = d;
-    p.ldc = S;
+    fb_gemm_problem p = l.p;
     for (int mode = 2; mode >= 1; --mode) {
         fbf_knobs.engine_mode = mode;
         if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS)
@@ -422,30 +420,9 @@ static const int kNArr = sizeof kArr / sizeof kArr[0];
 static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
                              int R, int S, int K, bool gelu)
 {
-    bf16 *x, *w, *d, *bias;
-    CK(cudaMalloc(&x, (size_t)R * K * 2));
-    CK(cudaMalloc(&w, (size_t)S * K * 2));
-    CK(cudaMalloc(&d, (size_t)R * S * 2));
-    CK(cudaMalloc(&bias, (size_t)S * 2));
-    fill<<<512, 256>>>(x, (size_t)R * K, 3u, 2.0f);
-    fill<<<512, 256>>>(w, (size_t)S * K, 9u, 2.0f);
-    fill<<<512, 256>>>(bias, (size_t)S, 5u, 2.0f);
-    CK(cudaDeviceSynchronize());
-    fb_gemm_problem p;
-    memset(&p, 0, sizeof p);
-    p.dtype = FB_DTYPE_BF16;
-    p.transa = 1;
-    p.m = S;
-    p.n = R;
-    p.k = K;
-    p.alpha = 1.0f;
-    fb_gemm_decide(&p);
-    p.a = w;
-    p.lda = K;
-    p.b = x;
-    p.ldb = K;
-    p.c = d;
-    p.ldc = S;
+    Linear l = make_linear(R, S, K);
+    bf16 *x = l.x, *w = l.w, *d = l.d, *bias = l.bias;
+    fb_gemm_problem p = l.p;
     if (gelu) {
         p.ep.bias = bias;
         p.ep.bias_per_row = 1;
@@ -498,7 +475,7 @@ static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
     fbf_knobs.engine_store = 0;
     for (auto &e : ev)
         cudaEventDestroy(e);
-    cudaFree(x); cudaFree(w); cudaFree(d); cudaFree(bias);
+    free_linear(l);
 }
 
 int main(int argc, char **argv)

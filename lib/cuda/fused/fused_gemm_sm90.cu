@@ -134,6 +134,16 @@ __device__ __forceinline__ float ge_load(const T *p)
     return fb_load_f32(*p);
 }
 
+/* bias[col] and bias[col + 1] in fp32: 0 past cols, or without a bias. */
+template <typename T>
+__device__ __forceinline__ void ge_bias_pair(const T *bias, int col, int cols,
+                                             float (&b)[2])
+{
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+        b[c] = bias && col + c < cols ? ge_load(bias + col + c) : 0.0f;
+}
+
 /* The activation a tile's epilogue applies: the fast forms where there
  * are many (fused_device.cuh states their bound). */
 template <int ACT> __device__ __forceinline__ float ge_act(float x)
@@ -152,13 +162,9 @@ __device__ __forceinline__ void ge_epilogue_single(const GeArgs<T> &a,
 #pragma unroll
     for (int j = 0; j < NACC / 4; ++j) {
         const int col = col0 + 8 * j;
-        float bc0 = 0.0f, bc1 = 0.0f;
-        if (e.bias && e.bias_on_cols) {
-            if (col < a.cols)
-                bc0 = ge_load(e.bias + col);
-            if (col + 1 < a.cols)
-                bc1 = ge_load(e.bias + col + 1);
-        }
+        float bc[2];
+        ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL, col, a.cols,
+                     bc);
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int r = row + 8 * half;
@@ -176,8 +182,8 @@ __device__ __forceinline__ void ge_epilogue_single(const GeArgs<T> &a,
             }
             if (e.bias) {
                 if (e.bias_on_cols) {
-                    v0 += bc0;
-                    v1 += bc1;
+                    v0 += bc[0];
+                    v1 += bc[1];
                 } else {
                     const float br = ge_load(e.bias + r);
                     v0 += br;
@@ -211,16 +217,9 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
 #pragma unroll
     for (int j = 0; j < UP; ++j) {
         const int col = col0 + 8 * j;
-        float bg[2] = {0.0f, 0.0f}, bu[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-            if (col + q < a.cols) {
-                if (e.bias)
-                    bg[q] = ge_load(e.bias + col + q);
-                if (e.bias2)
-                    bu[q] = ge_load(e.bias2 + col + q);
-            }
-        }
+        float bg[2], bu[2];
+        ge_bias_pair(e.bias, col, a.cols, bg);
+        ge_bias_pair(e.bias2, col, a.cols, bu);
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int r = row + 8 * half;
@@ -290,28 +289,17 @@ __device__ __forceinline__ void ge_epilogue_staged(const GeArgs<T> &a,
                 const int col = n0 + 8 * j + 2 * t;
                 float v[4];
                 if (DUAL) {
-                    float bg[2] = {0.0f, 0.0f}, bu[2] = {0.0f, 0.0f};
-#pragma unroll
-                    for (int c = 0; c < 2; ++c) {
-                        if (col + c < a.cols) {
-                            if (e.bias)
-                                bg[c] = ge_load(e.bias + col + c);
-                            if (e.bias2)
-                                bu[c] = ge_load(e.bias2 + col + c);
-                        }
-                    }
+                    float bg[2], bu[2];
+                    ge_bias_pair(e.bias, col, a.cols, bg);
+                    ge_bias_pair(e.bias2, col, a.cols, bu);
 #pragma unroll
                     for (int i = 0; i < 4; ++i)
                         v[i] = ge_act<ACT>(acc[4 * j + i] + bg[i & 1]) *
                                (acc[4 * (j + UP) + i] + bu[i & 1]);
                 } else {
-                    float bc[2] = {0.0f, 0.0f};
-                    if (e.bias && e.bias_on_cols) {
-#pragma unroll
-                        for (int c = 0; c < 2; ++c)
-                            if (col + c < a.cols)
-                                bc[c] = ge_load(e.bias + col + c);
-                    }
+                    float bc[2];
+                    ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL,
+                                 col, a.cols, bc);
 #pragma unroll
                     for (int i = 0; i < 4; ++i)
                         v[i] = ge_act<ACT>(e.alpha * acc[4 * j + i] +
