@@ -448,6 +448,45 @@ static void reported(const target *t, int nt)
                 c.note = "reported: long k, aligned";
                 exact_check(&c, t, nt);
             }
+    /* bf16 rows of C that end inside a 16-byte unit, in longer leading
+     * dimensions: the GEMM engine's staged epilogue wrote them wrong on an
+     * H100 (its TMA copy); and a row of whole units in a longer leading
+     * dimension, which that epilogue does take. */
+    static const struct {
+        fb_layout layout;
+        fb_transpose ta, tb;
+        int64_t m, n, k, pa, pb, pc;
+        float alpha;
+        int bias;
+        fb_activation act;
+    } engine_rows[4] = {
+        {FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 33, 274, 163, 13, 13, 14, 0.5f,
+         0, FB_ACT_RELU},
+        {FB_COL_MAJOR, FB_TRANS, FB_NO_TRANS, 2, 4096, 1557, 3, 3, 14, 1.0f,
+         1, FB_ACT_GELU_TANH},
+        {FB_COL_MAJOR, FB_TRANS, FB_NO_TRANS, 49, 6, 8191, 9, 9, 7, 1.0f, 0,
+         FB_ACT_NONE},
+        {FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 64, 272, 163, 13, 13, 16, 1.0f,
+         1, FB_ACT_NONE}};
+    for (int i = 0; i < 4; i++) {
+        gemm_case c = {0};
+        c.dtype = FB_DTYPE_BF16;
+        c.layout = engine_rows[i].layout;
+        c.transa = engine_rows[i].ta;
+        c.transb = engine_rows[i].tb;
+        c.m = engine_rows[i].m;
+        c.n = engine_rows[i].n;
+        c.k = engine_rows[i].k;
+        c.alpha = engine_rows[i].alpha;
+        c.beta = 0.0f;
+        c.has_bias = engine_rows[i].bias;
+        c.act = engine_rows[i].act;
+        set_lds(&c, engine_rows[i].pa, engine_rows[i].pb, engine_rows[i].pc,
+                0);
+        c.note = i < 3 ? "reported: C's rows end inside 16 bytes"
+                       : "C's rows whole 16-byte units, padded";
+        exact_check(&c, t, nt);
+    }
 }
 
 /* Log-uniform in [1, hi]. */
