@@ -61,7 +61,7 @@ nvidia-smi -L 2>/dev/null | head -n 4
 
 say "building the TP programs"
 timeout "$(allow 150)" make -C "$BUILD" -j"$(nproc)" lib/cuda/fusedblas_cuda.la \
-  tests/test_gpu_tp tests/test_tp_checks bench/tp_bench \
+  tests/test_gpu_tp tests/test_tp_checks tests/libnccl.la bench/tp_bench \
   >"$OUTDIR/build.log" 2>&1
 build_rc=$?
 tail -n 3 "$OUTDIR/build.log"
@@ -105,7 +105,8 @@ run_example() {
   local rpath=$BUILD/.libs:$nccl_dir
   for f in $cuda_ld; do case $f in -L*) rpath=$rpath:${f#-L} ;; esac; done
   if ! ${CC:-cc} -std=c11 -O1 -I"$SRC/include" -o "$exe" "$src" \
-       -L"$BUILD/.libs" -lfusedblas "${FUSEDBLAS_NCCL_LIBRARY:-}" $cuda_ld \
+       -L"$BUILD/.libs" -lfusedblas -Wl,--no-as-needed \
+       "${FUSEDBLAS_NCCL_LIBRARY:-}" $cuda_ld \
        -lcudart -lm -lpthread -Wl,-rpath,"$rpath" >"$OUTDIR/example.log" 2>&1; then
     printf '%-24s rc=%-3s %s\n' "man-example" "-" "does not build (example.log)" >>"$OUTDIR/table.txt"
     return

@@ -75,6 +75,16 @@ typedef struct fb_fused_mlp_impl {
 extern const fb_fused_gemm_impl fb_fused_gemm_impls[];
 extern const fb_fused_mlp_impl fb_fused_mlp_impls[];
 
+/* The gated MLP's hidden layer alone on the Hopper GEMM engine, for the
+ * tensor-parallel MLP (whose down GEMM sums in fp32): H = act(X Wg^T +
+ * bg) .* (X Wu^T + bu) into h, m x h elements of the input type, row
+ * stride p->h, 16-byte aligned. h NULL and h_bytes 0: only whether the
+ * engine covers the call. NOT_SUPPORTED, nothing launched, where it does
+ * not. */
+fb_status fb_fused_mlp_hidden(const fb_fused_env *env,
+                              const fb_mlp_problem *p, void *h,
+                              size_t h_bytes, char *path, size_t pathlen);
+
 /* The tensor maps of a plan's weights (fused_tma_map.cu), kept from one
  * execution to the next: the TMA kernels (decode, GEMM engine) encode a
  * weight's map the first time an execution needs it, and find it here

@@ -851,23 +851,39 @@ fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
 /* Covered: 16-bit data, m > 32 (fewer rows are the decode kernels'); k,
  * h, ldx multiples of 8 and X and the weights 16-byte aligned; H in hbuf
  * (m x h of the input type, 16-byte aligned). */
+/* What the dual GEMM needs, and what the down GEMM adds. */
+static bool ge_hidden_covered(const fb_fused_env *env,
+                              const fb_mlp_problem *p)
+{
+    return ge_device_ok(env) &&
+           (p->dtype == FB_DTYPE_BF16 || p->dtype == FB_DTYPE_F16) &&
+           p->m > 32 && ge_dims_ok(p->m, p->h, p->k) &&
+           ge_operand_ok(p->x, p->ldx) && ge_operand_ok(p->wg, p->k) &&
+           ge_operand_ok(p->wu, p->k);
+}
+
+static bool ge_mlp_covered(const fb_fused_env *env, const fb_mlp_problem *p)
+{
+    return ge_hidden_covered(env, p) && ge_dims_ok(p->n, 1, 1) &&
+           ge_operand_ok(p->wd, p->h) && p->ldy < ((int64_t)1 << 40);
+}
+
+static bool ge_hbuf_ok(const fb_mlp_problem *p, const void *hbuf,
+                       size_t hbuf_bytes)
+{
+    return hbuf && tiny_aligned16(hbuf) &&
+           hbuf_bytes >= (size_t)p->m * (size_t)p->h * 2;
+}
+
 fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
                        void *hbuf, size_t hbuf_bytes, fbf_mode mode,
                        char *path, size_t pathlen)
 {
-    if (!ge_device_ok(env))
-        return FB_STATUS_NOT_SUPPORTED;
-    if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
-        return FB_STATUS_NOT_SUPPORTED;
-    if (p->m <= 32 || !ge_dims_ok(p->m, p->h, p->k) ||
-        !ge_dims_ok(p->n, 1, 1) || !ge_operand_ok(p->x, p->ldx) ||
-        !ge_operand_ok(p->wg, p->k) || !ge_operand_ok(p->wu, p->k) ||
-        !ge_operand_ok(p->wd, p->h) || p->ldy >= ((int64_t)1 << 40))
+    if (!ge_mlp_covered(env, p))
         return FB_STATUS_NOT_SUPPORTED;
     if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
-    if (!hbuf || !tiny_aligned16(hbuf) ||
-        hbuf_bytes < (size_t)p->m * (size_t)p->h * 2)
+    if (!ge_hbuf_ok(p, hbuf, hbuf_bytes))
         return FB_STATUS_NOT_SUPPORTED;
     const fb_status st = p->dtype == FB_DTYPE_BF16
                              ? ge_mlp<__nv_bfloat16>(env, p, hbuf)
@@ -876,5 +892,29 @@ fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
         fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
                                         ? "mlp_sm90_bf16"
                                         : "mlp_sm90_f16");
+    return st;
+}
+
+/* The dual GEMM alone (fused.h), fbf_mlp_sm90's first launch: Wd, n and
+ * Y are not read. */
+fb_status fb_fused_mlp_hidden(const fb_fused_env *env,
+                              const fb_mlp_problem *p, void *h,
+                              size_t h_bytes, char *path, size_t pathlen)
+{
+    if (!ge_hidden_covered(env, p))
+        return FB_STATUS_NOT_SUPPORTED;
+    if (h == NULL && h_bytes == 0)
+        return FB_STATUS_SUCCESS;
+    if (!ge_hbuf_ok(p, h, h_bytes))
+        return FB_STATUS_NOT_SUPPORTED;
+    const bool bf = p->dtype == FB_DTYPE_BF16;
+    const bool pp = ge_mode_dual(p->k) == GE_PINGPONG;
+    const fb_status st =
+        bf ? (pp ? ge_dual<__nv_bfloat16, GE_PINGPONG>(env, p, h)
+                 : ge_dual<__nv_bfloat16, GE_COOPERATIVE>(env, p, h))
+           : (pp ? ge_dual<__half, GE_PINGPONG>(env, p, h)
+                 : ge_dual<__half, GE_COOPERATIVE>(env, p, h));
+    if (st == FB_STATUS_SUCCESS)
+        fbf_set_path(path, pathlen, bf ? "mlp_sm90_bf16" : "mlp_sm90_f16");
     return st;
 }

@@ -36,6 +36,7 @@
 #include "lt/kernels.h"
 #include "lt/lt_gemm.h"
 #include "lt/lt_mlp.h"
+#include "fused/fused.h"
 #include "module/ctx.h"
 #include "module/result.h"
 #include "tp.h"
@@ -58,6 +59,12 @@
 #define FB_TP_CHUNK_MIN_ROWS 512
 #define FB_TP_CHUNKS 4
 #define FB_TP_CHUNK_ALIGN 64
+
+/* A chunk's hidden layer runs on the GEMM engine from this many rows (a
+ * 4096-row call's chunks): with k = 8192 and 14336 hidden rows a rank it
+ * measured ahead of cuda-lt's GEMM and separate gated-product pass
+ * (docs/tensor-parallel.md). */
+#define FB_TP_ENGINE_MIN_ROWS 1024
 
 /* Rows per chunk for an m-row call (m itself: not chunked). */
 static int64_t chunk_rows(int64_t m)
@@ -228,6 +235,42 @@ fb_status fb_tp_agree(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     return FB_STATUS_SUCCESS;
 }
 
+/* H for a chunk of FB_TP_ENGINE_MIN_ROWS rows or more on the GEMM engine's
+ * dual GEMM (the gated product formed in its epilogue), in the context's
+ * scratch; NOT_SUPPORTED, nothing launched, for fewer rows or where the
+ * engine does not cover the call (then cuda-lt's GEMMs and gated-product
+ * pass make H). */
+static fb_status engine_hidden(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
+                               fb_math_mode math, fb_lt_hidden *hid,
+                               fb_cuda_result *r)
+{
+    if (p->m < FB_TP_ENGINE_MIN_ROWS)
+        return FB_STATUS_NOT_SUPPORTED;
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, math, &env);
+    if (fb_fused_mlp_hidden(&env, p, NULL, 0, NULL, 0) != FB_STATUS_SUCCESS)
+        return FB_STATUS_NOT_SUPPORTED;
+    const size_t bytes = (size_t)p->m * (size_t)p->h *
+                         (size_t)fb_dtype_size(p->dtype);
+    fb_status st = fb_ctx_reserve(ctx, &ctx->scratch, bytes, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    char path[48] = "";
+    st = fb_fused_mlp_hidden(&env, p, ctx->scratch.ptr, bytes, path,
+                             sizeof path);
+    if (st != FB_STATUS_SUCCESS)
+        return st == FB_STATUS_NOT_SUPPORTED ? FB_STATUS_EXECUTION_FAILED
+                                             : st;
+    memset(hid, 0, sizeof *hid);
+    hid->h = ctx->scratch.ptr;
+    hid->ldh = p->h;
+    hid->merged = 1;
+    hid->act = p->gate_act;
+    snprintf(hid->gate_name, sizeof hid->gate_name, "%s",
+             strchr(path, '/') ? strchr(path, '/') + 1 : path);
+    return FB_STATUS_SUCCESS;
+}
+
 /* Rows [r0, r0 + rows) of the partial (d, their first column, ldp apart),
  * without bias: this rank's gate/up GEMMs and gated product for those rows
  * of X, then the down GEMM into fp32. The local stages' names go to
@@ -242,7 +285,9 @@ static fb_status local_partial(fb_cuda_ctx *ctx, const fb_tp_mlp_problem *tp,
     sub.x = (const char *)sub.x +
             (size_t)r0 * (size_t)sub.ldx * (size_t)fb_dtype_size(sub.dtype);
     fb_lt_hidden hid;
-    fb_status st = fb_lt_mlp_hidden(ctx, &sub, math, &hid, r);
+    fb_status st = engine_hidden(ctx, &sub, math, &hid, r);
+    if (st == FB_STATUS_NOT_SUPPORTED)
+        st = fb_lt_mlp_hidden(ctx, &sub, math, &hid, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     /* partial (n x rows) = Wd_slice H^T: Wd's rows are ldwd apart, which
