@@ -597,8 +597,12 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
         return fbf_launch_status(e);
     const int units = (a.tiles_r + S::CM - 1) / S::CM *
                       ((a.tiles_c + S::CN - 1) / S::CN);
-    const int grid = (units < most / CLUSTER ? units : most / CLUSTER) *
-                     CLUSTER;
+    /* no more CTAs than env's SMs: a caller may leave some to other work
+     * (the tensor-parallel MLP to NCCL's kernels) */
+    int clusters = most / CLUSTER;
+    if (env->sm_count / CLUSTER < clusters)
+        clusters = env->sm_count / CLUSTER > 0 ? env->sm_count / CLUSTER : 1;
+    const int grid = (units < clusters ? units : clusters) * CLUSTER;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2),

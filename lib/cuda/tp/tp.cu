@@ -64,7 +64,16 @@
  * 4096-row call's chunks): with k = 8192 and 14336 hidden rows a rank it
  * measured ahead of cuda-lt's GEMM and separate gated-product pass
  * (docs/tensor-parallel.md). */
+#ifndef FB_TP_ENGINE_MIN_ROWS
 #define FB_TP_ENGINE_MIN_ROWS 1024
+#endif
+
+/* SMs the engine leaves to NCCL while a chunk's all-reduce overlaps the
+ * next chunk: the engine's CTAs stay on their SMs until its last tile, so
+ * without these the all-reduce would only progress between launches. */
+#ifndef FB_TP_NCCL_SMS
+#define FB_TP_NCCL_SMS 16
+#endif
 
 /* Rows per chunk for an m-row call (m itself: not chunked). */
 static int64_t chunk_rows(int64_t m)
@@ -248,6 +257,8 @@ static fb_status engine_hidden(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
         return FB_STATUS_NOT_SUPPORTED;
     fb_fused_env env;
     fb_ctx_fused_env(ctx, math, &env);
+    if (env.sm_count > 2 * FB_TP_NCCL_SMS)
+        env.sm_count -= FB_TP_NCCL_SMS;
     if (fb_fused_mlp_hidden(&env, p, NULL, 0, NULL, 0) != FB_STATUS_SUCCESS)
         return FB_STATUS_NOT_SUPPORTED;
     const size_t bytes = (size_t)p->m * (size_t)p->h *
