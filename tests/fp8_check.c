@@ -388,8 +388,10 @@ void fp8_sweep_gemm(const fp8_target *t)
                     }
     /* Decode shapes in the nn.Linear form (row-major, weight [n, k]):
      * 1..70 rows (the CPU takes 64 per block), k and n not multiples of
-     * the kernels' 16 and 4, every activation. */
-    static const int64_t rows[] = {1, 2, 3, 5, 8, 16, 17, 31, 64, 65, 70};
+     * the kernels' 16 and 4, every activation; and 128 and 200 rows (the
+     * GPU's prefill paths: k = 200 the engine's, k = 531 cuBLASLt's). */
+    static const int64_t rows[] = {1,  2,  3,  5,   8,   16,
+                                   17, 31, 64, 65, 70, 128, 200};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
         for (int d = t->f32 ? 0 : 1; d < 3; d++) {
             const fb_activation act = all_acts[(r + (size_t)d) % N_ACTS];

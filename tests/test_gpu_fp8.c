@@ -227,7 +227,19 @@ int main(void)
         {FB_DTYPE_BF16, FB_TRANS, 65, 37, 40, 0,
          "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
         {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
-         "e4m3-lt-prefill/widen-strided"}};
+         "e4m3-lt-prefill/widen-strided"},
+        /* from 128 rows the GEMM engine, the outputs finished in its
+         * epilogue (D's rows whole 16-byte units or not) */
+        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0,
+         "e4m3-engine-prefill/widen16"},
+        {FB_DTYPE_F16, FB_TRANS, 300, 264, 96, 0,
+         "e4m3-engine-prefill/widen16"},
+        {FB_DTYPE_BF16, FB_TRANS, 200, 37, 40, 0,
+         "e4m3-engine-prefill/widen-strided"}, /* k 40 */
+        {FB_DTYPE_F16, FB_NO_TRANS, 150, 72, 96, 0,
+         "e4m3-engine-prefill/widen-strided"},
+        {FB_DTYPE_BF16, FB_TRANS, 130, 72, 100, 0,
+         "e4m3-lt-prefill/widen-strided"}}; /* ldb 100: not the engine's */
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         fp8_gemm_case(&t[0], paths[i].dt, FB_ROW_MAJOR, FB_NO_TRANS,
                       paths[i].tb, paths[i].m, paths[i].n, paths[i].k, 1.0f,
@@ -249,7 +261,10 @@ int main(void)
                {32, 64, 144, 24, "gate-up-decode-mma+decode-mma-32"},
                {33, 96, 176, 56, "gate-up-decode-mma+decode-mma-64"},
                {64, 112, 48, 72, "gate-up-decode-mma+decode-mma-64"},
-               {65, 48, 80, 40, "gate-up-lt-prefill+lt-prefill/widen16"}};
+               {65, 48, 80, 40, "gate-up-lt-prefill+lt-prefill/widen16"},
+               {130, 48, 80, 40, "gate-up-engine-prefill+engine-prefill/widen16"},
+               {131, 40, 72, 24,
+                "gate-up-engine-prefill+engine-prefill/widen-strided"}};
     for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
         fp8_mlp_case(&t[0], i % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16,
                      FB_ACT_SILU, mid[i].m, mid[i].k, mid[i].h, mid[i].n, 1,
@@ -260,6 +275,12 @@ int main(void)
                (long long)mid[i].m, (long long)mid[i].k, (long long)mid[i].h,
                (long long)mid[i].n, ran, mid[i].path);
     }
+    /* The engine with beta C read (its direct stores), and at the goal's
+     * k with a ragged n. */
+    fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  160, 96, 64, 2.0f, 0.5f, 1, FB_ACT_RELU, 1, 0);
+    fp8_gemm_case(&t[0], FB_DTYPE_F16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  129, 1100, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);
     /* 64 rows at the goal's k on the decode kernel, ragged n. */
     fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                   64, 1100, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);

@@ -39,18 +39,24 @@ void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
 
 /* More than 16 rows of 16-bit data (fused_fp8_prefill.cu; the callers
  * take the decode kernel first where it applies, up to 64 rows): the weights
- * widened per tile of channels, cuBLASLt's GEMM into fp32, our epilogue.
- * f32_out: p->c is float (the MLP's G and U). FB_STATUS_NOT_SUPPORTED,
- * nothing launched that writes p->c, where it does not apply or cuBLASLt
- * has no algorithm: the caller runs the tiled kernel. Uses the context's
- * staging and accumulator buffers (the e4m3 calls stage nothing). */
+ * widened per tile of channels, then the GEMM engine with the outputs
+ * finished in its epilogue (16-bit output, where it covers the call), or
+ * cuBLASLt's GEMM into fp32 and our epilogue. f32_out: p->c is float (the
+ * MLP's G and U). The path that ran goes to path ("cuda-fused/e4m3-...").
+ * FB_STATUS_NOT_SUPPORTED, nothing launched that writes p->c, where it
+ * does not apply or cuBLASLt has no algorithm: the caller runs the tiled
+ * kernel. Uses the context's staging and accumulator buffers (the e4m3
+ * calls stage nothing). */
 fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
-                              int f32_out, fb_cuda_result *r);
+                              int f32_out, char *path, size_t pathlen,
+                              fb_cuda_result *r);
 
-/* Which widening kernel fb_fp8_gemm_prefill runs for p, for the path
- * name: "widen16" (16 weights a thread: rows contiguous, 16-byte aligned,
- * k a multiple of 16) or "widen-strided" (one weight a thread, any
- * strides). */
-const char *fb_fp8_prefill_widen_name(const fb_e4m3_gemm_problem *p);
+/* The MLP's H = act(sg .* X Wg^T + bg) .* (su .* X Wu^T + bu) for 128
+ * rows or more of 16-bit data on the GEMM engine (fused_fp8_prefill.cu),
+ * into hbuf (m x h, row stride h, hbuf_bytes long). NOT_SUPPORTED, nothing
+ * launched, where the engine does not cover the call. */
+fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
+                                 const fb_e4m3_mlp_problem *p, void *hbuf,
+                                 size_t hbuf_bytes, fb_cuda_result *r);
 
 #endif /* FB_FUSED_FP8_H */

@@ -142,11 +142,18 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     void *hbuf = scratch;
     const bool fused = gate_up_decode_applies(p);
     bool prefill = false;
+    fb_status engine = FB_STATUS_NOT_SUPPORTED;
     if (p->h > 0 && fused) {
         if (p->dtype == FB_DTYPE_F16)
             gate_up_decode<__half>(stream, p, hbuf);
         else
             gate_up_decode<__nv_bfloat16>(stream, p, hbuf);
+    } else if (p->h > 0 &&
+               (engine = fb_fp8_gate_up_prefill(
+                    ctx, p, hbuf, mh * elem_size(p->dtype), r)) !=
+                   FB_STATUS_NOT_SUPPORTED) {
+        if (engine != FB_STATUS_SUCCESS)
+            return engine;
     } else if (p->h > 0) {
         char *base = (char *)scratch +
                      (mh * elem_size(p->dtype) + 255) / 256 * 256;
@@ -159,7 +166,7 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         for (int i = 0; i < 2; i++) {
             /* G and U in fp32 with their scales and biases: cuBLASLt's
              * GEMM where it takes them, else the tiled kernel */
-            fb_status st = fb_fp8_gemm_prefill(ctx, &q[i], 1, r);
+            fb_status st = fb_fp8_gemm_prefill(ctx, &q[i], 1, NULL, 0, r);
             if (st == FB_STATUS_NOT_SUPPORTED) {
                 fb_result_clear(r);
                 fb_fp8_gemm_f32_out(stream, &q[i]);
@@ -178,21 +185,19 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     const fb_e4m3_gemm_problem d = projection(
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
-    char down[64];
+    char down[64] = "";
     fb_status st = fb_fp8_decode_applies(&d)
                        ? FB_STATUS_NOT_SUPPORTED
-                       : fb_fp8_gemm_prefill(ctx, &d, 0, r);
-    if (st == FB_STATUS_SUCCESS) {
-        snprintf(down, sizeof down, "cuda-fused/e4m3-lt-prefill/%s",
-                 fb_fp8_prefill_widen_name(&d));
-    } else if (st == FB_STATUS_NOT_SUPPORTED) {
+                       : fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
+    if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(stream, &d, down, sizeof down);
     }
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
-             fused     ? "gate-up-decode-mma"
-             : prefill ? "gate-up-lt-prefill"
-                       : "gate-up-tiled-fp32",
+             fused                          ? "gate-up-decode-mma"
+             : engine == FB_STATUS_SUCCESS  ? "gate-up-engine-prefill"
+             : prefill                      ? "gate-up-lt-prefill"
+                                            : "gate-up-tiled-fp32",
              down + sizeof "cuda-fused/e4m3-" - 1);
     return st;
 }

@@ -1,20 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fused_fp8_prefill.cu -- e4m3 weights for many rows (prefill) on
- * cuBLASLt's tensor-core GEMM, the contract kept: per tile of channels,
- * the tile's e4m3 weights are widened to the activations' 16-bit type
- * (exact: every e4m3 value is an fp16 and a bf16, the scale is not
- * applied here), cublasLtMatmul multiplies them with fp32 accumulation
- * into an fp32 buffer, and our kernel finishes each output as the other
- * e4m3 kernels do (dot * scale, alpha, beta C, bias, activation, one
- * rounding). The weights' scale never meets a 16-bit rounding.
+ * fused_fp8_prefill.cu -- e4m3 weights for many rows (prefill) on a
+ * 16-bit tensor-core GEMM, the contract kept: per tile of channels, the
+ * tile's e4m3 weights are widened to the activations' 16-bit type (exact:
+ * every e4m3 value is an fp16 and a bf16, the scale is not applied here),
+ * then either
+ *   - the Hopper GEMM engine multiplies them and finishes each output in
+ *     its epilogue (dot * scale, alpha, beta C, bias, activation, one
+ *     rounding), where it covers the call and the output is 16-bit; or
+ *   - cublasLtMatmul multiplies them with fp32 accumulation into an fp32
+ *     buffer, and our kernel finishes each output as the other e4m3
+ *     kernels do.
+ * The weights' scale never meets a 16-bit rounding.
  */
 #include <stdio.h>
 #include "fused_fp8.h"
 #include "fused_fp8_device.cuh"
+#include "fused_internal.h"
 #include "lt/lt_gemm.h"
 #include "module/ctx.h"
 #include "module/result.h"
+
+/* The engine from this many rows: fewer are the decode kernels' (up to
+ * 64) or measured faster on cuBLASLt's tiles (docs/fp8-weights.md). */
+#define FB_FP8_ENGINE_MIN_ROWS 128
 
 namespace {
 
@@ -83,6 +92,147 @@ unsigned grid_for(int64_t total)
     return b < 1 ? 1u : b > 65536 ? 65536u : (unsigned)b;
 }
 
+/* Widen channels [j0, j0 + cols) of p's weights into wt (cols x k). */
+template <typename T>
+void widen(cudaStream_t stream, const fb_e4m3_gemm_problem *p, int64_t j0,
+           int64_t cols, T *wt)
+{
+    if (widen16_applies(p)) {
+        const int64_t bx = (p->k / 16 + 255) / 256;
+        const dim3 grid((unsigned)(bx < 65536 ? bx : 65536),
+                        (unsigned)(cols < 65535 ? cols : 65535));
+        e4m3_widen_tile16<T><<<grid, 256, 0, stream>>>(p->w, p->w_cs, j0,
+                                                        cols, p->k, wt);
+    } else {
+        e4m3_widen_tile<T><<<grid_for(cols * p->k), 256, 0, stream>>>(
+            p->w, p->w_cs, p->w_ks, j0, cols, p->k, wt);
+    }
+}
+
+/* Channels a tile, for widened weights within cap bytes: the tiles of one
+ * size (a multiple of 256 channels, the engine's widest tile), so that
+ * the last is not a sliver. */
+int64_t tile_channels(const fb_e4m3_gemm_problem *p, size_t elem,
+                      size_t cap)
+{
+    int64_t most = (int64_t)(cap / ((size_t)p->k * elem)) / 256 * 256;
+    if (most < 256)
+        most = 256;
+    const int64_t tiles = (p->n + most - 1) / most;
+    const int64_t each = (p->n + tiles - 1) / tiles;
+    return (each + 255) / 256 * 256;
+}
+
+/* The GEMM engine on the widened tiles, each tile's outputs finished in
+ * its epilogue: 16-bit output stored with its channels contiguous (c_cs
+ * == 1), X's rows contiguous. NOT_SUPPORTED, nothing launched, where the
+ * engine does not cover the call. */
+template <typename T>
+fb_status run_engine(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                     int transb, int64_t ldb, fb_cuda_result *r)
+{
+    if (transb != 0 || p->c_cs != 1 || p->m < FB_FP8_ENGINE_MIN_ROWS)
+        return FB_STATUS_NOT_SUPPORTED;
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, FB_MATH_DEFAULT, &env);
+    const int64_t width = tile_channels(p, sizeof(T), (size_t)128 << 20);
+    fb_gemm_problem g;
+    memset(&g, 0, sizeof g);
+    g.dtype = p->dtype;
+    g.transa = 1, g.transb = 0;
+    g.m = width < p->n ? width : p->n, g.n = p->m, g.k = p->k;
+    g.alpha = p->alpha, g.beta = p->beta;
+    g.lda = p->k;
+    g.b = p->x, g.ldb = ldb;
+    g.c = p->c, g.ldc = p->c_ts;
+    g.ep.act = p->act;
+    g.ep.bias_per_row = 1;
+    fb_gemm_decide(&g);
+    /* the widened tile is A (the Lt path would reserve the same buffer) */
+    fb_status st = fb_ctx_reserve(ctx, &ctx->staging,
+                                  (size_t)g.m * (size_t)p->k * sizeof(T), r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    T *wt = (T *)ctx->staging.ptr;
+    g.a = wt;
+    if (fbf_gemm_sm90(&env, &g, FBF_CHECK, NULL, 0) != FB_STATUS_SUCCESS)
+        return FB_STATUS_NOT_SUPPORTED;
+    for (int64_t j0 = 0; j0 < p->n; j0 += width) {
+        const int64_t cols = p->n - j0 < width ? p->n - j0 : width;
+        widen<T>(ctx->stream, p, j0, cols, wt);
+        g.m = cols;
+        g.a = wt;
+        g.c = (T *)p->c + j0;
+        g.ep.bias = p->bias ? (const T *)p->bias + j0 : NULL;
+        st = fbf_gemm_sm90_scaled(&env, &g, p->scale + j0, NULL, 0);
+        if (st != FB_STATUS_SUCCESS)
+            return st == FB_STATUS_NOT_SUPPORTED
+                       ? fb_result_fail(r, FB_STATUS_INTERNAL,
+                                        "e4m3 prefill: the GEMM engine "
+                                        "declined a tile it had taken")
+                       : fb_result_fail(r, st, "e4m3 prefill: GEMM engine "
+                                               "launch failed");
+    }
+    return FB_STATUS_SUCCESS;
+}
+
+/* The gated MLP's gate and up projections on the engine's dual GEMM: per
+ * tile of hidden channels, Wg's and Wu's rows widened side by side in the
+ * staging, H = act(sg .* G + bg) .* (su .* U + bu) formed in its epilogue
+ * straight into hbuf's columns (row stride h). */
+template <typename T>
+fb_status run_gate_up(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
+                      void *hbuf, size_t hbuf_bytes, fb_cuda_result *r)
+{
+    fb_fused_env env;
+    fb_ctx_fused_env(ctx, FB_MATH_DEFAULT, &env);
+    /* Wg and Wu as gemm problems, for the widening and the tiling */
+    fb_e4m3_gemm_problem wg;
+    memset(&wg, 0, sizeof wg);
+    wg.dtype = p->dtype;
+    wg.m = p->m, wg.n = p->h, wg.k = p->k;
+    wg.w = p->wg, wg.w_cs = p->k, wg.w_ks = 1;
+    fb_e4m3_gemm_problem wu = wg;
+    wu.w = p->wu;
+    const int64_t width = tile_channels(&wg, 2 * sizeof(T), (size_t)128 << 20);
+    const int64_t most = width < p->h ? width : p->h;
+    fb_status st = fb_ctx_reserve(
+        ctx, &ctx->staging, 2 * (size_t)most * (size_t)p->k * sizeof(T), r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    T *wt = (T *)ctx->staging.ptr;
+    fb_mlp_problem q;
+    memset(&q, 0, sizeof q);
+    q.dtype = p->dtype;
+    q.gate_act = p->gate_act;
+    q.m = p->m, q.k = p->k, q.h = most, q.n = 0;
+    q.x = p->x, q.ldx = p->ldx;
+    q.wg = wt, q.wu = wt + most * p->k;
+    if (fbf_mlp_hidden_sm90(&env, &q, NULL, NULL, NULL, 0, 0, NULL, 0) !=
+        FB_STATUS_SUCCESS)
+        return FB_STATUS_NOT_SUPPORTED;
+    for (int64_t j0 = 0; j0 < p->h; j0 += width) {
+        const int64_t cols = p->h - j0 < width ? p->h - j0 : width;
+        widen<T>(ctx->stream, &wg, j0, cols, wt);
+        widen<T>(ctx->stream, &wu, j0, cols, wt + most * p->k);
+        q.h = cols;
+        q.bg = p->bg ? (const T *)p->bg + j0 : NULL;
+        q.bu = p->bu ? (const T *)p->bu + j0 : NULL;
+        st = fbf_mlp_hidden_sm90(&env, &q, p->sg + j0, p->su + j0,
+                                 (T *)hbuf + j0, p->h,
+                                 hbuf_bytes - (size_t)j0 * sizeof(T), NULL,
+                                 0);
+        if (st != FB_STATUS_SUCCESS)
+            return st == FB_STATUS_NOT_SUPPORTED
+                       ? fb_result_fail(r, FB_STATUS_INTERNAL,
+                                        "e4m3 prefill: the GEMM engine "
+                                        "declined a tile it had taken")
+                       : fb_result_fail(r, st, "e4m3 prefill: GEMM engine "
+                                               "launch failed");
+    }
+    return FB_STATUS_SUCCESS;
+}
+
 template <typename T, typename TC>
 fb_status run(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p, int transb,
               int64_t ldb, fb_cuda_result *r)
@@ -114,17 +264,7 @@ fb_status run(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p, int transb,
     float *acc = (float *)ctx->accum.ptr;
     for (int64_t j0 = 0; j0 < p->n; j0 += width) {
         const int64_t cols = p->n - j0 < width ? p->n - j0 : width;
-        if (widen16_applies(p)) {
-            const int64_t bx = (p->k / 16 + 255) / 256;
-            const dim3 grid((unsigned)(bx < 65536 ? bx : 65536),
-                            (unsigned)(cols < 65535 ? cols : 65535));
-            e4m3_widen_tile16<T><<<grid, 256, 0, ctx->stream>>>(
-                p->w, p->w_cs, j0, cols, p->k, wt);
-        } else {
-            e4m3_widen_tile<T><<<grid_for(cols * p->k), 256, 0,
-                                 ctx->stream>>>(p->w, p->w_cs, p->w_ks, j0,
-                                                cols, p->k, wt);
-        }
+        widen<T>(ctx->stream, p, j0, cols, wt);
         /* acc (cols x m) = Wt (k x cols, column-major)^T x^T */
         fb_gemm_problem g;
         g.dtype = p->dtype;
@@ -172,7 +312,8 @@ fb_status run(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p, int transb,
 } // namespace
 
 fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
-                              int f32_out, fb_cuda_result *r)
+                              int f32_out, char *path, size_t pathlen,
+                              fb_cuda_result *r)
 {
     if ((p->dtype != FB_DTYPE_F16 && p->dtype != FB_DTYPE_BF16) ||
         p->m <= 16 || p->k <= 0 || p->alpha == 0.0f)
@@ -187,6 +328,22 @@ fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
         transb = 1, ldb = p->x_ks;
     else
         return FB_STATUS_NOT_SUPPORTED;
+    fb_status st = FB_STATUS_NOT_SUPPORTED;
+    if (!f32_out)
+        st = p->dtype == FB_DTYPE_F16
+                 ? run_engine<__half>(ctx, p, transb, ldb, r)
+                 : run_engine<__nv_bfloat16>(ctx, p, transb, ldb, r);
+    if (st == FB_STATUS_SUCCESS) {
+        fbf_set_path(path, pathlen, widen16_applies(p)
+                                        ? "e4m3-engine-prefill/widen16"
+                                        : "e4m3-engine-prefill/widen-strided");
+        return st;
+    }
+    if (st != FB_STATUS_NOT_SUPPORTED)
+        return st;
+    fbf_set_path(path, pathlen, widen16_applies(p)
+                                    ? "e4m3-lt-prefill/widen16"
+                                    : "e4m3-lt-prefill/widen-strided");
     if (p->dtype == FB_DTYPE_F16)
         return f32_out ? run<__half, float>(ctx, p, transb, ldb, r)
                        : run<__half, __half>(ctx, p, transb, ldb, r);
@@ -194,7 +351,15 @@ fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
                    : run<__nv_bfloat16, __nv_bfloat16>(ctx, p, transb, ldb, r);
 }
 
-const char *fb_fp8_prefill_widen_name(const fb_e4m3_gemm_problem *p)
+fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
+                                 const fb_e4m3_mlp_problem *p, void *hbuf,
+                                 size_t hbuf_bytes, fb_cuda_result *r)
 {
-    return widen16_applies(p) ? "widen16" : "widen-strided";
+    if (p->m < FB_FP8_ENGINE_MIN_ROWS || p->h <= 0 || p->k <= 0)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->dtype == FB_DTYPE_F16)
+        return run_gate_up<__half>(ctx, p, hbuf, hbuf_bytes, r);
+    if (p->dtype == FB_DTYPE_BF16)
+        return run_gate_up<__nv_bfloat16>(ctx, p, hbuf, hbuf_bytes, r);
+    return FB_STATUS_NOT_SUPPORTED;
 }

@@ -90,6 +90,10 @@ template <typename T> struct GeEpilogue {
     float alpha, beta;
     const T *bias;   /* single: bias; dual: gate bias. NULL: none */
     const T *bias2;  /* dual: up bias, or NULL */
+    /* e4m3 weights widened to T: the fp32 scale of each output column
+     * (single; dual: of the gate, and scale2 of the up rows), applied to
+     * the accumulator before anything else. NULL: none */
+    const float *scale, *scale2;
     int bias_on_cols; /* single: bias[col] (nn.Linear) or bias[row] */
     int read_c;      /* beta != 0: C is read */
     int d_pairs;     /* d and ldd allow 4-byte stores of column pairs */
@@ -144,6 +148,15 @@ __device__ __forceinline__ void ge_bias_pair(const T *bias, int col, int cols,
         b[c] = bias && col + c < cols ? ge_load(bias + col + c) : 0.0f;
 }
 
+/* scale[col] and scale[col + 1]: 1 past cols, or without a scale. */
+__device__ __forceinline__ void ge_scale_pair(const float *scale, int col,
+                                              int cols, float (&s)[2])
+{
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+        s[c] = scale && col + c < cols ? scale[col + c] : 1.0f;
+}
+
 /* The activation a tile's epilogue applies: the fast forms where there
  * are many (fused_device.cuh states their bound). */
 template <int ACT> __device__ __forceinline__ float ge_act(float x)
@@ -162,16 +175,19 @@ __device__ __forceinline__ void ge_epilogue_single(const GeArgs<T> &a,
 #pragma unroll
     for (int j = 0; j < NACC / 4; ++j) {
         const int col = col0 + 8 * j;
-        float bc[2];
+        float bc[2], sc[2];
         ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL, col, a.cols,
                      bc);
+        ge_scale_pair(e.scale, col, a.cols, sc);
+        sc[0] *= e.alpha; /* alpha alone where there is no scale */
+        sc[1] *= e.alpha;
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int r = row + 8 * half;
             if (r >= a.rows)
                 continue;
-            float v0 = e.alpha * acc[4 * j + 2 * half];
-            float v1 = e.alpha * acc[4 * j + 2 * half + 1];
+            float v0 = acc[4 * j + 2 * half] * sc[0];
+            float v1 = acc[4 * j + 2 * half + 1] * sc[1];
             T *p = e.d + (int64_t)r * e.ldd + col;
             const bool both = col + 1 < a.cols;
             if (e.read_c) {
@@ -217,9 +233,11 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
 #pragma unroll
     for (int j = 0; j < UP; ++j) {
         const int col = col0 + 8 * j;
-        float bg[2], bu[2];
+        float bg[2], bu[2], sg[2], su[2];
         ge_bias_pair(e.bias, col, a.cols, bg);
         ge_bias_pair(e.bias2, col, a.cols, bu);
+        ge_scale_pair(e.scale, col, a.cols, sg);
+        ge_scale_pair(e.scale2, col, a.cols, su);
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int r = row + 8 * half;
@@ -228,8 +246,9 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
             float h[2];
 #pragma unroll
             for (int q = 0; q < 2; ++q)
-                h[q] = ge_act<ACT>(acc[4 * j + 2 * half + q] + bg[q]) *
-                       (acc[4 * (j + UP) + 2 * half + q] + bu[q]);
+                h[q] = ge_act<ACT>(
+                           fmaf(acc[4 * j + 2 * half + q], sg[q], bg[q])) *
+                       fmaf(acc[4 * (j + UP) + 2 * half + q], su[q], bu[q]);
             T *p = e.d + (int64_t)r * e.ldd + col;
             if (col + 1 < a.cols && e.d_pairs) {
                 *reinterpret_cast<uint32_t *>(p) = pack2<T>(h[0], h[1]);
@@ -289,20 +308,27 @@ __device__ __forceinline__ void ge_epilogue_staged(const GeArgs<T> &a,
                 const int col = n0 + 8 * j + 2 * t;
                 float v[4];
                 if (DUAL) {
-                    float bg[2], bu[2];
+                    float bg[2], bu[2], sg[2], su[2];
                     ge_bias_pair(e.bias, col, a.cols, bg);
                     ge_bias_pair(e.bias2, col, a.cols, bu);
+                    ge_scale_pair(e.scale, col, a.cols, sg);
+                    ge_scale_pair(e.scale2, col, a.cols, su);
 #pragma unroll
                     for (int i = 0; i < 4; ++i)
-                        v[i] = ge_act<ACT>(acc[4 * j + i] + bg[i & 1]) *
-                               (acc[4 * (j + UP) + i] + bu[i & 1]);
+                        v[i] = ge_act<ACT>(fmaf(acc[4 * j + i], sg[i & 1],
+                                                bg[i & 1])) *
+                               fmaf(acc[4 * (j + UP) + i], su[i & 1],
+                                    bu[i & 1]);
                 } else {
-                    float bc[2];
+                    float bc[2], sc[2];
                     ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL,
                                  col, a.cols, bc);
+                    ge_scale_pair(e.scale, col, a.cols, sc);
+                    sc[0] *= e.alpha; /* alpha alone without a scale */
+                    sc[1] *= e.alpha;
 #pragma unroll
                     for (int i = 0; i < 4; ++i)
-                        v[i] = ge_act<ACT>(e.alpha * acc[4 * j + i] +
+                        v[i] = ge_act<ACT>(acc[4 * j + i] * sc[i & 1] +
                                            (e.bias_on_cols ? bc[i & 1]
                                                            : br[i >> 1]));
                 }
@@ -740,7 +766,7 @@ static int ge_mode_dual(int64_t k)
 
 template <typename T, int MODE>
 static fb_status ge_gemm_mode(const fb_fused_env *env,
-                              const fb_gemm_problem *p)
+                              const fb_gemm_problem *p, const float *scale)
 {
     typedef GeShape<MODE> S;
     /* D = C^T (row-major n x m), X = op(B)^T (B itself, k x n column-major
@@ -755,15 +781,17 @@ static fb_status ge_gemm_mode(const fb_fused_env *env,
     a.ep.read_c = p->beta != 0.0f;
     a.ep.bias = static_cast<const T *>(p->ep.bias);
     a.ep.bias_on_cols = p->ep.bias_per_row;
+    a.ep.scale = scale;
     CUtensorMap td;
     ge_output_map(&td, tx, p->dtype, &a);
     return ge_launch_act<T, false, MODE>(env, tx, tw, tw, td, a, p->ep.act);
 }
 
-/* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (row stride h). */
+/* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (row stride ldh). */
 template <typename T, int MODE>
 static fb_status ge_dual(const fb_fused_env *env, const fb_mlp_problem *p,
-                         void *hbuf)
+                         void *hbuf, int64_t ldh, const float *sg,
+                         const float *su)
 {
     typedef GeShape<MODE> S;
     CUtensorMap tx, twg, twu;
@@ -771,9 +799,11 @@ static fb_status ge_dual(const fb_fused_env *env, const fb_mlp_problem *p,
         !ge_map(&twg, p->dtype, p->wg, p->h, p->k, p->k, S::BN / 2) ||
         !ge_map(&twu, p->dtype, p->wu, p->h, p->k, p->k, S::BN / 2))
         return FB_STATUS_NOT_SUPPORTED;
-    GeArgs<T> g = ge_args<T>(p->m, p->h, p->k, S::BN / 2, hbuf, p->h);
+    GeArgs<T> g = ge_args<T>(p->m, p->h, p->k, S::BN / 2, hbuf, ldh);
     g.ep.bias = static_cast<const T *>(p->bg);
     g.ep.bias2 = static_cast<const T *>(p->bu);
+    g.ep.scale = sg;
+    g.ep.scale2 = su;
     CUtensorMap td;
     ge_output_map(&td, tx, p->dtype, &g);
     return ge_launch_act<T, true, MODE>(env, tx, twg, twu, td, g,
@@ -799,11 +829,12 @@ static fb_status ge_down(const fb_fused_env *env, const fb_mlp_problem *p,
 }
 
 template <typename T>
-static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p)
+static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
+                         const float *scale)
 {
     return ge_mode_single(p->ep.act, p->k) == GE_PINGPONG
-               ? ge_gemm_mode<T, GE_PINGPONG>(env, p)
-               : ge_gemm_mode<T, GE_COOPERATIVE>(env, p);
+               ? ge_gemm_mode<T, GE_PINGPONG>(env, p, scale)
+               : ge_gemm_mode<T, GE_COOPERATIVE>(env, p, scale);
 }
 
 template <typename T>
@@ -811,8 +842,10 @@ static fb_status ge_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                         void *hbuf)
 {
     fb_status st = ge_mode_dual(p->k) == GE_PINGPONG
-                       ? ge_dual<T, GE_PINGPONG>(env, p, hbuf)
-                       : ge_dual<T, GE_COOPERATIVE>(env, p, hbuf);
+                       ? ge_dual<T, GE_PINGPONG>(env, p, hbuf, p->h, NULL,
+                                                 NULL)
+                       : ge_dual<T, GE_COOPERATIVE>(env, p, hbuf, p->h,
+                                                    NULL, NULL);
     if (st != FB_STATUS_SUCCESS || FBF_KNOB(h_only))
         return st;
     return ge_mode_single(FB_ACT_NONE, p->h) == GE_PINGPONG
@@ -829,22 +862,35 @@ using namespace fbf;
  * aligned (the tensor maps' rules); dimensions below 2^30; a compute 9.0
  * device and a module built for sm_90a. alpha == 0 and k == 0 are not
  * taken (A and B are not referenced then). */
+static bool ge_gemm_covered(const fb_fused_env *env,
+                            const fb_gemm_problem *p)
+{
+    return ge_device_ok(env) &&
+           (p->dtype == FB_DTYPE_BF16 || p->dtype == FB_DTYPE_F16) &&
+           p->transa && !p->transb && p->multiply &&
+           ge_dims_ok(p->m, p->n, p->k) && ge_operand_ok(p->a, p->lda) &&
+           ge_operand_ok(p->b, p->ldb) && p->ldc < ((int64_t)1 << 40);
+}
+
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen)
 {
-    if (!ge_device_ok(env))
-        return FB_STATUS_NOT_SUPPORTED;
-    if (p->dtype != FB_DTYPE_BF16 && p->dtype != FB_DTYPE_F16)
-        return FB_STATUS_NOT_SUPPORTED;
-    if (!p->transa || p->transb || !p->multiply ||
-        !ge_dims_ok(p->m, p->n, p->k) || !ge_operand_ok(p->a, p->lda) ||
-        !ge_operand_ok(p->b, p->ldb) || p->ldc >= ((int64_t)1 << 40))
+    if (!ge_gemm_covered(env, p))
         return FB_STATUS_NOT_SUPPORTED;
     if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
+    return fbf_gemm_sm90_scaled(env, p, NULL, path, pathlen);
+}
+
+fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
+                               const fb_gemm_problem *p, const float *scale,
+                               char *path, size_t pathlen)
+{
+    if (!ge_gemm_covered(env, p))
+        return FB_STATUS_NOT_SUPPORTED;
     const fb_status st = p->dtype == FB_DTYPE_BF16
-                             ? ge_gemm<__nv_bfloat16>(env, p)
-                             : ge_gemm<__half>(env, p);
+                             ? ge_gemm<__nv_bfloat16>(env, p, scale)
+                             : ge_gemm<__half>(env, p, scale);
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
                                         ? "gemm_sm90_bf16"
@@ -872,11 +918,13 @@ static bool ge_mlp_covered(const fb_fused_env *env, const fb_mlp_problem *p)
            ge_operand_ok(p->wd, p->h) && p->ldy < ((int64_t)1 << 40);
 }
 
+/* H's m rows of h elements, ldh apart, within hbuf_bytes. */
 static bool ge_hbuf_ok(const fb_mlp_problem *p, const void *hbuf,
-                       size_t hbuf_bytes)
+                       int64_t ldh, size_t hbuf_bytes)
 {
-    return hbuf && tiny_aligned16(hbuf) &&
-           hbuf_bytes >= (size_t)p->m * (size_t)p->h * 2;
+    return hbuf && tiny_aligned16(hbuf) && ldh >= p->h && ldh % 8 == 0 &&
+           ldh < ((int64_t)1 << 40) &&
+           hbuf_bytes >= ((size_t)(p->m - 1) * (size_t)ldh + (size_t)p->h) * 2;
 }
 
 fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
@@ -887,7 +935,7 @@ fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
         return FB_STATUS_NOT_SUPPORTED;
     if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
-    if (!ge_hbuf_ok(p, hbuf, hbuf_bytes))
+    if (!ge_hbuf_ok(p, hbuf, p->h, hbuf_bytes))
         return FB_STATUS_NOT_SUPPORTED;
     const fb_status st = p->dtype == FB_DTYPE_BF16
                              ? ge_mlp<__nv_bfloat16>(env, p, hbuf)
@@ -899,26 +947,36 @@ fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
     return st;
 }
 
-/* The dual GEMM alone (fused.h), fbf_mlp_sm90's first launch: Wd, n and
- * Y are not read. */
-fb_status fb_fused_mlp_hidden(const fb_fused_env *env,
-                              const fb_mlp_problem *p, void *h,
+/* The dual GEMM alone, fbf_mlp_sm90's first launch: Wd, n and Y are not
+ * read. */
+fb_status fbf_mlp_hidden_sm90(const fb_fused_env *env,
+                              const fb_mlp_problem *p, const float *sg,
+                              const float *su, void *h, int64_t ldh,
                               size_t h_bytes, char *path, size_t pathlen)
 {
     if (!ge_hidden_covered(env, p))
         return FB_STATUS_NOT_SUPPORTED;
     if (h == NULL && h_bytes == 0)
         return FB_STATUS_SUCCESS;
-    if (!ge_hbuf_ok(p, h, h_bytes))
+    if (!ge_hbuf_ok(p, h, ldh, h_bytes))
         return FB_STATUS_NOT_SUPPORTED;
     const bool bf = p->dtype == FB_DTYPE_BF16;
     const bool pp = ge_mode_dual(p->k) == GE_PINGPONG;
     const fb_status st =
-        bf ? (pp ? ge_dual<__nv_bfloat16, GE_PINGPONG>(env, p, h)
-                 : ge_dual<__nv_bfloat16, GE_COOPERATIVE>(env, p, h))
-           : (pp ? ge_dual<__half, GE_PINGPONG>(env, p, h)
-                 : ge_dual<__half, GE_COOPERATIVE>(env, p, h));
+        bf ? (pp ? ge_dual<__nv_bfloat16, GE_PINGPONG>(env, p, h, ldh, sg, su)
+                 : ge_dual<__nv_bfloat16, GE_COOPERATIVE>(env, p, h, ldh, sg,
+                                                          su))
+           : (pp ? ge_dual<__half, GE_PINGPONG>(env, p, h, ldh, sg, su)
+                 : ge_dual<__half, GE_COOPERATIVE>(env, p, h, ldh, sg, su));
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, bf ? "mlp_sm90_bf16" : "mlp_sm90_f16");
     return st;
+}
+
+fb_status fb_fused_mlp_hidden(const fb_fused_env *env,
+                              const fb_mlp_problem *p, void *h,
+                              size_t h_bytes, char *path, size_t pathlen)
+{
+    return fbf_mlp_hidden_sm90(env, p, NULL, NULL, h, p->h, h_bytes, path,
+                               pathlen);
 }

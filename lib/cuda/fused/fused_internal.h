@@ -106,6 +106,19 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
  * not cover the call. */
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen);
+/* The engine on e4m3 weights widened (exactly) to the 16-bit type, the
+ * weights' fp32 scales applied in the epilogue: as fbf_gemm_sm90 (run),
+ * each product of A's row i multiplied by scale[i] first; and the dual
+ * GEMM alone, H = act(sg .* (X Wg^T) + bg) .* (su .* (X Wu^T) + bu) into
+ * h (m x h, row stride ldh; h NULL and h_bytes 0: whether it covers p).
+ * NULL scales: none. */
+fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
+                               const fb_gemm_problem *p, const float *scale,
+                               char *path, size_t pathlen);
+fb_status fbf_mlp_hidden_sm90(const fb_fused_env *env,
+                              const fb_mlp_problem *p, const float *sg,
+                              const float *su, void *h, int64_t ldh,
+                              size_t h_bytes, char *path, size_t pathlen);
 fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
                        void *hbuf, size_t hbuf_bytes, fbf_mode mode,
                        char *path, size_t pathlen);

@@ -420,14 +420,15 @@ static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
     fb_device_scope scope(ctx->device);
     if (scope.error() != cudaSuccess)
         return fb_result_cuda(r, scope.error(), "cudaSetDevice");
-    /* many rows: cuBLASLt's GEMM on widened weight tiles; else (or
-     * where it has no algorithm) our kernels; up to 64 rows the decode
-     * kernel where it applies */
-    st = fb_fp8_decode_applies(p) ? FB_STATUS_NOT_SUPPORTED
-                                  : fb_fp8_gemm_prefill(ctx, p, 0, r);
+    /* many rows: the GEMM engine or cuBLASLt's GEMM on widened weight
+     * tiles; else (or where cuBLASLt has no algorithm) our kernels; up to
+     * 64 rows the decode kernel where it applies */
+    char ran[sizeof r->path] = "";
+    st = fb_fp8_decode_applies(p)
+             ? FB_STATUS_NOT_SUPPORTED
+             : fb_fp8_gemm_prefill(ctx, p, 0, ran, sizeof ran, r);
     if (st == FB_STATUS_SUCCESS) {
-        snprintf(r->path, sizeof r->path, "cuda-fused/e4m3-lt-prefill/%s",
-                 fb_fp8_prefill_widen_name(p));
+        snprintf(r->path, sizeof r->path, "%s", ran);
     } else if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(ctx->stream, p, r->path, sizeof r->path);
