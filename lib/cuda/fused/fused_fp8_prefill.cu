@@ -123,6 +123,18 @@ int64_t tile_channels(const fb_e4m3_gemm_problem *p, size_t elem,
     return (each + 255) / 256 * 256;
 }
 
+/* A tile the engine did not run, after its first was checked: the rest of
+ * the call cannot fall back (earlier tiles are written). */
+fb_status engine_failed(fb_status st, fb_cuda_result *r)
+{
+    return st == FB_STATUS_NOT_SUPPORTED
+               ? fb_result_fail(r, FB_STATUS_INTERNAL,
+                                "e4m3 prefill: the GEMM engine declined a "
+                                "tile it had taken")
+               : fb_result_fail(r, st, "e4m3 prefill: GEMM engine launch "
+                                       "failed");
+}
+
 /* The GEMM engine on the widened tiles, each tile's outputs finished in
  * its epilogue: 16-bit output stored with its channels contiguous (c_cs
  * == 1), X's rows contiguous. NOT_SUPPORTED, nothing launched, where the
@@ -166,12 +178,7 @@ fb_status run_engine(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
         g.ep.bias = p->bias ? (const T *)p->bias + j0 : NULL;
         st = fbf_gemm_sm90_scaled(&env, &g, p->scale + j0, NULL, 0);
         if (st != FB_STATUS_SUCCESS)
-            return st == FB_STATUS_NOT_SUPPORTED
-                       ? fb_result_fail(r, FB_STATUS_INTERNAL,
-                                        "e4m3 prefill: the GEMM engine "
-                                        "declined a tile it had taken")
-                       : fb_result_fail(r, st, "e4m3 prefill: GEMM engine "
-                                               "launch failed");
+            return engine_failed(st, r);
     }
     return FB_STATUS_SUCCESS;
 }
@@ -223,12 +230,7 @@ fb_status run_gate_up(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
                                  hbuf_bytes - (size_t)j0 * sizeof(T), NULL,
                                  0);
         if (st != FB_STATUS_SUCCESS)
-            return st == FB_STATUS_NOT_SUPPORTED
-                       ? fb_result_fail(r, FB_STATUS_INTERNAL,
-                                        "e4m3 prefill: the GEMM engine "
-                                        "declined a tile it had taken")
-                       : fb_result_fail(r, st, "e4m3 prefill: GEMM engine "
-                                               "launch failed");
+            return engine_failed(st, r);
     }
     return FB_STATUS_SUCCESS;
 }

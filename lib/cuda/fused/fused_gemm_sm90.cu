@@ -157,11 +157,38 @@ __device__ __forceinline__ void ge_scale_pair(const float *scale, int col,
         s[c] = scale && col + c < cols ? scale[col + c] : 1.0f;
 }
 
+/* The dual epilogue's data for columns col and col + 1: the gate and up
+ * biases and scales. */
+struct GeGatePair {
+    float bg[2], bu[2], sg[2], su[2];
+};
+
+template <typename T>
+__device__ __forceinline__ GeGatePair ge_gate_pair(const GeEpilogue<T> &e,
+                                                   int col, int cols)
+{
+    GeGatePair q;
+    ge_bias_pair(e.bias, col, cols, q.bg);
+    ge_bias_pair(e.bias2, col, cols, q.bu);
+    ge_scale_pair(e.scale, col, cols, q.sg);
+    ge_scale_pair(e.scale2, col, cols, q.su);
+    return q;
+}
+
 /* The activation a tile's epilogue applies: the fast forms where there
  * are many (fused_device.cuh states their bound). */
 template <int ACT> __device__ __forceinline__ float ge_act(float x)
 {
     return act_fast((fb_activation)ACT, x);
+}
+
+/* H = act(sg G + bg) .* (su U + bu) for one output of column pair member
+ * c (0 or 1). */
+template <int ACT>
+__device__ __forceinline__ float ge_gated(const GeGatePair &q, int c,
+                                          float g, float u)
+{
+    return ge_act<ACT>(fmaf(g, q.sg[c], q.bg[c])) * fmaf(u, q.su[c], q.bu[c]);
 }
 
 /* Single epilogue of one m64 half (NACC accumulators, NACC / 4 blocks of
@@ -233,11 +260,7 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
 #pragma unroll
     for (int j = 0; j < UP; ++j) {
         const int col = col0 + 8 * j;
-        float bg[2], bu[2], sg[2], su[2];
-        ge_bias_pair(e.bias, col, a.cols, bg);
-        ge_bias_pair(e.bias2, col, a.cols, bu);
-        ge_scale_pair(e.scale, col, a.cols, sg);
-        ge_scale_pair(e.scale2, col, a.cols, su);
+        const GeGatePair gp = ge_gate_pair(e, col, a.cols);
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int r = row + 8 * half;
@@ -246,9 +269,8 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
             float h[2];
 #pragma unroll
             for (int q = 0; q < 2; ++q)
-                h[q] = ge_act<ACT>(
-                           fmaf(acc[4 * j + 2 * half + q], sg[q], bg[q])) *
-                       fmaf(acc[4 * (j + UP) + 2 * half + q], su[q], bu[q]);
+                h[q] = ge_gated<ACT>(gp, q, acc[4 * j + 2 * half + q],
+                                     acc[4 * (j + UP) + 2 * half + q]);
             T *p = e.d + (int64_t)r * e.ldd + col;
             if (col + 1 < a.cols && e.d_pairs) {
                 *reinterpret_cast<uint32_t *>(p) = pack2<T>(h[0], h[1]);
@@ -308,17 +330,11 @@ __device__ __forceinline__ void ge_epilogue_staged(const GeArgs<T> &a,
                 const int col = n0 + 8 * j + 2 * t;
                 float v[4];
                 if (DUAL) {
-                    float bg[2], bu[2], sg[2], su[2];
-                    ge_bias_pair(e.bias, col, a.cols, bg);
-                    ge_bias_pair(e.bias2, col, a.cols, bu);
-                    ge_scale_pair(e.scale, col, a.cols, sg);
-                    ge_scale_pair(e.scale2, col, a.cols, su);
+                    const GeGatePair gp = ge_gate_pair(e, col, a.cols);
 #pragma unroll
                     for (int i = 0; i < 4; ++i)
-                        v[i] = ge_act<ACT>(fmaf(acc[4 * j + i], sg[i & 1],
-                                                bg[i & 1])) *
-                               fmaf(acc[4 * (j + UP) + i], su[i & 1],
-                                    bu[i & 1]);
+                        v[i] = ge_gated<ACT>(gp, i & 1, acc[4 * j + i],
+                                             acc[4 * (j + UP) + i]);
                 } else {
                     float bc[2], sc[2];
                     ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL,
