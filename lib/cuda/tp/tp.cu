@@ -269,9 +269,13 @@ static fb_status engine_hidden(fb_cuda_ctx *ctx, const fb_mlp_problem *p,
     char path[48] = "";
     st = fb_fused_mlp_hidden(&env, p, ctx->scratch.ptr, bytes, path,
                              sizeof path);
+    if (st == FB_STATUS_NOT_SUPPORTED)
+        return fb_result_fail(r, FB_STATUS_INTERNAL,
+                              "tensor-parallel MLP: the GEMM engine declined "
+                              "the hidden layer it had taken");
     if (st != FB_STATUS_SUCCESS)
-        return st == FB_STATUS_NOT_SUPPORTED ? FB_STATUS_EXECUTION_FAILED
-                                             : st;
+        return fb_result_fail(r, st, "tensor-parallel MLP: GEMM engine "
+                                     "launch failed");
     memset(hid, 0, sizeof *hid);
     hid->h = ctx->scratch.ptr;
     hid->ldh = p->h;
