@@ -123,6 +123,13 @@ int64_t tile_channels(const fb_e4m3_gemm_problem *p, size_t elem,
     return (each + 255) / 256 * 256;
 }
 
+/* Stands for the widened tile (A of the engine's GEMMs) while the engine
+ * is asked whether it covers a call: the tile lives in the staging
+ * buffer, which cudaMalloc aligns to 256 bytes, but is reserved only once
+ * the engine has said yes (an engine that declines must not leave the
+ * handle holding its larger buffer). Only its alignment is looked at. */
+const uint4 widened_stand_in = {0, 0, 0, 0};
+
 /* A tile the engine did not run, after its first was checked: the rest of
  * the call cannot fall back (earlier tiles are written). */
 fb_status engine_failed(fb_status st, fb_cuda_result *r)
@@ -160,15 +167,14 @@ fb_status run_engine(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
     g.ep.act = p->act;
     g.ep.bias_per_row = 1;
     fb_gemm_decide(&g);
-    /* the widened tile is A (the Lt path would reserve the same buffer) */
+    g.a = &widened_stand_in;
+    if (fbf_gemm_sm90(&env, &g, FBF_CHECK, NULL, 0) != FB_STATUS_SUCCESS)
+        return FB_STATUS_NOT_SUPPORTED;
     fb_status st = fb_ctx_reserve(ctx, &ctx->staging,
                                   (size_t)g.m * (size_t)p->k * sizeof(T), r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     T *wt = (T *)ctx->staging.ptr;
-    g.a = wt;
-    if (fbf_gemm_sm90(&env, &g, FBF_CHECK, NULL, 0) != FB_STATUS_SUCCESS)
-        return FB_STATUS_NOT_SUPPORTED;
     for (int64_t j0 = 0; j0 < p->n; j0 += width) {
         const int64_t cols = p->n - j0 < width ? p->n - j0 : width;
         widen<T>(ctx->stream, p, j0, cols, wt);
@@ -203,21 +209,24 @@ fb_status run_gate_up(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
     wu.w = p->wu;
     const int64_t width = tile_channels(&wg, 2 * sizeof(T), (size_t)128 << 20);
     const int64_t most = width < p->h ? width : p->h;
-    fb_status st = fb_ctx_reserve(
-        ctx, &ctx->staging, 2 * (size_t)most * (size_t)p->k * sizeof(T), r);
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-    T *wt = (T *)ctx->staging.ptr;
     fb_mlp_problem q;
     memset(&q, 0, sizeof q);
     q.dtype = p->dtype;
     q.gate_act = p->gate_act;
     q.m = p->m, q.k = p->k, q.h = most, q.n = 0;
     q.x = p->x, q.ldx = p->ldx;
-    q.wg = wt, q.wu = wt + most * p->k;
+    /* Wu's tile follows Wg's, most * k elements on: 16-byte aligned
+     * wherever k is a multiple of 8, which the engine asks anyway */
+    q.wg = q.wu = &widened_stand_in;
     if (fbf_mlp_hidden_sm90(&env, &q, NULL, NULL, NULL, 0, 0, NULL, 0) !=
         FB_STATUS_SUCCESS)
         return FB_STATUS_NOT_SUPPORTED;
+    fb_status st = fb_ctx_reserve(
+        ctx, &ctx->staging, 2 * (size_t)most * (size_t)p->k * sizeof(T), r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    T *wt = (T *)ctx->staging.ptr;
+    q.wg = wt, q.wu = wt + most * p->k;
     for (int64_t j0 = 0; j0 < p->h; j0 += width) {
         const int64_t cols = p->h - j0 < width ? p->h - j0 : width;
         widen<T>(ctx->stream, &wg, j0, cols, wt);
