@@ -12,7 +12,8 @@
 // Arguments: none (checks, then times both modes), --check-only,
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
 // --ncu (one launch of each kernel, for ncu), --ab (interleaved timings
-// of the epilogue's two stores in both arrangements).
+// of the epilogue's two stores in both arrangements), --epi (interleaved
+// timings of each part of the epilogue: bias, activation, both).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -414,20 +415,27 @@ static const Arrangement kArr[] = {{"coop, direct", 2, 1},
                                    {"ping-pong, staged", 1, 0}};
 static const int kNArr = sizeof kArr / sizeof kArr[0];
 
+// The epilogues the interleaved timings compare: bit 0 a bias, bit 1
+// gelu_tanh.
+enum { EPI_PLAIN = 0, EPI_BIAS = 1, EPI_GELU = 2, EPI_BIAS_GELU = 3 };
+static const char *const kEpiName[] = {"plain", "bias", "gelu_tanh",
+                                       "bias+gelu_tanh"};
+
 // Every arrangement and cuBLAS one launch at a time, round-robin, so that
-// the card's clock drifts alike for all; medians. act: none or bias +
-// gelu_tanh (then cuBLAS is the plain product still).
+// the card's clock drifts alike for all; medians. cuBLAS runs the plain
+// product whatever the engine's epilogue.
 static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
-                             int R, int S, int K, bool gelu)
+                             int R, int S, int K, int epi)
 {
     Linear l = make_linear(R, S, K);
     bf16 *x = l.x, *w = l.w, *d = l.d, *bias = l.bias;
     fb_gemm_problem p = l.p;
-    if (gelu) {
+    if (epi & EPI_BIAS) {
         p.ep.bias = bias;
         p.ep.bias_per_row = 1;
-        p.ep.act = FB_ACT_GELU_TANH;
     }
+    if (epi & EPI_GELU)
+        p.ep.act = FB_ACT_GELU_TANH;
     const float one = 1.0f, zero = 0.0f;
     cudaEvent_t ev[2 * (kNArr + 1)];
     for (auto &e : ev)
@@ -466,7 +474,7 @@ static void time_interleaved(cublasHandle_t cb, const fb_fused_env &env,
     const float tc = t[kNArr][t[kNArr].size() / 2];
     const double fl = 2.0 * R * (double)S * K;
     printf("ab %5d x %5d x %5d %-14s cublas %7.1f us (%3.0f TF)", R, S, K,
-           gelu ? "bias+gelu_tanh" : "plain", tc * 1e3, fl / tc / 1e9);
+           kEpiName[epi], tc * 1e3, fl / tc / 1e9);
     for (int v = 0; v < kNArr; ++v) {
         const float te = t[v][t[v].size() / 2];
         printf(" | %s %7.1f (%.3f)", kArr[v].name, te * 1e3, tc / te);
@@ -503,9 +511,9 @@ int main(int argc, char **argv)
                              {8192, 4096, 1024},  {8192, 4096, 2048},
                              {8192, 4096, 3072},  {1024, 11008, 4096}};
         for (auto &sh : ab)
-            time_interleaved(cb, env, sh[0], sh[1], sh[2], false);
-        time_interleaved(cb, env, 8192, 11008, 4096, true);
-        time_interleaved(cb, env, 2048, 14336, 4096, true);
+            time_interleaved(cb, env, sh[0], sh[1], sh[2], EPI_PLAIN);
+        time_interleaved(cb, env, 8192, 11008, 4096, EPI_BIAS_GELU);
+        time_interleaved(cb, env, 2048, 14336, 4096, EPI_BIAS_GELU);
         for (int i = 1; i < 4; i += 2) { /* the staged stores */
             fbf_knobs.engine_mode = kArr[i].mode;
             fbf_knobs.engine_store = kArr[i].store;
@@ -514,6 +522,15 @@ int main(int argc, char **argv)
             time_mlp(cb, env, 2048, 4096, 14336, 4096, true);
             time_mlp(cb, env, 4096, 4096, 11008, 4096, true);
         }
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--epi") == 0) {
+        // what each part of the epilogue costs, both arrangements
+        const int sh[][3] = {{8192, 11008, 4096}, {2048, 14336, 4096},
+                             {8192, 8192, 8192}, {4096, 4096, 4096}};
+        for (auto &s : sh)
+            for (int epi = EPI_PLAIN; epi <= EPI_BIAS_GELU; ++epi)
+                time_interleaved(cb, env, s[0], s[1], s[2], epi);
         return 0;
     }
     int modes[2] = {2, 1};
