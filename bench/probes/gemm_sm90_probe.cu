@@ -56,7 +56,8 @@ fb_status fbf_launch_status(cudaError_t e)
 typedef __nv_bfloat16 bf16;
 
 // The launchers' knobs (-DFBF_SANDBOX): engine_mode 1 ping-pong, 2
-// cooperative; engine_store 1 direct stores.
+// cooperative, 3 ping-pong in clusters of 2; engine_group unit-rows a
+// raster group; engine_store 1 direct stores.
 fbf_tuning fbf_knobs;
 
 __global__ void fill(bf16 *p, size_t n, uint32_t seed, float scale)
@@ -411,8 +412,8 @@ struct Arrangement {
 };
 static const Arrangement kArr[] = {{"coop, direct", 2, 1},
                                    {"coop, staged", 2, 0},
-                                   {"ping-pong, direct", 1, 1},
-                                   {"ping-pong, staged", 1, 0}};
+                                   {"ping-pong, staged", 1, 0},
+                                   {"ping-pong 2x1, staged", 3, 0}};
 static const int kNArr = sizeof kArr / sizeof kArr[0];
 
 // The epilogues the interleaved timings compare: bit 0 a bias, bit 1
@@ -514,7 +515,7 @@ int main(int argc, char **argv)
             time_interleaved(cb, env, sh[0], sh[1], sh[2], EPI_PLAIN);
         time_interleaved(cb, env, 8192, 11008, 4096, EPI_BIAS_GELU);
         time_interleaved(cb, env, 2048, 14336, 4096, EPI_BIAS_GELU);
-        for (int i = 1; i < 4; i += 2) { /* the staged stores */
+        for (int i = 1; i < kNArr; ++i) { /* the staged stores */
             fbf_knobs.engine_mode = kArr[i].mode;
             fbf_knobs.engine_store = kArr[i].store;
             printf("mlp, %s:\n", kArr[i].name);
@@ -531,16 +532,27 @@ int main(int argc, char **argv)
         for (auto &s : sh)
             for (int epi = EPI_PLAIN; epi <= EPI_BIAS_GELU; ++epi)
                 time_interleaved(cb, env, s[0], s[1], s[2], epi);
+        // shallower raster groups: less of A in flight for long k
+        for (int group = 4; group <= 8; group *= 2) {
+            fbf_knobs.engine_group = group;
+            printf("raster groups of %d unit-rows:\n", group);
+            time_interleaved(cb, env, 8192, 8192, 8192, EPI_PLAIN);
+            time_interleaved(cb, env, 8192, 8192, 8192, EPI_BIAS_GELU);
+            time_interleaved(cb, env, 8192, 11008, 4096, EPI_BIAS_GELU);
+        }
+        fbf_knobs.engine_group = 0;
         return 0;
     }
-    int modes[2] = {2, 1};
+    const int modes[3] = {2, 1, 3};
+    static const char *const mode_name[] = {"", "ping-pong", "cooperative",
+                                            "ping-pong 2x1"};
     // --check-small: the ragged small shapes only (for compute-sanitizer)
     const bool small = argc > 1 && strcmp(argv[1], "--check-small") == 0;
-    for (int mi = 0; mi < 4; ++mi) {
-    fbf_knobs.engine_mode = modes[mi % 2];
-    fbf_knobs.engine_store = mi / 2;
-    printf("== stores %s\n", mi / 2 ? "direct" : "staged");
-    printf("== engine mode %s\n", modes[mi % 2] == 1 ? "ping-pong" : "cooperative");
+    for (int mi = 0; mi < 6; ++mi) {
+    fbf_knobs.engine_mode = modes[mi % 3];
+    fbf_knobs.engine_store = mi / 3;
+    printf("== stores %s\n", mi / 3 ? "direct" : "staged");
+    printf("== engine mode %s\n", mode_name[modes[mi % 3]]);
     const int shapes[][3] = {{128, 128, 64}, {1, 8, 8}, {77, 200, 40},
                              {1000, 1000, 1000}, {257, 515, 4096},
                              {2048, 4096, 768}, {4096, 11008, 4096},

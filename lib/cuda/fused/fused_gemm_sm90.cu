@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <atomic>
+#include <type_traits>
 #include <cuda.h> /* CUtensorMap and its enums (types only) */
 #include "device_math.cuh"
 #include "fused_internal.h"
@@ -54,24 +55,30 @@ enum {
     kGeBM = 128,      /* tile rows: two m64 wgmma halves */
     kGeBK = 64,       /* k-block: one 128-byte swizzled row */
     kGeThreads = 384, /* warpgroup 0 loads, 1 and 2 compute */
-    kGeGroup = 16     /* tile-rows per raster group */
+    kGeGroup = 16     /* unit-rows per raster group */
 };
 
-/* The two ways the consumers share the work:
- *   GE_PINGPONG     each warpgroup owns whole 128 x 128 tiles (two
- *                   m64n128 halves), alternating with the other, so one
- *                   runs its epilogue while the other's mainloop runs;
- *   GE_COOPERATIVE  both warpgroups work on one 128 x 256 tile, 64 rows
- *                   each (m64n256): twice the operand reuse a stage. */
-enum GeMode { GE_PINGPONG = 0, GE_COOPERATIVE = 1 };
+/* The ways the consumers share the work:
+ *   GE_PINGPONG       each warpgroup owns whole 128 x 128 tiles (two
+ *                     m64n128 halves), alternating with the other, so one
+ *                     runs its epilogue while the other's mainloop runs;
+ *                     clusters of 2 x 2, which fit on fewer SMs than the
+ *                     device has (120 of 132 on an H100);
+ *   GE_PINGPONG_PAIR  the same in clusters of 2 x 1: every SM, each
+ *                     stage's A tile its own, so more bytes from L2 a flop;
+ *   GE_COOPERATIVE    both warpgroups work on one 128 x 256 tile, 64 rows
+ *                     each (m64n256): twice the operand reuse a stage,
+ *                     the epilogue exposed; clusters of 2 x 1. */
+enum GeMode { GE_PINGPONG = 0, GE_COOPERATIVE = 1, GE_PINGPONG_PAIR = 2 };
 
 template <int MODE> struct GeShape {
-    static const int BN = MODE == GE_PINGPONG ? 128 : 256; /* B rows a stage */
-    static const int NACC = MODE == GE_PINGPONG ? 64 : 128; /* a wgmma's */
-    static const int HALVES = MODE == GE_PINGPONG ? 2 : 1;  /* m64 a WG */
+    static const bool PINGPONG = MODE != GE_COOPERATIVE;
+    static const int BN = PINGPONG ? 128 : 256;  /* B rows a stage */
+    static const int NACC = PINGPONG ? 64 : 128; /* a wgmma's */
+    static const int HALVES = PINGPONG ? 2 : 1;  /* m64 a WG */
     static const int STAGE_BYTES = (kGeBM + BN) * 128;
-    static const int STAGES = MODE == GE_PINGPONG ? 6 : 4;
-    static const int CONSUMER_WARPS = MODE == GE_PINGPONG ? 4 : 8;
+    static const int STAGES = PINGPONG ? 6 : 4;
+    static const int CONSUMER_WARPS = PINGPONG ? 4 : 8;
     /* the epilogue's staging: 64 rows x 128 columns of 16-bit output (two
      * 64-column boxes) a consumer warpgroup */
     static const int OUT_BYTES = 2 * 16384;
@@ -102,21 +109,22 @@ template <typename T> struct GeEpilogue {
 template <typename T> struct GeArgs {
     int rows, cols, k;      /* cols: output columns */
     int tiles_r, tiles_c;
+    int group;              /* unit-rows a raster group */
     int tma_store;          /* D through shared memory and its tensor map */
     GeEpilogue<T> ep;
 };
 
-/* Output tile u of the raster: grouped kGeGroup tile-rows at a time. */
-__host__ __device__ __forceinline__ void ge_tile(int u, int tiles_r,
-                                                 int tiles_c, int &tr,
-                                                 int &tc)
+/* Unit u of the raster: grouped `group` unit-rows at a time. */
+__host__ __device__ __forceinline__ void ge_tile(int u, int units_r,
+                                                 int units_c, int group,
+                                                 int &ur, int &uc)
 {
-    const int per = kGeGroup * tiles_c;
-    const int first = (u / per) * kGeGroup;
-    const int size = min(kGeGroup, tiles_r - first);
+    const int per = group * units_c;
+    const int first = (u / per) * group;
+    const int size = min(group, units_r - first);
     const int v = u % per;
-    tr = first + v % size;
-    tc = v / size;
+    ur = first + v % size;
+    uc = v / size;
 }
 
 #if FB_WGMMA_BODY
@@ -189,6 +197,43 @@ __device__ __forceinline__ float ge_gated(const GeGatePair &q, int c,
                                           float g, float u)
 {
     return ge_act<ACT>(fmaf(g, q.sg[c], q.bg[c])) * fmaf(u, q.su[c], q.bu[c]);
+}
+
+/* The single epilogue's data for columns col and col + 1: the bias on
+ * columns (0 without one) and the multiplier, alpha times the column's
+ * scale. */
+struct GeColPair {
+    float b[2], s[2];
+};
+
+template <typename T>
+__device__ __forceinline__ GeColPair ge_col_pair(const GeEpilogue<T> &e,
+                                                 int col, int cols)
+{
+    GeColPair q;
+    ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL, col, cols, q.b);
+    ge_scale_pair(e.scale, col, cols, q.s);
+    q.s[0] *= e.alpha; /* alpha alone without a scale */
+    q.s[1] *= e.alpha;
+    return q;
+}
+
+/* What the staged epilogue needs of each column pair it forms: the dual
+ * epilogue's gate pair, the single's column pair. */
+template <typename T>
+__device__ __forceinline__ void ge_vec_load(GeGatePair &q,
+                                            const GeEpilogue<T> &e, int col,
+                                            int cols)
+{
+    q = ge_gate_pair(e, col, cols);
+}
+
+template <typename T>
+__device__ __forceinline__ void ge_vec_load(GeColPair &q,
+                                            const GeEpilogue<T> &e, int col,
+                                            int cols)
+{
+    q = ge_col_pair(e, col, cols);
 }
 
 /* Single epilogue of one m64 half (NACC accumulators, NACC / 4 blocks of
@@ -284,6 +329,26 @@ __device__ __forceinline__ void ge_epilogue_dual(const GeArgs<T> &a,
     }
 }
 
+/* One output of the staged epilogue, i (0..3) its place in a block's
+ * four (column pair member i & 1): dual, act(gate) .* up from the
+ * accumulators x and y; single, act(s x + bias), the bias on columns
+ * from the pair, on rows given as y. */
+template <int ACT, typename T>
+__device__ __forceinline__ float ge_staged_value(const GeGatePair &q,
+                                                 const GeEpilogue<T> &, int i,
+                                                 float x, float y)
+{
+    return ge_gated<ACT>(q, i & 1, x, y);
+}
+
+template <int ACT, typename T>
+__device__ __forceinline__ float ge_staged_value(const GeColPair &q,
+                                                 const GeEpilogue<T> &e, int i,
+                                                 float x, float y)
+{
+    return ge_act<ACT>(x * q.s[i & 1] + (e.bias_on_cols ? q.b[i & 1] : y));
+}
+
 /* The epilogue through shared memory, for one m64 half whose first row
  * is row0 (of D) and first column n0: the values formed as in
  * ge_epilogue_single / _dual (no C), rounded once, written with stmatrix
@@ -315,46 +380,49 @@ __device__ __forceinline__ void ge_epilogue_staged(const GeArgs<T> &a,
     const int srow = 16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1);
     const int sblk = lane >> 4;
     const bool leader = (threadIdx.x & 127) == 0;
+    /* column blocks whose vectors are loaded together (registers: 8
+     * floats a block dual, 4 single) */
+    const int CH = DUAL ? 4 : 8;
+    typedef typename std::conditional<DUAL, GeGatePair, GeColPair>::type Vec;
 #pragma unroll
     for (int p = 0; p < BLOCKS / PASS; ++p) {
+        Vec v[CH];
+#pragma unroll
+        for (int b = 0; b < CH; ++b)
+            ge_vec_load(v[b], e, n0 + 8 * (p * PASS + b) + 2 * t, a.cols);
         /* the last copy out of the staging has read it */
         if (leader)
             tma_store_wait<true>();
         asm volatile("bar.sync %0, 128;\n" ::"r"(3 + cw) : "memory");
 #pragma unroll
-        for (int jj = 0; jj < PASS; jj += 2) {
-            uint32_t q[4];
+        for (int c0 = 0; c0 < PASS; c0 += CH) {
+            if (c0 > 0) {
 #pragma unroll
-            for (int b = 0; b < 2; ++b) {
-                const int j = p * PASS + jj + b;
-                const int col = n0 + 8 * j + 2 * t;
-                float v[4];
-                if (DUAL) {
-                    const GeGatePair gp = ge_gate_pair(e, col, a.cols);
-#pragma unroll
-                    for (int i = 0; i < 4; ++i)
-                        v[i] = ge_gated<ACT>(gp, i & 1, acc[4 * j + i],
-                                             acc[4 * (j + UP) + i]);
-                } else {
-                    float bc[2], sc[2];
-                    ge_bias_pair(e.bias_on_cols ? e.bias : (const T *)NULL,
-                                 col, a.cols, bc);
-                    ge_scale_pair(e.scale, col, a.cols, sc);
-                    sc[0] *= e.alpha; /* alpha alone without a scale */
-                    sc[1] *= e.alpha;
-#pragma unroll
-                    for (int i = 0; i < 4; ++i)
-                        v[i] = ge_act<ACT>(acc[4 * j + i] * sc[i & 1] +
-                                           (e.bias_on_cols ? bc[i & 1]
-                                                           : br[i >> 1]));
-                }
-                q[2 * b] = pack2<T>(v[0], v[1]);     /* row g */
-                q[2 * b + 1] = pack2<T>(v[2], v[3]); /* row g + 8 */
+                for (int b = 0; b < CH; ++b)
+                    ge_vec_load(v[b], e, n0 + 8 * (p * PASS + c0 + b) + 2 * t,
+                                a.cols);
             }
-            const int cb = jj + sblk; /* block within the pass */
-            stmatrix_x4(smem_addr(out) + (cb >> 3) * 8192 +
-                            swz128(srow, cb & 7),
-                        q[0], q[1], q[2], q[3]);
+#pragma unroll
+            for (int jj = c0; jj < c0 + CH; jj += 2) {
+                uint32_t q[4];
+#pragma unroll
+                for (int b = 0; b < 2; ++b) {
+                    const int j = p * PASS + jj + b;
+                    const Vec &w = v[jj - c0 + b];
+                    float o[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        o[i] = ge_staged_value<ACT>(w, e, i, acc[4 * j + i],
+                                                    DUAL ? acc[4 * (j + UP) + i]
+                                                         : br[i >> 1]);
+                    q[2 * b] = pack2<T>(o[0], o[1]);     /* row g */
+                    q[2 * b + 1] = pack2<T>(o[2], o[3]); /* row g + 8 */
+                }
+                const int cb = jj + sblk; /* block within the pass */
+                stmatrix_x4(smem_addr(out) + (cb >> 3) * 8192 +
+                                swz128(srow, cb & 7),
+                            q[0], q[1], q[2], q[3]);
+            }
         }
         fence_proxy_async();
         asm volatile("bar.sync %0, 128;\n" ::"r"(3 + cw) : "memory");
@@ -453,7 +521,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
                 bmask |= (uint16_t)(1u << (i + CM * rn));
             for (int u = first; u < units; u += step) {
                 int ur, uc;
-                ge_tile(u, units_r, units_c, ur, uc);
+                ge_tile(u, units_r, units_c, a.group, ur, uc);
                 const int m0 = (ur * CM + rm) * kGeBM;
                 const int n0 = (uc * CN + rn) * bn_out;
                 for (int kb = 0; kb < kblocks; ++kb) {
@@ -498,23 +566,23 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     float acc[S::HALVES][S::NACC];
     int it = 0; /* k-blocks of the CTA's sequence before this tile */
     for (int L = 0, u = first; u < units; ++L, u += step) {
-        if (MODE == GE_PINGPONG && (L & 1) != cw) {
+        if (S::PINGPONG && (L & 1) != cw) {
             it += kblocks;
             continue;
         }
         int ur, uc;
-        ge_tile(u, units_r, units_c, ur, uc);
+        ge_tile(u, units_r, units_c, a.group, ur, uc);
         const int m0 = (ur * CM + rm) * kGeBM;
         const int n0 = (uc * CN + rn) * bn_out;
         /* ping-pong: the other warpgroup has issued its mainloop */
-        if (MODE == GE_PINGPONG && L > 0)
+        if (S::PINGPONG && L > 0)
             named_sync(1 + cw);
         int stage = it % S::STAGES;
         uint32_t phase = (uint32_t)(it / S::STAGES) & 1u;
         int prev = -1;
         /* rows of A this warpgroup multiplies: all 128 (ping-pong, two
          * halves) or its own 64 (cooperative) */
-        const int arow = MODE == GE_PINGPONG ? 0 : 64 * cw;
+        const int arow = S::PINGPONG ? 0 : 64 * cw;
         for (int kb = 0; kb < kblocks; ++kb) {
             mbar_wait(&full[stage], phase);
             const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
@@ -539,7 +607,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         }
         /* ping-pong: the tensor cores are the other warpgroup's while
          * this one finishes */
-        if (MODE == GE_PINGPONG && u + step < units)
+        if (S::PINGPONG && u + step < units)
             named_arrive(1 + (cw ^ 1));
         wg_wait<0>();
 #pragma unroll
@@ -734,6 +802,7 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
     a.k = (int)k;
     a.tiles_r = (int)((rows + kGeBM - 1) / kGeBM);
     a.tiles_c = (int)((cols + bn_out - 1) / bn_out);
+    a.group = FBF_KNOB(engine_group) > 0 ? FBF_KNOB(engine_group) : kGeGroup;
     a.ep.d = static_cast<T *>(d);
     a.ep.ldd = ldd;
     a.ep.alpha = 1.0f;
@@ -848,25 +917,47 @@ template <typename T>
 static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                          const float *scale)
 {
-    return ge_mode_single(p->ep.act, p->k) == GE_PINGPONG
-               ? ge_gemm_mode<T, GE_PINGPONG>(env, p, scale)
-               : ge_gemm_mode<T, GE_COOPERATIVE>(env, p, scale);
+    switch (ge_mode_single(p->ep.act, p->k)) {
+    case GE_PINGPONG:
+        return ge_gemm_mode<T, GE_PINGPONG>(env, p, scale);
+    case GE_PINGPONG_PAIR:
+        return ge_gemm_mode<T, GE_PINGPONG_PAIR>(env, p, scale);
+    default:
+        return ge_gemm_mode<T, GE_COOPERATIVE>(env, p, scale);
+    }
+}
+
+/* The dual GEMM in the arrangement the rule picks for it. */
+template <typename T>
+static fb_status ge_dual_any(const fb_fused_env *env, const fb_mlp_problem *p,
+                             void *hbuf, int64_t ldh, const float *sg,
+                             const float *su)
+{
+    switch (ge_mode_dual(p->k)) {
+    case GE_PINGPONG:
+        return ge_dual<T, GE_PINGPONG>(env, p, hbuf, ldh, sg, su);
+    case GE_PINGPONG_PAIR:
+        return ge_dual<T, GE_PINGPONG_PAIR>(env, p, hbuf, ldh, sg, su);
+    default:
+        return ge_dual<T, GE_COOPERATIVE>(env, p, hbuf, ldh, sg, su);
+    }
 }
 
 template <typename T>
 static fb_status ge_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
                         void *hbuf)
 {
-    fb_status st = ge_mode_dual(p->k) == GE_PINGPONG
-                       ? ge_dual<T, GE_PINGPONG>(env, p, hbuf, p->h, NULL,
-                                                 NULL)
-                       : ge_dual<T, GE_COOPERATIVE>(env, p, hbuf, p->h,
-                                                    NULL, NULL);
+    fb_status st = ge_dual_any<T>(env, p, hbuf, p->h, NULL, NULL);
     if (st != FB_STATUS_SUCCESS || FBF_KNOB(h_only))
         return st;
-    return ge_mode_single(FB_ACT_NONE, p->h) == GE_PINGPONG
-               ? ge_down<T, GE_PINGPONG>(env, p, hbuf)
-               : ge_down<T, GE_COOPERATIVE>(env, p, hbuf);
+    switch (ge_mode_single(FB_ACT_NONE, p->h)) {
+    case GE_PINGPONG:
+        return ge_down<T, GE_PINGPONG>(env, p, hbuf);
+    case GE_PINGPONG_PAIR:
+        return ge_down<T, GE_PINGPONG_PAIR>(env, p, hbuf);
+    default:
+        return ge_down<T, GE_COOPERATIVE>(env, p, hbuf);
+    }
 }
 
 } /* namespace fbf */
@@ -977,13 +1068,9 @@ fb_status fbf_mlp_hidden_sm90(const fb_fused_env *env,
     if (!ge_hbuf_ok(p, h, ldh, h_bytes))
         return FB_STATUS_NOT_SUPPORTED;
     const bool bf = p->dtype == FB_DTYPE_BF16;
-    const bool pp = ge_mode_dual(p->k) == GE_PINGPONG;
     const fb_status st =
-        bf ? (pp ? ge_dual<__nv_bfloat16, GE_PINGPONG>(env, p, h, ldh, sg, su)
-                 : ge_dual<__nv_bfloat16, GE_COOPERATIVE>(env, p, h, ldh, sg,
-                                                          su))
-           : (pp ? ge_dual<__half, GE_PINGPONG>(env, p, h, ldh, sg, su)
-                 : ge_dual<__half, GE_COOPERATIVE>(env, p, h, ldh, sg, su));
+        bf ? ge_dual_any<__nv_bfloat16>(env, p, h, ldh, sg, su)
+           : ge_dual_any<__half>(env, p, h, ldh, sg, su);
     if (st == FB_STATUS_SUCCESS)
         fbf_set_path(path, pathlen, bf ? "mlp_sm90_bf16" : "mlp_sm90_f16");
     return st;

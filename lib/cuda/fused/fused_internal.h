@@ -40,7 +40,9 @@ typedef struct fbf_tuning {
     int tma_stages;    /* TMA engine: stages in its ring (2..8) */
     int tma_box_cols;  /* TMA engine: columns a box (64, 128, 256) */
     int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
-    int engine_mode;   /* GEMM engine: 1 ping-pong, 2 cooperative (0: its
+    int engine_mode;   /* GEMM engine: 1 ping-pong, 2 cooperative, 3
+                          ping-pong in clusters of 2 (0: its own choice) */
+    int engine_group;  /* GEMM engine: unit-rows a raster group (0: its
                           own choice) */
     int engine_store;  /* GEMM engine: 1 each thread stores its pairs (0:
                           through shared memory and TMA where allowed) */
