@@ -13,7 +13,8 @@
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
 // --ncu (one launch of each kernel, for ncu), --ab (interleaved timings
 // of the epilogue's two stores in both arrangements), --epi (interleaved
-// timings of each part of the epilogue: bias, activation, both).
+// timings of each part of the epilogue: bias, activation, both), --dual
+// (interleaved timings of the gated MLP's dual GEMM alone).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -405,6 +406,74 @@ static void time_mlp(cublasHandle_t cb, const fb_fused_env &env, int M, int K,
     cudaFree(g); cudaFree(u); cudaFree(y); cudaFree(y2);
 }
 
+// The dual GEMM alone (H = silu(X Wg^T) .* X Wu^T, the knob h_only) in
+// each arrangement, one launch at a time round-robin; medians.
+static void time_dual(const fb_fused_env &env, int M, int K, int H)
+{
+    bf16 *x, *wg, *wu, *h;
+    CK(cudaMalloc(&x, (size_t)M * K * 2));
+    CK(cudaMalloc(&wg, (size_t)H * K * 2));
+    CK(cudaMalloc(&wu, (size_t)H * K * 2));
+    CK(cudaMalloc(&h, (size_t)M * H * 2));
+    fill<<<512, 256>>>(x, (size_t)M * K, 3u, 2.0f);
+    fill<<<512, 256>>>(wg, (size_t)H * K, 9u, 0.1f);
+    fill<<<512, 256>>>(wu, (size_t)H * K, 19u, 0.1f);
+    CK(cudaDeviceSynchronize());
+    fb_mlp_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = FB_DTYPE_BF16;
+    p.gate_act = FB_ACT_SILU;
+    p.m = M;
+    p.k = K;
+    p.h = H;
+    p.n = K;
+    p.x = x;
+    p.ldx = K;
+    p.wg = wg;
+    p.wu = wu;
+    p.wd = wg; /* not read: h_only */
+    p.y = h;
+    p.ldy = K;
+    const int modes[3] = {2, 1, 3};
+    static const char *const name[3] = {"coop", "ping-pong", "ping-pong 2x1"};
+    fbf_knobs.h_only = 1;
+    cudaEvent_t ev[6];
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    std::vector<float> t[3];
+    for (int rep = 0; rep < 18; ++rep) {
+        for (int v = 0; v < 3; ++v) {
+            fbf_knobs.engine_mode = modes[v];
+            CK(cudaEventRecord(ev[2 * v], env.stream));
+            if (fbf_mlp_sm90(&env, &p, h, (size_t)M * H * 2, FBF_RUN, NULL,
+                             0) != FB_STATUS_SUCCESS) {
+                printf("engine dual refused\n");
+                exit(1);
+            }
+            CK(cudaEventRecord(ev[2 * v + 1], env.stream));
+        }
+        CK(cudaStreamSynchronize(env.stream));
+        for (int v = 0; rep >= 3 && v < 3; ++v) {
+            float ms;
+            CK(cudaEventElapsedTime(&ms, ev[2 * v], ev[2 * v + 1]));
+            t[v].push_back(ms);
+        }
+    }
+    const double fl = 4.0 * M * (double)K * H;
+    printf("dual %5d x %5d -> %5d", M, K, H);
+    for (int v = 0; v < 3; ++v) {
+        std::sort(t[v].begin(), t[v].end());
+        const float ms = t[v][t[v].size() / 2];
+        printf(" | %s %7.1f us (%3.0f TF)", name[v], ms * 1e3, fl / ms / 1e9);
+    }
+    printf("\n");
+    fbf_knobs.h_only = 0;
+    fbf_knobs.engine_mode = 0;
+    for (auto &e : ev)
+        cudaEventDestroy(e);
+    cudaFree(x); cudaFree(wg); cudaFree(wu); cudaFree(h);
+}
+
 // The arrangements compared side by side: engine_mode, engine_store.
 struct Arrangement {
     const char *name;
@@ -541,6 +610,15 @@ int main(int argc, char **argv)
             time_interleaved(cb, env, 8192, 11008, 4096, EPI_BIAS_GELU);
         }
         fbf_knobs.engine_group = 0;
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--dual") == 0) {
+        const int sh[][3] = {{8192, 768, 3072},   {2048, 4096, 14336},
+                             {8192, 4096, 14336}, {1024, 4096, 11008},
+                             {4096, 4096, 11008}, {4096, 1024, 4096},
+                             {3000, 2000, 5000}};
+        for (auto &d : sh)
+            time_dual(env, d[0], d[1], d[2]);
         return 0;
     }
     const int modes[3] = {2, 1, 3};

@@ -34,7 +34,7 @@
  *   - ping-pong: each warpgroup owns alternate 128 x 128 tiles; a pair of
  *     named barriers lets one issue its mainloop while the other runs its
  *     epilogue, so the tensor cores do not wait for epilogues (clusters of
- *     2 x 2);
+ *     2 x 2, or of 2 x 1 to fill every SM);
  *   - cooperative: both work on one 128 x 256 tile, 64 rows each (m64n256),
  *     twice the reuse a stage, the epilogue exposed (clusters of 2 x 1).
  */
@@ -109,7 +109,7 @@ template <typename T> struct GeEpilogue {
 template <typename T> struct GeArgs {
     int rows, cols, k;      /* cols: output columns */
     int tiles_r, tiles_c;
-    int group;              /* unit-rows a raster group */
+    int group;              /* unit-rows a raster group (ge_group) */
     int tma_store;          /* D through shared memory and its tensor map */
     GeEpilogue<T> ep;
 };
@@ -690,6 +690,26 @@ static cudaError_t ge_prepare(GeKernelState &st, const void *func,
     return cudaSuccess;
 }
 
+/* The raster's depth in unit-rows: the one that makes the operand rows
+ * the clusters in flight read fewest (group x CM tiles of X rows, and
+ * clusters / group unit-columns of CN x BN weight rows), so that a
+ * k-block one cluster loads is likelier still in L2 when the next asks
+ * for it. Ties go to the deeper group. */
+static int ge_group(int clusters, int units_r, int cm, int cn, int bn)
+{
+    int best = 1;
+    long best_rows = -1;
+    for (int g = 1; g <= kGeGroup && g <= units_r; ++g) {
+        const long rows = (long)g * cm * kGeBM +
+                          (long)((clusters + g - 1) / g) * cn * bn;
+        if (best_rows < 0 || rows <= best_rows) {
+            best = g;
+            best_rows = rows;
+        }
+    }
+    return best;
+}
+
 template <typename T, bool DUAL, int ACT, int MODE>
 static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
@@ -713,6 +733,9 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     if (env->sm_count / CLUSTER < clusters)
         clusters = env->sm_count / CLUSTER > 0 ? env->sm_count / CLUSTER : 1;
     const int grid = (units < clusters ? units : clusters) * CLUSTER;
+    if (a.group <= 0)
+        a.group = ge_group(grid / CLUSTER, (a.tiles_r + S::CM - 1) / S::CM,
+                           S::CM, S::CN, S::BN);
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2),
@@ -802,7 +825,7 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
     a.k = (int)k;
     a.tiles_r = (int)((rows + kGeBM - 1) / kGeBM);
     a.tiles_c = (int)((cols + bn_out - 1) / bn_out);
-    a.group = FBF_KNOB(engine_group) > 0 ? FBF_KNOB(engine_group) : kGeGroup;
+    a.group = FBF_KNOB(engine_group); /* 0: ge_launch's choice */
     a.ep.d = static_cast<T *>(d);
     a.ep.ldd = ldd;
     a.ep.alpha = 1.0f;
@@ -829,17 +852,20 @@ static void ge_output_map(CUtensorMap *td, const CUtensorMap &ta, fb_dtype dt,
 
 /* The consumers' arrangement for one launch (the engine_mode knob, for
  * the probe, else the rule). Ping-pong hides the epilogue behind the
- * other warpgroup's mainloop, so it wins where the epilogue has an
- * activation and where a tile's mainloop is short; cooperative tiles
- * move fewer bytes through L2 a flop and its clusters of 2 fill every SM
- * (ping-pong's clusters of 4 leave some idle), so it wins on plain
- * products from k = 2048 on. The measurements behind the bounds are in
- * docs/gemm-engine.md. */
-static int ge_mode_single(fb_activation act, int64_t k)
+ * other warpgroup's mainloop; cooperative tiles move fewer bytes through
+ * L2 a flop but run the epilogue with the tensor cores idle. So: from
+ * k = 2048 on, a product with an epilogue beyond alpha (an activation, a
+ * bias, column scales) goes to ping-pong in clusters of 2, which fill
+ * every SM, and a plain one to cooperative; a shorter mainloop to
+ * ping-pong in clusters of 4, which move the fewest bytes. The
+ * measurements behind the bounds are in docs/gemm-engine.md. */
+static int ge_mode_single(fb_activation act, bool vectors, int64_t k)
 {
     if (FBF_KNOB(engine_mode))
         return FBF_KNOB(engine_mode) - 1;
-    return act != FB_ACT_NONE || k < 2048 ? GE_PINGPONG : GE_COOPERATIVE;
+    if (k < 2048)
+        return GE_PINGPONG;
+    return act != FB_ACT_NONE || vectors ? GE_PINGPONG_PAIR : GE_COOPERATIVE;
 }
 
 static int ge_mode_dual(int64_t k)
@@ -917,7 +943,8 @@ template <typename T>
 static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
                          const float *scale)
 {
-    switch (ge_mode_single(p->ep.act, p->k)) {
+    switch (ge_mode_single(p->ep.act, p->ep.bias != NULL || scale != NULL,
+                           p->k)) {
     case GE_PINGPONG:
         return ge_gemm_mode<T, GE_PINGPONG>(env, p, scale);
     case GE_PINGPONG_PAIR:
@@ -950,7 +977,7 @@ static fb_status ge_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
     fb_status st = ge_dual_any<T>(env, p, hbuf, p->h, NULL, NULL);
     if (st != FB_STATUS_SUCCESS || FBF_KNOB(h_only))
         return st;
-    switch (ge_mode_single(FB_ACT_NONE, p->h)) {
+    switch (ge_mode_single(FB_ACT_NONE, p->bd != NULL, p->h)) {
     case GE_PINGPONG:
         return ge_down<T, GE_PINGPONG>(env, p, hbuf);
     case GE_PINGPONG_PAIR:
