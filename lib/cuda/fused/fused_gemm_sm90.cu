@@ -11,7 +11,7 @@
  *
  * Pieces, each knowing nothing of the others' insides:
  *   - the tile scheduler: a cluster of CM x CN CTAs takes CM x CN output
- *     tiles at a time, the units grouped 16 unit-rows deep so that the
+ *     tiles at a time, the units grouped 8 unit-rows deep so that the
  *     units in flight share their operands in L2; cluster c takes units
  *     c, c + clusters, ...;
  *   - the mainloop: one producer thread a CTA issues TMA copies of a
@@ -55,7 +55,9 @@ enum {
     kGeBM = 128,      /* tile rows: two m64 wgmma halves */
     kGeBK = 64,       /* k-block: one 128-byte swizzled row */
     kGeThreads = 384, /* warpgroup 0 loads, 1 and 2 compute */
-    kGeGroup = 16     /* unit-rows per raster group */
+    kGeGroup = 8      /* unit-rows a raster group (deeper groups keep
+                         more of a long-k product's operands in flight
+                         than L2 holds) */
 };
 
 /* The ways the consumers share the work:
@@ -109,7 +111,7 @@ template <typename T> struct GeEpilogue {
 template <typename T> struct GeArgs {
     int rows, cols, k;      /* cols: output columns */
     int tiles_r, tiles_c;
-    int group;              /* unit-rows a raster group (ge_group) */
+    int group;              /* unit-rows a raster group */
     int tma_store;          /* D through shared memory and its tensor map */
     GeEpilogue<T> ep;
 };
@@ -690,26 +692,6 @@ static cudaError_t ge_prepare(GeKernelState &st, const void *func,
     return cudaSuccess;
 }
 
-/* The raster's depth in unit-rows: the one that makes the operand rows
- * the clusters in flight read fewest (group x CM tiles of X rows, and
- * clusters / group unit-columns of CN x BN weight rows), so that a
- * k-block one cluster loads is likelier still in L2 when the next asks
- * for it. Ties go to the deeper group. */
-static int ge_group(int clusters, int units_r, int cm, int cn, int bn)
-{
-    int best = 1;
-    long best_rows = -1;
-    for (int g = 1; g <= kGeGroup && g <= units_r; ++g) {
-        const long rows = (long)g * cm * kGeBM +
-                          (long)((clusters + g - 1) / g) * cn * bn;
-        if (best_rows < 0 || rows <= best_rows) {
-            best = g;
-            best_rows = rows;
-        }
-    }
-    return best;
-}
-
 template <typename T, bool DUAL, int ACT, int MODE>
 static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
@@ -733,9 +715,6 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     if (env->sm_count / CLUSTER < clusters)
         clusters = env->sm_count / CLUSTER > 0 ? env->sm_count / CLUSTER : 1;
     const int grid = (units < clusters ? units : clusters) * CLUSTER;
-    if (a.group <= 0)
-        a.group = ge_group(grid / CLUSTER, (a.tiles_r + S::CM - 1) / S::CM,
-                           S::CM, S::CN, S::BN);
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2),
@@ -825,7 +804,7 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
     a.k = (int)k;
     a.tiles_r = (int)((rows + kGeBM - 1) / kGeBM);
     a.tiles_c = (int)((cols + bn_out - 1) / bn_out);
-    a.group = FBF_KNOB(engine_group); /* 0: ge_launch's choice */
+    a.group = FBF_KNOB(engine_group) > 0 ? FBF_KNOB(engine_group) : kGeGroup;
     a.ep.d = static_cast<T *>(d);
     a.ep.ldd = ldd;
     a.ep.alpha = 1.0f;
