@@ -14,7 +14,8 @@
 // --ncu (one launch of each kernel, for ncu), --ab (interleaved timings
 // of the epilogue's two stores in both arrangements), --epi (interleaved
 // timings of each part of the epilogue: bias, activation, both), --dual
-// (interleaved timings of the gated MLP's dual GEMM alone).
+// (interleaved timings of the gated MLP's dual GEMM alone), --groups
+// (both, at raster groups of 4 and 8 unit-rows).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -608,6 +609,26 @@ int main(int argc, char **argv)
             time_interleaved(cb, env, 8192, 8192, 8192, EPI_PLAIN);
             time_interleaved(cb, env, 8192, 8192, 8192, EPI_BIAS_GELU);
             time_interleaved(cb, env, 8192, 11008, 4096, EPI_BIAS_GELU);
+        }
+        fbf_knobs.engine_group = 0;
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--groups") == 0) {
+        // raster depths side by side: products and dual GEMMs
+        const int sh[][3] = {{8192, 11008, 4096}, {2048, 14336, 4096},
+                             {8192, 8192, 8192}, {4096, 4096, 4096},
+                             {1024, 11008, 4096}, {3000, 5000, 2000}};
+        const int du[][3] = {{2048, 4096, 14336}, {4096, 4096, 11008},
+                             {1024, 4096, 11008}, {8192, 768, 3072}};
+        for (int group = 4; group <= 8; group *= 2) {
+            fbf_knobs.engine_group = group;
+            printf("raster groups of %d unit-rows:\n", group);
+            for (auto &g : sh) {
+                time_interleaved(cb, env, g[0], g[1], g[2], EPI_PLAIN);
+                time_interleaved(cb, env, g[0], g[1], g[2], EPI_BIAS_GELU);
+            }
+            for (auto &d : du)
+                time_dual(env, d[0], d[1], d[2]);
         }
         fbf_knobs.engine_group = 0;
         return 0;
