@@ -11,9 +11,9 @@
  *
  * Pieces, each knowing nothing of the others' insides:
  *   - the tile scheduler: a cluster of CM x CN CTAs takes CM x CN output
- *     tiles at a time, the units grouped 8 unit-rows deep so that the
- *     units in flight share their operands in L2; cluster c takes units
- *     c, c + clusters, ...;
+ *     tiles at a time, the units grouped 4 or 8 unit-rows deep so that
+ *     the units in flight share their operands in L2; cluster c takes
+ *     units c, c + clusters, ...;
  *   - the mainloop: one producer thread a CTA issues TMA copies of a
  *     k-block (64) into a ring of shared-memory stages (full/empty
  *     mbarriers), multicasting its share of the tile its cluster row (A)
@@ -54,10 +54,7 @@ namespace fbf {
 enum {
     kGeBM = 128,      /* tile rows: two m64 wgmma halves */
     kGeBK = 64,       /* k-block: one 128-byte swizzled row */
-    kGeThreads = 384, /* warpgroup 0 loads, 1 and 2 compute */
-    kGeGroup = 8      /* unit-rows a raster group (deeper groups keep
-                         more of a long-k product's operands in flight
-                         than L2 holds) */
+    kGeThreads = 384  /* warpgroup 0 loads, 1 and 2 compute */
 };
 
 /* The ways the consumers share the work:
@@ -88,6 +85,10 @@ template <int MODE> struct GeShape {
      * tile (TMA multicast) */
     static const int CM = 2;
     static const int CN = MODE == GE_PINGPONG ? 2 : 1;
+    /* unit-rows a raster group: deeper groups keep more of a long-k
+     * product's operands in flight than L2 holds, the pairs' most (each
+     * reads its own X tile) */
+    static const int GROUP = MODE == GE_PINGPONG_PAIR ? 4 : 8;
     static const int SMEM =
         1024 + STAGES * STAGE_BYTES + OUT_BYTES + 2 * STAGES * 8;
 };
@@ -413,10 +414,13 @@ __device__ __forceinline__ void ge_epilogue_staged(const GeArgs<T> &a,
                     const Vec &w = v[jj - c0 + b];
                     float o[4];
 #pragma unroll
-                    for (int i = 0; i < 4; ++i)
+                    for (int i = 0; i < 4; ++i) {
+                        /* dual: the up value; single: the row's bias */
+                        const float y = DUAL ? acc[4 * (j + UP) + i]
+                                             : br[i >> 1];
                         o[i] = ge_staged_value<ACT>(w, e, i, acc[4 * j + i],
-                                                    DUAL ? acc[4 * (j + UP) + i]
-                                                         : br[i >> 1]);
+                                                    y);
+                    }
                     q[2 * b] = pack2<T>(o[0], o[1]);     /* row g */
                     q[2 * b + 1] = pack2<T>(o[2], o[3]); /* row g + 8 */
                 }
@@ -715,6 +719,8 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     if (env->sm_count / CLUSTER < clusters)
         clusters = env->sm_count / CLUSTER > 0 ? env->sm_count / CLUSTER : 1;
     const int grid = (units < clusters ? units : clusters) * CLUSTER;
+    if (a.group <= 0)
+        a.group = S::GROUP;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2),
@@ -804,7 +810,7 @@ static GeArgs<T> ge_args(int64_t rows, int64_t cols, int64_t k, int bn_out,
     a.k = (int)k;
     a.tiles_r = (int)((rows + kGeBM - 1) / kGeBM);
     a.tiles_c = (int)((cols + bn_out - 1) / bn_out);
-    a.group = FBF_KNOB(engine_group) > 0 ? FBF_KNOB(engine_group) : kGeGroup;
+    a.group = FBF_KNOB(engine_group); /* 0: the arrangement's GROUP */
     a.ep.d = static_cast<T *>(d);
     a.ep.ldd = ldd;
     a.ep.alpha = 1.0f;
