@@ -18,9 +18,10 @@
 #include "cuda_module.h"
 #include "problem_fp8.h"
 
-/* Device memory in bytes the MLP needs beside its operands (H, and for
- * off the decode kernel the fp32 G and U). */
-size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p);
+/* Device memory in bytes the MLP needs beside its operands: H, and the
+ * fp32 G and U where neither the decode kernel nor the engine forms H. */
+size_t fb_fp8_mlp_scratch_bytes(fb_cuda_ctx *ctx,
+                                const fb_e4m3_mlp_problem *p);
 
 /* Launch on stream; path receives the kernel's name. FB_STATUS_SUCCESS
  * once launched (the caller checks the launch error). */
@@ -54,7 +55,10 @@ fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
 /* The MLP's H = act(sg .* X Wg^T + bg) .* (su .* X Wu^T + bu) for 128
  * rows or more of 16-bit data on the GEMM engine (fused_fp8_prefill.cu),
  * into hbuf (m x h, row stride h, hbuf_bytes long). NOT_SUPPORTED, nothing
- * launched, where the engine does not cover the call. */
+ * launched, where the engine does not cover the call, which _applies
+ * tells beforehand. */
+bool fb_fp8_gate_up_prefill_applies(fb_cuda_ctx *ctx,
+                                    const fb_e4m3_mlp_problem *p);
 fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
                                  const fb_e4m3_mlp_problem *p, void *hbuf,
                                  size_t hbuf_bytes, fb_cuda_result *r);

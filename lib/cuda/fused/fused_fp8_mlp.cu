@@ -124,11 +124,15 @@ void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
 
 } // namespace
 
-size_t fb_fp8_mlp_scratch_bytes(const fb_e4m3_mlp_problem *p)
+size_t fb_fp8_mlp_scratch_bytes(fb_cuda_ctx *ctx,
+                                const fb_e4m3_mlp_problem *p)
 {
     const size_t mh = (size_t)p->m * (size_t)p->h;
     const size_t hbytes = (mh * elem_size(p->dtype) + 255) / 256 * 256;
-    return gate_up_decode_applies(p) ? hbytes : hbytes + 2 * mh * 4;
+    return gate_up_decode_applies(p) ||
+                   fb_fp8_gate_up_prefill_applies(ctx, p)
+               ? hbytes
+               : hbytes + 2 * mh * 4;
 }
 
 fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
@@ -136,7 +140,7 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
                      size_t scratch_bytes, char *path, size_t len,
                      fb_cuda_result *r)
 {
-    if (scratch_bytes < fb_fp8_mlp_scratch_bytes(p))
+    if (scratch_bytes < fb_fp8_mlp_scratch_bytes(ctx, p))
         return FB_STATUS_INTERNAL;
     const size_t mh = (size_t)p->m * (size_t)p->h;
     void *hbuf = scratch;
@@ -155,8 +159,12 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         if (engine != FB_STATUS_SUCCESS)
             return engine;
     } else if (p->h > 0) {
-        char *base = (char *)scratch +
-                     (mh * elem_size(p->dtype) + 255) / 256 * 256;
+        /* the scratch holds G and U here: the engine said beforehand
+         * that it would not form H (fb_fp8_mlp_scratch_bytes) */
+        const size_t hbytes = (mh * elem_size(p->dtype) + 255) / 256 * 256;
+        if (scratch_bytes < hbytes + 2 * mh * 4)
+            return FB_STATUS_INTERNAL;
+        char *base = (char *)scratch + hbytes;
         float *g = (float *)base, *u = g + mh;
         fb_e4m3_gemm_problem q[2] = {
             projection(p->dtype, p->m, p->h, p->k, p->x, p->ldx, p->wg,

@@ -189,6 +189,33 @@ fb_status run_engine(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
     return FB_STATUS_SUCCESS;
 }
 
+/* The engine's dual GEMM for gate and up over tiles of `most` hidden
+ * channels (width a tile), as fbf_mlp_hidden_sm90 is asked: whether it
+ * covers the call, with a stand-in for the widened tile. */
+bool gate_up_engine_covers(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
+                           fb_fused_env *env, fb_mlp_problem *q,
+                           int64_t *width, int64_t *most)
+{
+    fb_ctx_fused_env(ctx, FB_MATH_DEFAULT, env);
+    /* Wg as a gemm problem, for the tiling (both 16-bit types alike) */
+    fb_e4m3_gemm_problem wg;
+    memset(&wg, 0, sizeof wg);
+    wg.dtype = p->dtype;
+    wg.m = p->m, wg.n = p->h, wg.k = p->k;
+    *width = tile_channels(&wg, 2 * 2, (size_t)128 << 20);
+    *most = *width < p->h ? *width : p->h;
+    memset(q, 0, sizeof *q);
+    q->dtype = p->dtype;
+    q->gate_act = p->gate_act;
+    q->m = p->m, q->k = p->k, q->h = *most, q->n = 0;
+    q->x = p->x, q->ldx = p->ldx;
+    /* Wu's tile follows Wg's, most * k elements on: 16-byte aligned
+     * wherever k is a multiple of 8, which the engine asks anyway */
+    q->wg = q->wu = &widened_stand_in;
+    return fbf_mlp_hidden_sm90(env, q, NULL, NULL, NULL, 0, 0, NULL, 0) ==
+           FB_STATUS_SUCCESS;
+}
+
 /* The gated MLP's gate and up projections on the engine's dual GEMM: per
  * tile of hidden channels, Wg's and Wu's rows widened side by side in the
  * staging, H = act(sg .* G + bg) .* (su .* U + bu) formed in its epilogue
@@ -198,8 +225,11 @@ fb_status run_gate_up(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
                       void *hbuf, size_t hbuf_bytes, fb_cuda_result *r)
 {
     fb_fused_env env;
-    fb_ctx_fused_env(ctx, FB_MATH_DEFAULT, &env);
-    /* Wg and Wu as gemm problems, for the widening and the tiling */
+    fb_mlp_problem q;
+    int64_t width, most;
+    if (!gate_up_engine_covers(ctx, p, &env, &q, &width, &most))
+        return FB_STATUS_NOT_SUPPORTED;
+    /* Wg and Wu as gemm problems, for the widening */
     fb_e4m3_gemm_problem wg;
     memset(&wg, 0, sizeof wg);
     wg.dtype = p->dtype;
@@ -207,20 +237,6 @@ fb_status run_gate_up(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
     wg.w = p->wg, wg.w_cs = p->k, wg.w_ks = 1;
     fb_e4m3_gemm_problem wu = wg;
     wu.w = p->wu;
-    const int64_t width = tile_channels(&wg, 2 * sizeof(T), (size_t)128 << 20);
-    const int64_t most = width < p->h ? width : p->h;
-    fb_mlp_problem q;
-    memset(&q, 0, sizeof q);
-    q.dtype = p->dtype;
-    q.gate_act = p->gate_act;
-    q.m = p->m, q.k = p->k, q.h = most, q.n = 0;
-    q.x = p->x, q.ldx = p->ldx;
-    /* Wu's tile follows Wg's, most * k elements on: 16-byte aligned
-     * wherever k is a multiple of 8, which the engine asks anyway */
-    q.wg = q.wu = &widened_stand_in;
-    if (fbf_mlp_hidden_sm90(&env, &q, NULL, NULL, NULL, 0, 0, NULL, 0) !=
-        FB_STATUS_SUCCESS)
-        return FB_STATUS_NOT_SUPPORTED;
     fb_status st = fb_ctx_reserve(
         ctx, &ctx->staging, 2 * (size_t)most * (size_t)p->k * sizeof(T), r);
     if (st != FB_STATUS_SUCCESS)
@@ -360,6 +376,17 @@ fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
                        : run<__half, __half>(ctx, p, transb, ldb, r);
     return f32_out ? run<__nv_bfloat16, float>(ctx, p, transb, ldb, r)
                    : run<__nv_bfloat16, __nv_bfloat16>(ctx, p, transb, ldb, r);
+}
+
+bool fb_fp8_gate_up_prefill_applies(fb_cuda_ctx *ctx,
+                                    const fb_e4m3_mlp_problem *p)
+{
+    fb_fused_env env;
+    fb_mlp_problem q;
+    int64_t width, most;
+    return p->m >= FB_FP8_ENGINE_MIN_ROWS && p->h > 0 && p->k > 0 &&
+           (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
+           gate_up_engine_covers(ctx, p, &env, &q, &width, &most);
 }
 
 fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,

@@ -463,7 +463,7 @@ static fb_status module_mlp_e4m3(fb_cuda_ctx *ctx,
     fb_device_scope scope(ctx->device);
     if (scope.error() != cudaSuccess)
         return fb_result_cuda(r, scope.error(), "cudaSetDevice");
-    const size_t need = fb_fp8_mlp_scratch_bytes(p);
+    const size_t need = fb_fp8_mlp_scratch_bytes(ctx, p);
     if (need > 0) {
         st = fb_ctx_reserve(ctx, &ctx->scratch, need, r);
         if (st != FB_STATUS_SUCCESS)
