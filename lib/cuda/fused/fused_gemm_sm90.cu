@@ -939,20 +939,16 @@ static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     }
 }
 
-/* The dual GEMM in the arrangement the rule picks for it. */
+/* The dual GEMM in the arrangement the rule picks for it (the pairs are
+ * not built for it: they won no shape clearly, docs/gemm-engine.md). */
 template <typename T>
 static fb_status ge_dual_any(const fb_fused_env *env, const fb_mlp_problem *p,
                              void *hbuf, int64_t ldh, const float *sg,
                              const float *su)
 {
-    switch (ge_mode_dual(p->k)) {
-    case GE_PINGPONG:
-        return ge_dual<T, GE_PINGPONG>(env, p, hbuf, ldh, sg, su);
-    case GE_PINGPONG_PAIR:
-        return ge_dual<T, GE_PINGPONG_PAIR>(env, p, hbuf, ldh, sg, su);
-    default:
-        return ge_dual<T, GE_COOPERATIVE>(env, p, hbuf, ldh, sg, su);
-    }
+    return ge_mode_dual(p->k) == GE_PINGPONG
+               ? ge_dual<T, GE_PINGPONG>(env, p, hbuf, ldh, sg, su)
+               : ge_dual<T, GE_COOPERATIVE>(env, p, hbuf, ldh, sg, su);
 }
 
 template <typename T>
