@@ -10,7 +10,8 @@ functions, in one process, with CUDA events (median of many runs). Every
 fusedblas result is checked against eager's before it is timed.
 
     python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
-                                   [--budget SECONDS] [--quick]
+                                   [--budget SECONDS] [--quick | --engine |
+                                    --crossover | --sweep]
 
 --lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
 build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
@@ -272,6 +273,40 @@ def crossover_workloads():
     return w
 
 
+def sweep_workloads():
+    """Shapes nobody tuned for: odd row counts, and the widths of models
+    other than the ones the benchmark names, each dtype and activation;
+    the auto path (column cuda) against eager shows where the shape rule
+    or a kernel family loses."""
+    bf16, f16, f32 = torch.bfloat16, torch.float16, torch.float32
+    w = []
+    for m, k, n in ((1, 5120, 13824), (7, 3000, 7000), (24, 2560, 10240),
+                    (48, 6144, 2048), (100, 1536, 6000), (333, 4000, 4000),
+                    (777, 2048, 5632), (1500, 5120, 1280), (3000, 2000, 5000),
+                    (6000, 1024, 3072), (12000, 768, 768), (2500, 7168, 7168)):
+        w.append(Workload("sweep-gemm", "gemm", bf16, m, k, 0, n, True, False))
+    for m, k, n, act in ((5, 3584, 18944, "silu"), (1000, 3584, 18944, "silu"),
+                         (200, 1000, 3000, "none")):
+        w.append(Workload("sweep-gemm", "gemm", f16, m, k, 0, n, True, False, act))
+    for m, k, n in ((64, 1000, 1000), (2000, 1500, 2500)):
+        w.append(Workload("sweep-gemm", "gemm", f32, m, k, 0, n, True, False))
+    for m, k, h, n, act in ((1, 5120, 13824, 5120, "silu"),
+                            (8, 2560, 6912, 2560, "gelu_tanh"),
+                            (24, 3072, 8192, 3072, "silu"),
+                            (100, 2048, 5632, 2048, "silu"),
+                            (300, 1536, 8960, 1536, "silu"),
+                            (600, 4096, 14336, 4096, "silu"),
+                            (1500, 3584, 18944, 3584, "silu"),
+                            (3000, 2048, 8192, 2048, "gelu_tanh"),
+                            (5000, 1024, 2816, 1024, "silu")):
+        w.append(Workload("sweep-mlp", "mlp", bf16, m, k, h, n, False, False, act))
+    for m, k, h, n in ((17, 4096, 12288, 4096), (2500, 2560, 10240, 2560)):
+        w.append(Workload("sweep-mlp", "mlp", f16, m, k, h, n, False, False))
+    for m, k, h, n in ((4, 2048, 5504, 2048), (512, 1024, 4096, 1024)):
+        w.append(Workload("sweep-mlp", "mlp", f32, m, k, h, n, True, False))
+    return w
+
+
 def make_args(w, seed):
     """One input set: X uniform in [-1, 1), weights with variance 1/fan_in,
     biases in [-0.5, 0.5); y preallocated for fusedblas."""
@@ -384,6 +419,9 @@ def main():
     ap.add_argument("--engine", action="store_true",
                     help="the GEMM engine's table instead (products alone, "
                          "gemm + gelu, gated MLPs; a products-only column)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="shapes nobody tuned for instead (the auto path "
+                         "against eager, column auto/eager)")
     ap.add_argument("--crossover", action="store_true",
                     help="the shape rule's crossovers instead (cuda-fused "
                          "against cuda-lt where the rule's choice changes)")
@@ -412,7 +450,8 @@ def main():
           f"through 2x L2 ({l2 >> 20} MB) where they fit")
     start = time.time()
     rows, failures = [], 0
-    chosen = (crossover_workloads() if opt.crossover else
+    chosen = (sweep_workloads() if opt.sweep else
+              crossover_workloads() if opt.crossover else
               engine_workloads() if opt.engine else workloads(opt.quick))
     for w in chosen:
         nsets = 1
@@ -491,7 +530,7 @@ def main():
     # the table: times in microseconds, ratios > 1 mean fusedblas is faster
     cols = ["workload", "dtype", "shape", "eager", "compile", "cuda-lt",
             "cuda-fused", "cuda", "plan", "best/eager", "best/compile",
-            "cuda path"]
+            "auto/eager", "cuda path"]
     if opt.engine:
         cols[4:5] = ["products", "compile"]
         cols[-1:] = ["best/lt", "products/best", "best TF", "products TF",
@@ -508,6 +547,7 @@ def main():
                 fmt(r.get("plan_us")),
                 f"{r['eager_us'] / best:.2f}x" if best else "-",
                 f"{r['compile_us'] / best:.2f}x" if best and r["compile_us"] else "-",
+                f"{r['eager_us'] / r['cuda_us']:.2f}x" if r.get("cuda_us") else "-",
                 r.get("cuda_path", "")]
         if opt.engine:
             lt = r.get("cuda-lt_us")
