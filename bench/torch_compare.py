@@ -11,7 +11,7 @@ fusedblas result is checked against eager's before it is timed.
 
     python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
                                    [--budget SECONDS] [--quick | --engine |
-                                    --crossover | --sweep]
+                                    --crossover | --sweep | --gemm-rule]
 
 --lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
 build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
@@ -307,6 +307,97 @@ def sweep_workloads():
     return w
 
 
+def run_checked(fb, name, w, sets, ref):
+    """One call of w on sets[0] with path name checked against ref, then
+    timed over sets: (microseconds or None, the path or why not, the
+    relative error or None, 1 if it failed or disagreed else 0)."""
+    y = sets[0][-1]
+    y.fill_(float("nan"))
+    st = fb.call(name, w, sets[0])
+    if st == FB_NOT_SUPPORTED:
+        return None, "n/a", None, 0
+    if st != FB_SUCCESS:
+        return None, "FAILED " + fb.describe(name, st), None, 1
+    torch.cuda.synchronize()
+    path = fb.describe(name, st)
+    err = rel_err(y, ref)
+    if not err <= tolerance(w):
+        return None, path + f" MISMATCH rel err {err:.2g}", err, 1
+    return 1e3 * time_gpu(lambda a: fb.call(name, w, a), sets), path, err, 0
+
+
+def gemm_rule_grid():
+    """The gemm shape rule's boundaries (shape_rule.cu): bias + activation
+    over token counts and widths, the decode kernel's token range, and
+    tall products with narrow outputs."""
+    bf16, f16 = torch.bfloat16, torch.float16
+    w = []
+    for k, n in ((768, 3072), (1024, 4096), (1536, 6144), (2048, 8192),
+                 (3072, 3072), (4096, 4096), (4096, 14336), (5120, 13824),
+                 (8192, 2048)):
+        for t in (16, 64, 128, 256, 512, 768, 1000, 1536):
+            w.append(Workload("rule-engine", "gemm", bf16, t, k, 0, n, True, False))
+    for t in (2048, 8192, 16384):
+        for k, n in ((768, 768), (1024, 1024), (4096, 512), (2048, 1024), (512, 4096)):
+            w.append(Workload("rule-engine", "gemm", bf16, t, k, 0, n, True, False))
+    for t in (256, 1000):
+        for k, n in ((1536, 6144), (4096, 14336)):
+            w.append(Workload("rule-engine", "gemm", f16, t, k, 0, n, True, False, "silu"))
+    for k, n in ((4096, 11008), (3000, 7000), (2560, 10240), (5120, 13824),
+                 (8192, 28672), (1024, 4096), (11008, 4096)):
+        for t in (1, 2, 4, 5, 6, 8, 12, 16, 24, 32):
+            w.append(Workload("rule-decode", "gemm", bf16, t, k, 0, n, True, False))
+    for t in (4, 8, 16, 32):
+        w.append(Workload("rule-decode", "gemm", f16, t, 4096, 0, 11008, True, False, "silu"))
+    return w
+
+
+def gemm_rule_table(lib, fb):
+    """--gemm-rule: eager, cuda-lt, each fused gemm family forced by name,
+    and auto (the cuda handle), one row a shape; returns the failures."""
+    lib.fb_set_implementation.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.fb_set_implementation.restype = ctypes.c_int
+    dev = torch.cuda.current_device()
+    stream = torch.cuda.current_stream().cuda_stream
+    families = ["cuda-fused/gemm_decode", "cuda-fused/gemm_sm90"]
+    for name in families:
+        h = ctypes.c_void_p()
+        if lib.fb_create(ctypes.byref(h)) != FB_SUCCESS:
+            return 1
+        lib.fb_set_backend(h, 4)
+        lib.fb_set_cuda_device(h, dev)
+        lib.fb_set_cuda_stream(h, ctypes.c_void_p(stream))
+        if lib.fb_set_implementation(h, name.encode()) != FB_SUCCESS:
+            return 1
+        fb.handles[name] = h
+    cols = ["cuda-lt"] + families + ["cuda"]
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+    fmt = lambda v: f"{v:.1f}" if v else "-"
+    print("dtype tokens k n act | eager cuda-lt decode engine auto | auto path")
+    failures = 0
+    for w in gemm_rule_grid():
+        nsets = 1 if w.bytes_per_set() >= l2 else \
+            min(16, math.ceil(2 * l2 / w.bytes_per_set()))
+        sets = [make_args(w, 1000 * i + 7) for i in range(nsets)]
+        eager = torch_fn(w, linear_act(w.act))
+        t, path = {}, ""
+        with torch.no_grad():
+            ref = eager(sets[0])
+            t["eager"] = 1e3 * time_gpu(eager, sets)
+            for name in cols:
+                t[name], p, _, failed = run_checked(fb, name, w, sets, ref)
+                failures += failed
+                if failed:
+                    print(f"{name} {w.shape()}: {p}")
+                if name == "cuda":
+                    path = p
+        print(DTYPE_NAME[w.dtype], w.m, w.k, w.n, w.act, "|", fmt(t["eager"]),
+              *(fmt(t[c]) for c in cols), "|", path, flush=True)
+        del sets
+        torch.cuda.empty_cache()
+    return failures
+
+
 def make_args(w, seed):
     """One input set: X uniform in [-1, 1), weights with variance 1/fan_in,
     biases in [-0.5, 0.5); y preallocated for fusedblas."""
@@ -422,6 +513,9 @@ def main():
     ap.add_argument("--sweep", action="store_true",
                     help="shapes nobody tuned for instead (the auto path "
                          "against eager, column auto/eager)")
+    ap.add_argument("--gemm-rule", action="store_true",
+                    help="the gemm shape rule's boundary grid instead "
+                         "(each fused gemm family forced by name)")
     ap.add_argument("--crossover", action="store_true",
                     help="the shape rule's crossovers instead (cuda-fused "
                          "against cuda-lt where the rule's choice changes)")
@@ -448,6 +542,10 @@ def main():
     print(f"GPU: {props.name}; PyTorch {torch.__version__}; "
           f"CUDA {torch.version.cuda}; median of CUDA-event timings, inputs rotated "
           f"through 2x L2 ({l2 >> 20} MB) where they fit")
+    if opt.gemm_rule:
+        failures = gemm_rule_table(lib, fb)
+        fb.close()
+        return 1 if failures else 0
     start = time.time()
     rows, failures = [], 0
     chosen = (sweep_workloads() if opt.sweep else
@@ -481,25 +579,11 @@ def main():
                 row[name + "_us"] = None
                 if name not in fb.handles:
                     continue
-                y = sets[0][-1]
-                y.fill_(float("nan"))
-                st = fb.call(name, w, sets[0])
-                if st == FB_NOT_SUPPORTED:
-                    row[name + "_path"] = "n/a"
-                    continue
-                if st != FB_SUCCESS:
-                    row[name + "_path"] = "FAILED " + fb.describe(name, st)
-                    failures += 1
-                    continue
-                torch.cuda.synchronize()
-                row[name + "_path"] = fb.describe(name, st)
-                err = rel_err(y, ref)
-                row[name + "_err"] = err
-                if not err <= tolerance(w):
-                    row[name + "_path"] += f" MISMATCH rel err {err:.2g}"
-                    failures += 1
-                    continue
-                row[name + "_us"] = 1e3 * time_gpu(lambda a: fb.call(name, w, a), sets)
+                us, path, err, failed = run_checked(fb, name, w, sets, ref)
+                row[name + "_us"], row[name + "_path"] = us, path
+                if err is not None:
+                    row[name + "_err"] = err
+                failures += failed
             # the same on the cuda path as plans, one per set, made once
             row["plan_us"] = None
             plans = fb.make_plans(w, sets)
