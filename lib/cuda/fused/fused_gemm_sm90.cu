@@ -696,6 +696,24 @@ static cudaError_t ge_prepare(GeKernelState &st, const void *func,
     return cudaSuccess;
 }
 
+/* Units of work (CM x CN output tiles, one a CTA of a cluster). */
+template <int MODE> static int ge_units(int tiles_r, int tiles_c)
+{
+    typedef GeShape<MODE> S;
+    return (tiles_r + S::CM - 1) / S::CM * ((tiles_c + S::CN - 1) / S::CN);
+}
+
+/* The clusters of the persistent grid: as many as run at once (most
+ * CTAs), and no more CTAs than env's SMs: a caller may leave some to
+ * other work (the tensor-parallel MLP to NCCL's kernels). */
+static int ge_clusters(const fb_fused_env *env, int most, int cluster)
+{
+    int clusters = most / cluster;
+    if (env->sm_count / cluster < clusters)
+        clusters = env->sm_count / cluster > 0 ? env->sm_count / cluster : 1;
+    return clusters;
+}
+
 template <typename T, bool DUAL, int ACT, int MODE>
 static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
@@ -711,13 +729,8 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     cudaError_t e = ge_prepare<CLUSTER>(state, func, env, smem, &most);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
-    const int units = (a.tiles_r + S::CM - 1) / S::CM *
-                      ((a.tiles_c + S::CN - 1) / S::CN);
-    /* no more CTAs than env's SMs: a caller may leave some to other work
-     * (the tensor-parallel MLP to NCCL's kernels) */
-    int clusters = most / CLUSTER;
-    if (env->sm_count / CLUSTER < clusters)
-        clusters = env->sm_count / CLUSTER > 0 ? env->sm_count / CLUSTER : 1;
+    const int units = ge_units<MODE>(a.tiles_r, a.tiles_c);
+    const int clusters = ge_clusters(env, most, CLUSTER);
     const int grid = (units < clusters ? units : clusters) * CLUSTER;
     if (a.group <= 0)
         a.group = S::GROUP;
@@ -939,6 +952,41 @@ static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     }
 }
 
+/* p's units over the persistent grid's clusters in the arrangement
+ * ge_gemm picks (the kernel of act none stands for every activation: they
+ * share the shared-memory size that sets the clusters). */
+template <typename T, int MODE>
+static bool ge_rounds_mode(const fb_fused_env *env, const fb_gemm_problem *p,
+                           double *rounds)
+{
+    typedef GeShape<MODE> S;
+    const int CLUSTER = S::CM * S::CN;
+    static GeKernelState state;
+    const void *func = reinterpret_cast<const void *>(
+        &gemm_sm90_kernel<T, false, FB_ACT_NONE, MODE, S::CM, S::CN>);
+    int most = 0;
+    if (ge_prepare<CLUSTER>(state, func, env, S::SMEM, &most) != cudaSuccess)
+        return false;
+    const int units = ge_units<MODE>((int)((p->n + kGeBM - 1) / kGeBM),
+                                     (int)((p->m + S::BN - 1) / S::BN));
+    *rounds = (double)units / ge_clusters(env, most, CLUSTER);
+    return true;
+}
+
+template <typename T>
+static bool ge_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
+                      double *rounds)
+{
+    switch (ge_mode_single(p->ep.act, p->ep.bias != NULL, p->k)) {
+    case GE_PINGPONG:
+        return ge_rounds_mode<T, GE_PINGPONG>(env, p, rounds);
+    case GE_PINGPONG_PAIR:
+        return ge_rounds_mode<T, GE_PINGPONG_PAIR>(env, p, rounds);
+    default:
+        return ge_rounds_mode<T, GE_COOPERATIVE>(env, p, rounds);
+    }
+}
+
 /* The dual GEMM in the arrangement the rule picks for it (the pairs are
  * not built for it: they won no shape clearly, docs/gemm-engine.md). */
 template <typename T>
@@ -1011,6 +1059,15 @@ fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
                                         ? "gemm_sm90_bf16"
                                         : "gemm_sm90_f16");
     return st;
+}
+
+bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
+                          double *rounds)
+{
+    if (!ge_gemm_covered(env, p))
+        return false;
+    return p->dtype == FB_DTYPE_BF16 ? ge_rounds<__nv_bfloat16>(env, p, rounds)
+                                     : ge_rounds<__half>(env, p, rounds);
 }
 
 /* Covered: 16-bit data, m > 32 (fewer rows are the decode kernels'); k,

@@ -108,6 +108,12 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
  * not cover the call. */
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen);
+/* How many rounds the engine's persistent grid takes over p's output
+ * tiles (units of work over the clusters that run at once; 2.5: two full
+ * rounds and a half-full third), for the shape rule; false where the
+ * engine does not cover p or the device cannot say. */
+bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
+                          double *rounds);
 /* The engine on e4m3 weights widened (exactly) to the 16-bit type, the
  * weights' fp32 scales applied in the epilogue: as fbf_gemm_sm90 (run),
  * each product of A's row i multiplied by scale[i] first; and the dual

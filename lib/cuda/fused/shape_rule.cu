@@ -13,6 +13,7 @@
  * cuda-lt. Measured on Hopper only (cc 9.0), so the rows ask for cc 9;
  * Ampere and later generations go to cuda-lt until measured.
  */
+#include <math.h>
 #include <stddef.h>
 #include "fused_internal.h"
 
@@ -81,12 +82,18 @@ fb_status tiny_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
     return fbf_tiny_gemm(env, p, FBF_RUN, path, len);
 }
 
-/* The decode gemm on the TMA engine, up to 4 tokens, on the H100's memory
- * only (even on an H200). */
-const Crossover decode_gemm_rows[] = {
-    {9, B16, 4, ANY, ANY,
-     "fusedblas-bench, H100: linear 4096->11008, TMA engine", 0, 5120},
-};
+/* The H100: compute 9.0 with the 5120-bit HBM3 bus (the H200 has 6144
+ * bits); rows measured on it alone say so. */
+bool is_h100(const fb_fused_env *env)
+{
+    return env->cc_major == 9 && env->mem_bus_bits <= 5120;
+}
+
+/* The weight rows of a gemm (its output features). */
+int64_t gemm_features(const fb_gemm_problem *p)
+{
+    return p->weight_is_a ? p->m : p->n;
+}
 
 bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
 {
@@ -94,9 +101,17 @@ bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
            fbf_decode_gemm(env, p, FBF_CHECK, NULL, 0) == FB_STATUS_SUCCESS;
 }
 
+/* The decode gemm on the TMA engine, on the H100's memory only (on the
+ * H200 cuda-lt was level or ahead), where the output is at least as wide
+ * as the input: up to 6 tokens, and up to 32 where k <= 1024 (there
+ * cuda-lt's two launches cost more than the weights take to stream).
+ * Narrower outputs (11008 -> 4096) streamed slower than cuda-lt even at
+ * one token. Measured with the boundary grid of docs/gemm-engine.md. */
 bool decode_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
-    return gemm_rows_say(decode_gemm_rows, env, p);
+    const int64_t tokens = fb_gemm_tokens(p);
+    return is_h100(env) && gemm_features(p) >= p->k &&
+           (tokens <= 6 || (tokens <= 32 && p->k <= 1024));
 }
 
 fb_status decode_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
@@ -105,15 +120,40 @@ fb_status decode_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
     return fbf_decode_gemm(env, p, FBF_RUN, path, len);
 }
 
-/* The Hopper GEMM engine (fused_gemm_sm90.cu, docs/gemm-engine.md) from
- * 1024 rows, and only with an epilogue beyond the plain product, where
- * cuda-lt needs a second pass: plain products are slower than cuBLAS
- * alone. */
+/* The Hopper GEMM engine (fused_gemm_sm90.cu, docs/gemm-engine.md), only
+ * with an epilogue beyond the plain product, where cuda-lt needs a second
+ * pass over an fp32 buffer (plain products are slower than cuBLAS alone).
+ * On other compute-9.0 GPUs (the H200), from 1024 rows on the short side,
+ * as measured there. */
 const Crossover engine_gemm_rows[] = {
     {9, B16, ANY, ANY, ANY,
-     "torch_compare.py --crossover (H200), gemm_sm90_probe (H100): engine "
-     "gemm+bias+gelu against cuda-lt", 1024, 0},
+     "torch_compare.py --crossover (H200): engine gemm+bias+gelu against "
+     "cuda-lt", 1024, 0},
 };
+
+/* On the H100 the second pass costs cuda-lt about 10 bytes an output
+ * against the engine's 2, which outweighs everything at k <= 1024; at
+ * longer k the engine wins where its persistent grid is well filled
+ * (the boundary grid of docs/gemm-engine.md):
+ *  - k < 2048 (ping-pong in clusters of 4): from 256 tokens;
+ *  - k >= 2048 (ping-pong in pairs): from 256 tokens, when the grid runs
+ *    at least 1.5 rounds and its last one leaves at most 16 % of the
+ *    rounds' time idle (rounds / ceil(rounds) >= 0.84); a half-empty last
+ *    round, or a single one, lost to cuBLAS's split and stream-K
+ *    schedules. */
+bool engine_gemm_h100(const fb_fused_env *env, const fb_gemm_problem *p)
+{
+    if (p->k <= 1024)
+        return true;
+    if (p->n < 256) /* the engine's X rows: the tokens */
+        return false;
+    if (p->k < 2048)
+        return true;
+    double rounds = 0.0;
+    if (!fbf_gemm_sm90_rounds(env, p, &rounds) || rounds < 1.5)
+        return false;
+    return rounds / ceil(rounds) >= 0.84;
+}
 
 bool engine_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
 {
@@ -125,7 +165,10 @@ bool engine_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const bool plain = p->ep.bias == NULL && p->ep.act == FB_ACT_NONE &&
                        p->beta == 0.0f;
-    return !plain && gemm_rows_say(engine_gemm_rows, env, p);
+    if (plain)
+        return false;
+    return is_h100(env) ? engine_gemm_h100(env, p)
+                        : gemm_rows_say(engine_gemm_rows, env, p);
 }
 
 fb_status engine_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
