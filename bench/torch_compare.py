@@ -11,7 +11,8 @@ fusedblas result is checked against eager's before it is timed.
 
     python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
                                    [--budget SECONDS] [--quick | --engine |
-                                    --crossover | --sweep | --gemm-rule]
+                                    --crossover | --sweep | --gemm-rule |
+                                    --mlp-rule]
 
 --lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
 build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
@@ -352,14 +353,33 @@ def gemm_rule_grid():
     return w
 
 
-def gemm_rule_table(lib, fb):
-    """--gemm-rule: eager, cuda-lt, each fused gemm family forced by name,
-    and auto (the cuda handle), one row a shape; returns the failures."""
+def mlp_rule_grid():
+    """The gated MLP's engine row (shape_rule.cu): prefill row counts over
+    the widths of several model families, both gate activations."""
+    bf16, f16 = torch.bfloat16, torch.float16
+    w = []
+    for k, h, n in ((1536, 8960, 1536), (2048, 5632, 2048), (2048, 8192, 2048),
+                    (2560, 10240, 2560), (3072, 8192, 3072), (3584, 18944, 3584),
+                    (4096, 11008, 4096), (4096, 14336, 4096), (5120, 13824, 5120)):
+        for m in (512, 1024, 2048, 3000, 4096, 8192):
+            w.append(Workload("rule-mlp", "mlp", bf16, m, k, h, n, False, False, "silu"))
+    for m in (1024, 2048, 4096):
+        for k, h, n in ((2560, 10240, 2560), (4096, 11008, 4096)):
+            w.append(Workload("rule-mlp", "mlp", f16, m, k, h, n, False, False))
+    return w
+
+
+def rule_table(lib, fb, routine):
+    """--gemm-rule / --mlp-rule: eager, cuda-lt, each fused family of the
+    routine forced by name, and auto (the cuda handle), one row a shape;
+    returns the failures."""
     lib.fb_set_implementation.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
     lib.fb_set_implementation.restype = ctypes.c_int
     dev = torch.cuda.current_device()
     stream = torch.cuda.current_stream().cuda_stream
-    families = ["cuda-fused/gemm_decode", "cuda-fused/gemm_sm90"]
+    families = (["cuda-fused/gemm_decode", "cuda-fused/gemm_sm90"]
+                if routine == "gemm" else
+                ["cuda-fused/mlp_prefill_wgmma", "cuda-fused/mlp_sm90"])
     for name in families:
         h = ctypes.c_void_p()
         if lib.fb_create(ctypes.byref(h)) != FB_SUCCESS:
@@ -373,13 +393,15 @@ def gemm_rule_table(lib, fb):
     cols = ["cuda-lt"] + families + ["cuda"]
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
     fmt = lambda v: f"{v:.1f}" if v else "-"
-    print("dtype tokens k n act | eager cuda-lt decode engine auto | auto path")
+    print("dtype tokens k", "" if routine == "gemm" else "h", "n act | eager",
+          " ".join(cols), "| auto path")
     failures = 0
-    for w in gemm_rule_grid():
+    for w in gemm_rule_grid() if routine == "gemm" else mlp_rule_grid():
         nsets = 1 if w.bytes_per_set() >= l2 else \
             min(16, math.ceil(2 * l2 / w.bytes_per_set()))
         sets = [make_args(w, 1000 * i + 7) for i in range(nsets)]
-        eager = torch_fn(w, linear_act(w.act))
+        eager = torch_fn(w, linear_act(w.act) if routine == "gemm"
+                         else gated_mlp(w.act))
         t, path = {}, ""
         with torch.no_grad():
             ref = eager(sets[0])
@@ -391,7 +413,8 @@ def gemm_rule_table(lib, fb):
                     print(f"{name} {w.shape()}: {p}")
                 if name == "cuda":
                     path = p
-        print(DTYPE_NAME[w.dtype], w.m, w.k, w.n, w.act, "|", fmt(t["eager"]),
+        print(DTYPE_NAME[w.dtype], w.shape().replace(",", " "), w.act, "|",
+              fmt(t["eager"]),
               *(fmt(t[c]) for c in cols), "|", path, flush=True)
         del sets
         torch.cuda.empty_cache()
@@ -516,6 +539,8 @@ def main():
     ap.add_argument("--gemm-rule", action="store_true",
                     help="the gemm shape rule's boundary grid instead "
                          "(each fused gemm family forced by name)")
+    ap.add_argument("--mlp-rule", action="store_true",
+                    help="the gated MLP's engine row grid instead")
     ap.add_argument("--crossover", action="store_true",
                     help="the shape rule's crossovers instead (cuda-fused "
                          "against cuda-lt where the rule's choice changes)")
@@ -542,8 +567,8 @@ def main():
     print(f"GPU: {props.name}; PyTorch {torch.__version__}; "
           f"CUDA {torch.version.cuda}; median of CUDA-event timings, inputs rotated "
           f"through 2x L2 ({l2 >> 20} MB) where they fit")
-    if opt.gemm_rule:
-        failures = gemm_rule_table(lib, fb)
+    if opt.gemm_rule or opt.mlp_rule:
+        failures = rule_table(lib, fb, "gemm" if opt.gemm_rule else "mlp")
         fb.close()
         return 1 if failures else 0
     start = time.time()
