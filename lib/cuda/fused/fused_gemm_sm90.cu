@@ -38,6 +38,7 @@
  *   - cooperative: both work on one 128 x 256 tile, 64 rows each (m64n256),
  *     twice the reuse a stage, the epilogue exposed (clusters of 2 x 1).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <atomic>
@@ -952,38 +953,42 @@ static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     }
 }
 
-/* p's units over the persistent grid's clusters in the arrangement
- * ge_gemm picks (the kernel of act none stands for every activation: they
- * share the shared-memory size that sets the clusters). */
-template <typename T, int MODE>
-static bool ge_rounds_mode(const fb_fused_env *env, const fb_gemm_problem *p,
-                           double *rounds)
+/* A launch's rounds: units of its rows x cols output over the clusters
+ * of the persistent grid (the kernel of act none stands for every
+ * activation: they share the shared-memory size that sets the clusters). */
+template <typename T, bool DUAL, int MODE>
+static bool ge_rounds_of(const fb_fused_env *env, int64_t rows, int64_t cols,
+                         double *rounds)
 {
     typedef GeShape<MODE> S;
     const int CLUSTER = S::CM * S::CN;
     static GeKernelState state;
     const void *func = reinterpret_cast<const void *>(
-        &gemm_sm90_kernel<T, false, FB_ACT_NONE, MODE, S::CM, S::CN>);
+        &gemm_sm90_kernel<T, DUAL, FB_ACT_NONE, MODE, S::CM, S::CN>);
     int most = 0;
     if (ge_prepare<CLUSTER>(state, func, env, S::SMEM, &most) != cudaSuccess)
         return false;
-    const int units = ge_units<MODE>((int)((p->n + kGeBM - 1) / kGeBM),
-                                     (int)((p->m + S::BN - 1) / S::BN));
+    const int bn_out = DUAL ? S::BN / 2 : S::BN;
+    const int units = ge_units<MODE>((int)((rows + kGeBM - 1) / kGeBM),
+                                     (int)((cols + bn_out - 1) / bn_out));
     *rounds = (double)units / ge_clusters(env, most, CLUSTER);
     return true;
 }
 
+/* The same for a single GEMM in the arrangement mode. */
 template <typename T>
-static bool ge_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
-                      double *rounds)
+static bool ge_rounds_single(const fb_fused_env *env, int mode, int64_t rows,
+                             int64_t cols, double *rounds)
 {
-    switch (ge_mode_single(p->ep.act, p->ep.bias != NULL, p->k)) {
+    switch (mode) {
     case GE_PINGPONG:
-        return ge_rounds_mode<T, GE_PINGPONG>(env, p, rounds);
+        return ge_rounds_of<T, false, GE_PINGPONG>(env, rows, cols, rounds);
     case GE_PINGPONG_PAIR:
-        return ge_rounds_mode<T, GE_PINGPONG_PAIR>(env, p, rounds);
+        return ge_rounds_of<T, false, GE_PINGPONG_PAIR>(env, rows, cols,
+                                                        rounds);
     default:
-        return ge_rounds_mode<T, GE_COOPERATIVE>(env, p, rounds);
+        return ge_rounds_of<T, false, GE_COOPERATIVE>(env, rows, cols,
+                                                      rounds);
     }
 }
 
@@ -1066,8 +1071,34 @@ bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
 {
     if (!ge_gemm_covered(env, p))
         return false;
-    return p->dtype == FB_DTYPE_BF16 ? ge_rounds<__nv_bfloat16>(env, p, rounds)
-                                     : ge_rounds<__half>(env, p, rounds);
+    /* D is X's rows (p->n) by W's (p->m), as ge_gemm_mode lays it out */
+    const int mode = ge_mode_single(p->ep.act, p->ep.bias != NULL, p->k);
+    return p->dtype == FB_DTYPE_BF16
+               ? ge_rounds_single<__nv_bfloat16>(env, mode, p->n, p->m,
+                                                 rounds)
+               : ge_rounds_single<__half>(env, mode, p->n, p->m, rounds);
+}
+
+/* The MLP's two launches in rounds of the grid, each round's length in
+ * proportion to its k (the dual GEMM's k, the down GEMM's h). */
+template <typename T>
+static bool ge_mlp_fill(const fb_fused_env *env, const fb_mlp_problem *p,
+                        double *fill)
+{
+    double dual = 0.0, down = 0.0;
+    const bool ok =
+        (ge_mode_dual(p->k) == GE_PINGPONG
+             ? ge_rounds_of<T, true, GE_PINGPONG>(env, p->m, p->h, &dual)
+             : ge_rounds_of<T, true, GE_COOPERATIVE>(env, p->m, p->h,
+                                                     &dual)) &&
+        ge_rounds_single<T>(env, ge_mode_single(FB_ACT_NONE, p->bd != NULL,
+                                                p->h),
+                            p->m, p->n, &down);
+    if (!ok)
+        return false;
+    const double k = (double)p->k, h = (double)p->h;
+    *fill = (dual * k + down * h) / (ceil(dual) * k + ceil(down) * h);
+    return true;
 }
 
 /* Covered: 16-bit data, m > 32 (fewer rows are the decode kernels'); k,
@@ -1117,6 +1148,15 @@ fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
                                         ? "mlp_sm90_bf16"
                                         : "mlp_sm90_f16");
     return st;
+}
+
+bool fbf_mlp_sm90_fill(const fb_fused_env *env, const fb_mlp_problem *p,
+                       double *fill)
+{
+    if (!ge_mlp_covered(env, p))
+        return false;
+    return p->dtype == FB_DTYPE_BF16 ? ge_mlp_fill<__nv_bfloat16>(env, p, fill)
+                                     : ge_mlp_fill<__half>(env, p, fill);
 }
 
 /* The dual GEMM alone, fbf_mlp_sm90's first launch: Wd, n and Y are not

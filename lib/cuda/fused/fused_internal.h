@@ -114,6 +114,11 @@ fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
  * engine does not cover p or the device cannot say. */
 bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
                           double *rounds);
+/* For the gated MLP: how full the rounds of its two launches are, each
+ * weighted by its reduction length (1: no round runs part-empty); false
+ * where the engine does not cover p or the device cannot say. */
+bool fbf_mlp_sm90_fill(const fb_fused_env *env, const fb_mlp_problem *p,
+                       double *fill);
 /* The engine on e4m3 weights widened (exactly) to the 16-bit type, the
  * weights' fp32 scales applied in the epilogue: as fbf_gemm_sm90 (run),
  * each product of A's row i multiplied by scale[i] first; and the dual

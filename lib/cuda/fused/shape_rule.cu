@@ -295,9 +295,17 @@ bool engine_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
            FB_STATUS_SUCCESS;
 }
 
+/* ... and where the rounds of its two launches are at least 90 % full,
+ * weighted by their lengths (fbf_mlp_sm90_fill): a down GEMM of one or
+ * two rounds, part-empty, lost 6-14 % to cuda-lt (2048 x 2560 -> 10240
+ * -> 2560 at 0.81 full: 0.88x; 3000 x 1536 -> 8960 -> 1536 at 0.77:
+ * 0.86x), and nothing at 0.9 or more lost over 2 % (--mlp-rule, H100;
+ * the grid is the same on the H200's 132 SMs). */
 bool engine_mlp_preferred(const fb_fused_env *env, const fb_mlp_problem *p)
 {
-    return mlp_rows_say(engine_mlp_rows, env, p);
+    double fill = 0.0;
+    return mlp_rows_say(engine_mlp_rows, env, p) &&
+           fbf_mlp_sm90_fill(env, p, &fill) && fill >= 0.9;
 }
 
 fb_status engine_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
