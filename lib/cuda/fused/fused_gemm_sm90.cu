@@ -955,10 +955,13 @@ static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
 
 /* A launch's rounds: units of its rows x cols output over the clusters
  * of the persistent grid (the kernel of act none stands for every
- * activation: they share the shared-memory size that sets the clusters). */
+ * activation: they share the shared-memory size that sets the clusters);
+ * and, where busy is not NULL, the share of those whole rounds' tiles
+ * that hold output (ragged edges and the empty tiles of a part-filled
+ * cluster count as idle). */
 template <typename T, bool DUAL, int MODE>
 static bool ge_rounds_of(const fb_fused_env *env, int64_t rows, int64_t cols,
-                         double *rounds)
+                         double *rounds, double *busy = NULL)
 {
     typedef GeShape<MODE> S;
     const int CLUSTER = S::CM * S::CN;
@@ -971,24 +974,30 @@ static bool ge_rounds_of(const fb_fused_env *env, int64_t rows, int64_t cols,
     const int bn_out = DUAL ? S::BN / 2 : S::BN;
     const int units = ge_units<MODE>((int)((rows + kGeBM - 1) / kGeBM),
                                      (int)((cols + bn_out - 1) / bn_out));
-    *rounds = (double)units / ge_clusters(env, most, CLUSTER);
+    const int clusters = ge_clusters(env, most, CLUSTER);
+    *rounds = (double)units / clusters;
+    if (busy != NULL)
+        *busy = (double)rows / kGeBM * ((double)cols / bn_out) /
+                ((double)CLUSTER * clusters * ceil(*rounds));
     return true;
 }
 
 /* The same for a single GEMM in the arrangement mode. */
 template <typename T>
 static bool ge_rounds_single(const fb_fused_env *env, int mode, int64_t rows,
-                             int64_t cols, double *rounds)
+                             int64_t cols, double *rounds,
+                             double *busy = NULL)
 {
     switch (mode) {
     case GE_PINGPONG:
-        return ge_rounds_of<T, false, GE_PINGPONG>(env, rows, cols, rounds);
+        return ge_rounds_of<T, false, GE_PINGPONG>(env, rows, cols, rounds,
+                                                   busy);
     case GE_PINGPONG_PAIR:
         return ge_rounds_of<T, false, GE_PINGPONG_PAIR>(env, rows, cols,
-                                                        rounds);
+                                                        rounds, busy);
     default:
         return ge_rounds_of<T, false, GE_COOPERATIVE>(env, rows, cols,
-                                                      rounds);
+                                                      rounds, busy);
     }
 }
 
@@ -1067,7 +1076,7 @@ fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
 }
 
 bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
-                          double *rounds)
+                          double *rounds, double *busy)
 {
     if (!ge_gemm_covered(env, p))
         return false;
@@ -1075,8 +1084,9 @@ bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
     const int mode = ge_mode_single(p->ep.act, p->ep.bias != NULL, p->k);
     return p->dtype == FB_DTYPE_BF16
                ? ge_rounds_single<__nv_bfloat16>(env, mode, p->n, p->m,
-                                                 rounds)
-               : ge_rounds_single<__half>(env, mode, p->n, p->m, rounds);
+                                                 rounds, busy)
+               : ge_rounds_single<__half>(env, mode, p->n, p->m, rounds,
+                                          busy);
 }
 
 /* The MLP's two launches in rounds of the grid, each round's length in

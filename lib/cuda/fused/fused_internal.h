@@ -110,10 +110,11 @@ fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen);
 /* How many rounds the engine's persistent grid takes over p's output
  * tiles (units of work over the clusters that run at once; 2.5: two full
- * rounds and a half-full third), for the shape rule; false where the
- * engine does not cover p or the device cannot say. */
+ * rounds and a half-full third), and how busy those whole rounds are (the
+ * share of their tiles' area that holds output), for the shape rule;
+ * false where the engine does not cover p or the device cannot say. */
 bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
-                          double *rounds);
+                          double *rounds, double *busy);
 /* For the gated MLP: how full the rounds of its two launches are, each
  * weighted by its reduction length (1: no round runs part-empty); false
  * where the engine does not cover p or the device cannot say. */
