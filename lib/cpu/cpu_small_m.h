@@ -31,6 +31,22 @@ void fb_cpu_small_m_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
                        int64_t ldw, int64_t rows_after, float *out,
                        int64_t ldo, int accumulate);
 
+/* The same kernel on AVX2, FMA and F16C (cpu_small_m_avx2.c), for CPUs
+ * without AVX-512: the same contract, summed in another order (fp32 FMA
+ * all the same). Non-zero if this CPU runs it. */
+int fb_cpu_small_m_avx2_available(void);
+void fb_cpu_small_m_avx2_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
+                            const float *x, int64_t ldx, const void *w,
+                            int64_t ldw, int64_t rows_after, float *out,
+                            int64_t ldo, int accumulate);
+
+/* Either kernel, for the drivers that run both. */
+typedef void (*fb_cpu_small_m_fn)(fb_dtype wtype, int64_t m, int64_t n,
+                                  int64_t k, const float *x, int64_t ldx,
+                                  const void *w, int64_t ldw,
+                                  int64_t rows_after, float *out,
+                                  int64_t ldo, int accumulate);
+
 /* The row stride, in elements of es bytes, for a panel of x rows of k
  * values: whole cache lines plus three. Weight rows are often a multiple
  * of 4 KiB apart (k = 4096), so that all of them map to the same L1 sets;
