@@ -9,12 +9,15 @@
  *    of 8 k values loads 3 w vectors and 4 x vectors for 12 FMAs.
  *  - fp16 weights are widened by vcvtph2ps, bf16 by a 16-bit left shift
  *    into fp32 (exact), in registers: w is read once, whatever m.
- *  - k is cut into chunks (CHUNK_BYTES of each w row) so that the block's
- *    chunk stays in L1 while every group of 4 x rows passes over it; the
- *    groups' accumulators wait in a small buffer between chunks.
- *  - While the groups work on one chunk they prefetch the next (these
- *    rows further on, or the next block's first chunk), each group a
- *    share, so memory stays busy between the first group's touches.
+ *  - k is cut into chunks (at most CHUNK_BYTES of each w row) that every
+ *    group of 4 x rows passes over in turn, the groups' accumulators
+ *    waiting in a small buffer between chunks, so that the later groups
+ *    find the block's chunk in cache.
+ *  - While the groups work on one chunk they prefetch the next into L2
+ *    (these rows further on, or the next block's first chunk), each group
+ *    a share, so memory stays busy between the first group's touches.
+ *  - fp32 weights beyond FB_SMALL_M_AVX2_F32_MAX_ROWS rows of x are left
+ *    to OpenBLAS by the drivers (cpu_small_m.h).
  *  - Ragged k: the last step copies the remaining values of each row into
  *    a zeroed vector-sized buffer, so no load reaches past a row's end.
  *
@@ -33,19 +36,17 @@
 #define WR 3 /* rows of w per register block */
 #define XR 4 /* rows of x per register block */
 #define GROUPS (FB_SMALL_M_MAX / XR)
-/* Bytes of each w row per k chunk, fp32 and 16-bit weights; where the
- * prefetch of the next chunk lands (docs/cpu-kernels.md). */
+/* Bytes of each w row per k chunk (at most; k is cut into equal chunks
+ * of whole lines), whatever the weight type, and where the prefetch of
+ * the next chunk lands: L2. Into L1 (32 KiB on the Zen measured) the next
+ * chunk evicts the current one and the x rows the later groups still
+ * need; shorter chunks (2 or 4 KiB) cost more at chunk boundaries than
+ * L1 residency saved (docs/cpu-kernels.md). */
 #ifndef CHUNK_BYTES
-#define CHUNK_BYTES 2048
+#define CHUNK_BYTES 8192
 #endif
-#ifndef CHUNK_BYTES_16
-#define CHUNK_BYTES_16 4096
-#endif
-#ifndef PF_HINT_F32
-#define PF_HINT_F32 _MM_HINT_T0
-#endif
-#ifndef PF_HINT_16
-#define PF_HINT_16 _MM_HINT_T0
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T1
 #endif
 
 int fb_cpu_small_m_avx2_available(void)
@@ -167,12 +168,8 @@ group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
     int64_t p = 0, s = 0;
     for (; p + 8 * line <= kc; p += 8 * line, s++) {
         if (j->pf && s < j->pf_lines)
-            for (int r = 0; r < j->pf_rows; r++) {
-                if (wt == W_F32)
-                    _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT_F32);
-                else
-                    _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT_16);
-            }
+            for (int r = 0; r < j->pf_rows; r++)
+                _mm_prefetch(j->pf + r * ldwb + s * 64, PF_HINT);
         #pragma GCC unroll 4
         for (int l = 0; l < line; l++)
             step(wt, wr, xr, 0, w, ldwb, x, ldxb, p + 8 * l, 0, acc);
@@ -241,9 +238,7 @@ TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
     /* One group of fp32 weights has too little arithmetic per line for
      * the prefetch instructions to pay (as in cpu_small_m.c). */
     const int prefetch = wt != W_F32 || groups > 1;
-    int64_t kcmax = groups == 1 && !prefetch ? k
-                    : wt == W_F32            ? CHUNK_BYTES / es
-                                             : CHUNK_BYTES_16 / es;
+    int64_t kcmax = groups == 1 && !prefetch ? k : CHUNK_BYTES / es;
     if (kcmax < k) {
         /* Equal chunks of whole lines of w (the last takes the rest). */
         const int64_t chunks = (k + kcmax - 1) / kcmax, lv = 64 / es;
