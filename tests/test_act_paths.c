@@ -22,6 +22,7 @@
 #include "harness.h"
 
 static const char *const names[] = {"cpu/small-m-avx512",
+                                    "cpu/small-m-avx2",
                                     "cpu/bf16-avx512bf16", "cpu/f32-small-k",
                                     "cpu/f32-avx512", "cpu/openblas"};
 #define NNAMES (int)(sizeof names / sizeof names[0])

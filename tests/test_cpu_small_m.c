@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_cpu_small_m.c -- the CPU decode kernel (lib/cpu/cpu_small_m.c)
- * through gemm_bias_act and mlp_geglu_forward, against the double oracle,
- * with the path asserted: every token count m = 1..32, every dtype (fp16
+ * test_cpu_small_m.c -- the CPU decode kernels (lib/cpu/cpu_small_m.c on
+ * AVX-512, lib/cpu/cpu_small_m_avx2.c on AVX2), each forced by its name
+ * wherever this CPU runs it, through gemm_bias_act and mlp_geglu_forward,
+ * against the double oracle, with the path asserted: every token count
+ * m = 1..32, every dtype (fp16
  * and bf16 weights are widened inside the kernel), k that is a multiple of
  * nothing and crosses the kernel's k chunks (512 fp32 values; the 16-bit
  * forms' longer ones in fma16_long_k and dp_long_k) and its 16-value
@@ -12,6 +14,7 @@
  * activation.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gemm_check.h"
@@ -19,7 +22,39 @@
 #include "oracle.h"
 #include "tap_child.h"
 
-#define KERNEL_PATH "cpu/small-m-avx512/"
+/* The kernels, by implementation name; KERNEL_PATH is the one under
+ * test, its name and a slash. */
+static const char *const kernels[] = {"cpu/small-m-avx512",
+                                      "cpu/small-m-avx2"};
+#define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
+static char kernel_path[64];
+#define KERNEL_PATH kernel_path
+static const char *kernel_name;
+/* The AVX2 kernel declines fp32 weights beyond this many rows of x
+ * (FB_SMALL_M_AVX2_F32_MAX_ROWS, lib/cpu/cpu_small_m.h): OpenBLAS's
+ * packed kernel is faster there. */
+#define AVX2_F32_MAX_ROWS 16
+static int avx2_kernel;
+
+/* Whether the kernel under test declines dt at m rows of x. */
+static int declines(fb_dtype dt, int64_t m)
+{
+    return avx2_kernel && dt == FB_DTYPE_F32 && m > AVX2_F32_MAX_ROWS;
+}
+
+/* For a case the kernel declines: unforced, so that the table's choice
+ * (another implementation) runs it; put back with reforce. */
+static void unforce(fb_handle h)
+{
+    if (fb_set_implementation(h, NULL) != FB_STATUS_SUCCESS)
+        tap_bail("fb_set_implementation(NULL)");
+}
+
+static void reforce(fb_handle h)
+{
+    if (fb_set_implementation(h, kernel_name) != FB_STATUS_SUCCESS)
+        tap_bail("fb_set_implementation(%s)", kernel_name);
+}
 /* bf16 on VDPBF16PS, and the FMA form it falls back to. */
 #define DP_PATH "bf16-dpbf16/"
 #define DP_MIXED_PATH "bf16-dpbf16+fma-where-tiny/"
@@ -71,11 +106,22 @@ static void gemm_cases(const target *cpu)
             c.offset = idx % 2;
             gemm_data d;
             gemm_data_make(&d, &c);
+            const int declined = declines(c.dtype, m);
+            if (declined)
+                unforce(cpu->handle);
             gemm_check(&d, cpu, 1, NULL);
             char label[256];
             gemm_case_label(&c, label, sizeof label);
-            tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
-                   fb_handle_last_path(cpu->handle), label);
+            if (declined) {
+                tap_ok(!path_is(cpu->handle, KERNEL_PATH),
+                       "path %s for %s (%s declines fp32 weights beyond %d "
+                       "tokens)", fb_handle_last_path(cpu->handle), label,
+                       kernel_name, AVX2_F32_MAX_ROWS);
+                reforce(cpu->handle);
+            } else {
+                tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
+                       fb_handle_last_path(cpu->handle), label);
+            }
             gemm_data_free(&d);
         }
 }
@@ -96,11 +142,22 @@ static void mlp_cases(const target *cpu)
             c.h = idx % 2 ? 103 : 37;
             c.n = idx % 3 ? 29 : 50;
             c.biases = (unsigned)(idx % 8);
+            const int declined = declines(c.dtype, m);
+            if (declined)
+                unforce(cpu->handle);
             mlp_run_case(&c, cpu, 1, NULL);
             char label[256];
             mlp_case_label(&c, label, sizeof label);
-            tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
-                   fb_handle_last_path(cpu->handle), label);
+            if (declined) {
+                tap_ok(!path_is(cpu->handle, KERNEL_PATH),
+                       "path %s for %s (%s declines fp32 weights beyond %d "
+                       "rows)", fb_handle_last_path(cpu->handle), label,
+                       kernel_name, AVX2_F32_MAX_ROWS);
+                reforce(cpu->handle);
+            } else {
+                tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
+                       fb_handle_last_path(cpu->handle), label);
+            }
         }
 }
 
@@ -136,8 +193,9 @@ static void tap_path_has(const target *cpu, const gemm_case *c,
 }
 
 /* The FMA form with 16-bit weights cuts k into equal chunks of whole
- * cache lines of at most 4096 values (CHUNK_BYTES_16), the last ragged:
- * k = 4100 makes two (2080 + 2020), 9000 three (3008 + 3008 + 2984).
+ * cache lines of at most 4096 values (CHUNK_BYTES_16 of cpu_small_m.c),
+ * the last ragged: k = 4100 makes two (2080 + 2020), 9000 three (3008 +
+ * 3008 + 2984); the AVX2 kernel cuts the same ones.
  * fp16 (always the FMA form) and bf16 below FB_SMALL_M_DP_MIN_ROWS
  * tokens; one token too, whose single group chunks only because it
  * prefetches. Row-major Y = X W^T with bias, 103 features. */
@@ -246,6 +304,8 @@ static void dp_mlp_tiny_h(const target *cpu, int64_t m)
     mlp_data_free(&d);
 }
 
+static void run_kernel(const target *cpu, int avx512);
+
 int main(int argc, char **argv)
 {
     const char *phase = tap_child_init(argc, argv);
@@ -259,30 +319,75 @@ int main(int argc, char **argv)
         fb_destroy(cpu.handle);
         return tap_end();
     }
-    /* Does this CPU run the kernel (AVX-512)? A decode-shaped call's path
-     * says (a probe, not a TAP point: a plan of 1..0 must come first when
-     * everything is skipped, as under valgrind, which has no AVX-512);
-     * elsewhere these shapes take OpenBLAS, which test_gemm covers. */
-    {
+    /* Which kernels does this CPU run? A decode-shaped call forced to
+     * each says (a probe, not a TAP point: a plan of 1..0 must come first
+     * when everything is skipped); elsewhere these shapes take OpenBLAS,
+     * which test_gemm covers. Valgrind has no AVX-512: there only the
+     * AVX2 kernel runs. */
+    int runs[NKERNELS], any = 0;
+    for (int kn = 0; kn < NKERNELS; kn++) {
         float a[2 * 16], b[64 * 16], cc[2 * 64];
         for (int i = 0; i < 2 * 16; i++)
             a[i] = 0.25f * (float)(i % 7) - 0.5f;
         for (int i = 0; i < 64 * 16; i++)
             b[i] = 0.125f * (float)(i % 5) - 0.25f;
+        snprintf(kernel_path, sizeof kernel_path, "%s/", kernels[kn]);
+        if (fb_set_implementation(cpu.handle, kernels[kn]) !=
+            FB_STATUS_SUCCESS)
+            tap_bail("fb_set_implementation(%s)", kernels[kn]);
         const fb_status st = sgemm_bias_act(
             cpu.handle, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 2, 64, 16, 1.0f,
             a, 16, b, 16, 0.0f, cc, 64, NULL, FB_ACT_NONE);
-        if (st == FB_STATUS_SUCCESS && !path_is(cpu.handle, KERNEL_PATH)) {
-            fb_destroy(cpu.handle);
-            tap_skip_all("the small-m kernel does not run on this CPU "
-                         "(no AVX-512)");
-        }
+        runs[kn] = st == FB_STATUS_SUCCESS && path_is(cpu.handle, KERNEL_PATH);
+        any |= runs[kn];
     }
+    if (!any) {
+        fb_destroy(cpu.handle);
+        tap_skip_all("no small-m kernel runs on this CPU (no AVX-512, no "
+                     "AVX2 + FMA + F16C)");
+    }
+    for (int kn = 0; kn < NKERNELS; kn++) {
+        if (!runs[kn]) {
+            tap_skip("%s: does not run on this CPU", kernels[kn]);
+            continue;
+        }
+        snprintf(kernel_path, sizeof kernel_path, "%s/", kernels[kn]);
+        kernel_name = kernels[kn];
+        avx2_kernel = kn == 1;
+        reforce(cpu.handle);
+        run_kernel(&cpu, kn == 0);
+    }
+    fb_destroy(cpu.handle);
+    return tap_end();
+}
+
+/* Every case on the kernel forced now (KERNEL_PATH); avx512: the one
+ * with VDPBF16PS forms. */
+static void run_kernel(const target *cpu_, int avx512)
+{
+    const target cpu = *cpu_;
     gemm_cases(&cpu);
     mlp_cases(&cpu);
+    if (avx2_kernel) {
+        /* Forced by name, a call it declines is not supported. */
+        float x[17 * 8], w[64 * 8], y[17 * 64];
+        for (int i = 0; i < 17 * 8; i++)
+            x[i] = 0.25f * (float)(i % 7);
+        for (int i = 0; i < 64 * 8; i++)
+            w[i] = 0.125f * (float)(i % 5);
+        const fb_status st = sgemm_bias_act(
+            cpu.handle, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 17, 64, 8, 1.0f,
+            x, 8, w, 8, 0.0f, y, 64, NULL, FB_ACT_NONE);
+        tap_ok(st == FB_STATUS_NOT_SUPPORTED, "%s forced, fp32 weights, 17 "
+               "tokens: %s (%s)", kernel_name, fb_status_string(st),
+               fb_handle_last_message(cpu.handle));
+    }
     /* The VDPBF16PS form: ordinary bf16 data takes it (or the CPU lacks
-     * AVX512-BF16, and the FMA form is all there is). */
-    if (path_has(cpu.handle, DP_PATH)) {
+     * AVX512-BF16, and the FMA form is all there is); the AVX2 kernel
+     * has none. */
+    if (!avx512) {
+        tap_skip("bf16 on VDPBF16PS: not in %s", KERNEL_PATH);
+    } else if (path_has(cpu.handle, DP_PATH)) {
         for (int64_t m = 8; m <= 32; m += 24) {
             dp_edges(&cpu, 0, m);
             dp_edges(&cpu, 1, m);
@@ -304,6 +409,4 @@ int main(int argc, char **argv)
             fma16_long_k(&cpu, dt, m, 4100);
             fma16_long_k(&cpu, dt, m, 9000);
         }
-    fb_destroy(cpu.handle);
-    return tap_end();
 }

@@ -580,6 +580,8 @@ typedef struct family_case {
 static const family_case families[] = {
     {"cpu/small-m-avx512", NULL, 0, FB_DTYPE_F32, 4, 50, 40, 0, 'x'},
     {"cpu/small-m-avx512", NULL, 0, FB_DTYPE_BF16, 4, 50, 40, 0, 'b'},
+    {"cpu/small-m-avx2", NULL, 0, FB_DTYPE_F32, 4, 50, 40, 0, 'x'},
+    {"cpu/small-m-avx2", NULL, 0, FB_DTYPE_BF16, 4, 50, 40, 0, 'b'},
     {"cpu/f32-small-k", NULL, 0, FB_DTYPE_F32, 40, 24, 20, 0, 'a'},
     {"cpu/f32-small-k", NULL, 0, FB_DTYPE_F32, 40, 24, 20, 0, 'c'},
     {"cpu/f32-avx512", "FUSEDBLAS_CPU_SGEMM=packed", 0, FB_DTYPE_F32, 40,
@@ -597,6 +599,8 @@ static const family_case families[] = {
      0, 'b'},
     {"cpu/small-m-avx512", NULL, 1, FB_DTYPE_F32, 3, 23, 37, 45, 'x'},
     {"cpu/small-m-avx512", NULL, 1, FB_DTYPE_BF16, 3, 23, 37, 45, 'x'},
+    {"cpu/small-m-avx2", NULL, 1, FB_DTYPE_F32, 3, 23, 37, 45, 'x'},
+    {"cpu/small-m-avx2", NULL, 1, FB_DTYPE_BF16, 3, 23, 37, 45, 'x'},
     {"cpu/f32-small-k", NULL, 1, FB_DTYPE_F32, 36, 23, 37, 45, 'x'},
     {"cpu/f32-avx512", "FUSEDBLAS_CPU_SGEMM=packed", 1, FB_DTYPE_F32, 36, 23,
      37, 45, 'x'},

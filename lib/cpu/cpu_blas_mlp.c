@@ -51,6 +51,22 @@
  * which streams each weight once; OpenBLAS's packing wins above. */
 #define SMALL_M_ROWS 16
 
+/* The small-m kernel this CPU runs (AVX-512, else AVX2), or NULL; its
+ * name for the path in *name. */
+static fb_cpu_small_m_fn small_m_kernel(const char **name)
+{
+    if (fb_cpu_small_m_available()) {
+        *name = "small-m-avx512/";
+        return fb_cpu_small_m_nt;
+    }
+    if (fb_cpu_small_m_avx2_available()) {
+        *name = "small-m-avx2/";
+        return fb_cpu_small_m_avx2_nt;
+    }
+    *name = "";
+    return NULL;
+}
+
 typedef struct plan {
     int64_t mb, hc;       /* row block, hidden chunk */
     int64_t nchunks;
@@ -108,8 +124,10 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     float *ws = c->ws;
     /* OpenBLAS runs every GEMM unless the blocks are short enough for the
      * small-m kernel (gemm_nt), or h == 0 (no GEMM at all). */
-    const int blas = p->h > 0 &&
-                     !(pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available());
+    const char *small_name;
+    const int small =
+        pl.mb <= SMALL_M_ROWS && small_m_kernel(&small_name) != NULL;
+    const int blas = p->h > 0 && !small;
     if (blas && !fb_cpu_blas_buffers(pl.threads, path, len))
         return FB_STATUS_ALLOC_FAILED;
     biases bs = {p->bg, p->bu, p->bd};
@@ -149,12 +167,11 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     }
     if (blas)
         fb_cpu_blas_ran(pl.threads);
-    const int small = pl.mb <= SMALL_M_ROWS && fb_cpu_small_m_available();
     /* The implementation's name first (it is what fb_set_implementation
      * forces), then the kernel its short row blocks used. */
     snprintf(path, len, "cpu/%s/mlp-%s/%smb=%lld/hc=%lld/threads=%d",
              fb_cpu_arrangement(), pl.split_rows ? "rows" : "hidden",
-             small ? "small-m-avx512/" : "", (long long)pl.mb,
+             small ? small_name : "", (long long)pl.mb,
              (long long)pl.hc, pl.threads);
     return FB_STATUS_SUCCESS;
 }
@@ -309,9 +326,11 @@ static void gemm_nt(int64_t m, int64_t n, int64_t k, const float *x,
                     int64_t ldx, const float *w, int64_t ldw, float *out,
                     int64_t ldo, int accumulate)
 {
-    if (m <= SMALL_M_ROWS && fb_cpu_small_m_available()) {
-        fb_cpu_small_m_nt(FB_DTYPE_F32, m, n, k, x, ldx, w, ldw, 0, out, ldo,
-                          accumulate);
+    const char *name;
+    const fb_cpu_small_m_fn kernel = small_m_kernel(&name);
+    if (m <= SMALL_M_ROWS && kernel != NULL) {
+        kernel(FB_DTYPE_F32, m, n, k, x, ldx, w, ldw, 0, out, ldo,
+               accumulate);
         return;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m,

@@ -12,6 +12,10 @@
  * and activation are applied per token over the unit's contiguous rows
  * and stored. 16-bit weights are read as they are (the kernel widens them
  * in registers); X and the bias are converted to fp32 once.
+ *
+ * Two entries share this driver: cpu/small-m-avx512 (cpu_small_m.c, with
+ * VDPBF16PS for bf16 where the CPU has it) and cpu/small-m-avx2
+ * (cpu_small_m_avx2.c, FMA only), for CPUs without AVX-512.
  */
 #include "config.h"
 #include <omp.h>
@@ -24,18 +28,31 @@
 #include "cpu_small_m.h"
 
 /* Output rows (of the normalised C) per unit of work: a multiple of the
- * kernel's 6-row (FMA) and 5-row (VDPBF16PS) blocks; the unit's dot
+ * kernels' 6-row (AVX-512 FMA), 5-row (VDPBF16PS) and 3-row (AVX2)
+ * blocks; the unit's dot
  * products (at most 32 x 60 floats) stay in L1 for the epilogue. */
 #define SMALL_M_ROWS 60
 /* Fewer output rows than this stay with OpenBLAS (as before 32 tokens). */
 #define SMALL_M_MIN_ROWS 48
 
-static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
+/* The decode form, whichever kernel runs it. */
+static int decode_form(const fb_gemm_problem *p)
+{
+    return p->transa && !p->transb && p->n <= FB_SMALL_M_MAX &&
+           p->multiply && p->m >= SMALL_M_MIN_ROWS;
+}
+
+static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
 {
     (void)c;
-    return p->transa && !p->transb && p->n <= FB_SMALL_M_MAX &&
-           p->multiply && p->m >= SMALL_M_MIN_ROWS &&
-           fb_cpu_small_m_available();
+    return decode_form(p) && fb_cpu_small_m_available();
+}
+
+static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
+{
+    (void)c;
+    return decode_form(p) && fb_cpu_small_m_avx2_available() &&
+           (p->dtype != FB_DTYPE_F32 || p->n <= FB_SMALL_M_AVX2_F32_MAX_ROWS);
 }
 
 /* X copied into panels whose rows sit off w's L1 sets
@@ -47,12 +64,12 @@ typedef struct layout {
     size_t bytes;
 } layout;
 
-static layout layout_of(const fb_gemm_problem *p)
+static layout layout_of(const fb_gemm_problem *p, int avx512)
 {
     layout l;
     const int64_t k = p->k, ntok = p->n;
-    l.dpa = p->dtype == FB_DTYPE_BF16 && ntok >= FB_SMALL_M_DP_MIN_ROWS &&
-            fb_cpu_small_m_dp_available();
+    l.dpa = avx512 && p->dtype == FB_DTYPE_BF16 &&
+            ntok >= FB_SMALL_M_DP_MIN_ROWS && fb_cpu_small_m_dp_available();
     l.ldx = fb_cpu_small_m_panel_ld(k, 4);
     l.ldx16 = fb_cpu_small_m_panel_ld(k, 2);
     l.x16_floats = l.dpa ? (ntok * l.ldx16 + 31) / 32 * 16 : 0;
@@ -62,10 +79,18 @@ static layout layout_of(const fb_gemm_problem *p)
     return l;
 }
 
-static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
+static size_t workspace_avx512(const fb_gemm_problem *p, int threads,
+                               int packed)
 {
     (void)threads, (void)packed;
-    return layout_of(p).bytes;
+    return layout_of(p, 1).bytes;
+}
+
+static size_t workspace_avx2(const fb_gemm_problem *p, int threads,
+                             int packed)
+{
+    (void)threads, (void)packed;
+    return layout_of(p, 0).bytes;
 }
 
 static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
@@ -73,16 +98,20 @@ static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
     return (const char *)p->a + i0 * p->lda * fb_dtype_size(p->dtype);
 }
 
-static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
-                     char *path, size_t len)
+/* avx512: the AVX-512 kernel (and VDPBF16PS where it pays), else the
+ * AVX2 one. */
+static fb_status run_with(int avx512, const fb_cpu_call *call,
+                          const fb_gemm_problem *p, char *path, size_t len)
 {
+    const fb_cpu_small_m_fn kernel =
+        avx512 ? fb_cpu_small_m_nt : fb_cpu_small_m_avx2_nt;
     const int64_t k = p->k, ntok = p->n, es = fb_dtype_size(p->dtype);
     const int wide = p->dtype != FB_DTYPE_F32;
     const int64_t units = (p->m + SMALL_M_ROWS - 1) / SMALL_M_ROWS;
     int t = call->threads;
     if (t > units)
         t = (int)units;
-    const layout l = layout_of(p);
+    const layout l = layout_of(p, avx512);
     const int64_t ldx = l.ldx, ldx16 = l.ldx16;
     float *ws = call->ws;
     float *x32 = ws;
@@ -128,9 +157,8 @@ static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
                                              x_field, a_rows(p, j0), p->lda,
                                              end - j0 - rows, dots,
                                              SMALL_M_ROWS)) {
-                fb_cpu_small_m_nt(p->dtype, ntok, rows, k, x32, ldx,
-                                  a_rows(p, j0), p->lda, end - j0 - rows,
-                                  dots, SMALL_M_ROWS, 0);
+                kernel(p->dtype, ntok, rows, k, x32, ldx, a_rows(p, j0),
+                       p->lda, end - j0 - rows, dots, SMALL_M_ROWS, 0);
                 fell_back |= dp;
             }
             for (int64_t i = 0; i < ntok; i++) {
@@ -152,7 +180,8 @@ static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
             }
         }
     }
-    snprintf(path, len, "cpu/small-m-avx512/%s/threads=%d",
+    snprintf(path, len, "cpu/small-m-%s/%s/threads=%d",
+             avx512 ? "avx512" : "avx2",
              dp && !fell_back ? "bf16-dpbf16"
              : dp             ? "bf16-dpbf16+fma-where-tiny"
              : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
@@ -161,6 +190,22 @@ static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
     return FB_STATUS_SUCCESS;
 }
 
+static fb_status run_avx512(const fb_cpu_call *c, const fb_gemm_problem *p,
+                            char *path, size_t len)
+{
+    return run_with(1, c, p, path, len);
+}
+
+static fb_status run_avx2(const fb_cpu_call *c, const fb_gemm_problem *p,
+                          char *path, size_t len)
+{
+    return run_with(0, c, p, path, len);
+}
+
 const fb_cpu_gemm_impl fb_cpu_gemm_small_m = {
-    "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies, workspace, NULL, NULL,
-    run};
+    "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies_avx512,
+    workspace_avx512, NULL, NULL, run_avx512};
+
+const fb_cpu_gemm_impl fb_cpu_gemm_small_m_avx2 = {
+    "cpu/small-m-avx2", FB_CPU_OWN_THREADS, applies_avx2, workspace_avx2,
+    NULL, NULL, run_avx2};

@@ -13,6 +13,9 @@
  * then the threads' partial Y are summed, bd added, Y stored. Whole slices
  * rather than chunks, so each weight is one unbroken stream for the
  * kernel's prefetch; X (m x k), H and U (m x hs) stay in L2/L3.
+ *
+ * Two entries share this driver, as in cpu_small_m_gemm.c:
+ * cpu/small-m-avx512 and cpu/small-m-avx2 (no VDPBF16PS).
  */
 #include "config.h"
 #include <omp.h>
@@ -24,11 +27,22 @@
 #include "cpu_impl.h"
 #include "cpu_small_m.h"
 
-static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
+static int decode_shape(const fb_mlp_problem *p)
+{
+    return p->m <= FB_SMALL_M_MAX && p->k > 0 && p->h > 0;
+}
+
+static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
     (void)c;
-    return p->m <= FB_SMALL_M_MAX && p->k > 0 && p->h > 0 &&
-           fb_cpu_small_m_available();
+    return decode_shape(p) && fb_cpu_small_m_available();
+}
+
+static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
+{
+    (void)c;
+    return decode_shape(p) && fb_cpu_small_m_avx2_available() &&
+           (p->dtype != FB_DTYPE_F32 || p->m <= FB_SMALL_M_AVX2_F32_MAX_ROWS);
 }
 
 /* Slices of the hidden width, and the workspace in floats: X (fp32, and
@@ -43,14 +57,15 @@ typedef struct layout {
 
 #define ROUND16(x) (((x) + 15) / 16 * 16)
 
-static layout layout_of(const fb_mlp_problem *p, int threads)
+static layout layout_of(const fb_mlp_problem *p, int threads, int avx512)
 {
     layout l;
     const int64_t m = p->m, k = p->k, hw = p->h, n = p->n;
     const int wide = p->dtype != FB_DTYPE_F32;
     int t = threads;
     /* Slices are whole 30-row blocks (6-row FMA and 5-row VDPBF16PS blocks
-     * of the kernel), when there are enough. */
+     * of the AVX-512 kernel, 3-row ones of the AVX2 one), when there are
+     * enough. */
     l.blocks = (hw + 29) / 30;
     if (t > l.blocks)
         t = (int)l.blocks;
@@ -59,8 +74,8 @@ static layout layout_of(const fb_mlp_problem *p, int threads)
     /* X, and each slice's H, in panels whose rows sit off the weights' L1
      * sets (fb_cpu_small_m_panel_ld): fp32, and for VDPBF16PS bf16. H's
      * bf16 copy takes U's place once U is spent. */
-    l.dpa = p->dtype == FB_DTYPE_BF16 && m >= FB_SMALL_M_DP_MIN_ROWS &&
-            fb_cpu_small_m_dp_available();
+    l.dpa = avx512 && p->dtype == FB_DTYPE_BF16 &&
+            m >= FB_SMALL_M_DP_MIN_ROWS && fb_cpu_small_m_dp_available();
     l.ldx = fb_cpu_small_m_panel_ld(k, 4);
     l.ldx16 = fb_cpu_small_m_panel_ld(k, 2);
     l.ldh = fb_cpu_small_m_panel_ld(hs_max, 4);
@@ -70,12 +85,26 @@ static layout layout_of(const fb_mlp_problem *p, int threads)
     return l;
 }
 
-static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
+static size_t workspace_with(int avx512, const fb_mlp_problem *p,
+                             int threads)
 {
-    (void)packed;
-    const layout l = layout_of(p, threads);
+    const layout l = layout_of(p, threads, avx512);
     return ((size_t)l.shared + (size_t)l.per_thread * (size_t)l.threads +
             16) * sizeof(float);
+}
+
+static size_t workspace_avx512(const fb_mlp_problem *p, int threads,
+                               int packed)
+{
+    (void)packed;
+    return workspace_with(1, p, threads);
+}
+
+static size_t workspace_avx2(const fb_mlp_problem *p, int threads,
+                             int packed)
+{
+    (void)packed;
+    return workspace_with(0, p, threads);
 }
 
 static const void *at(const void *base, fb_dtype t, int64_t elems)
@@ -83,12 +112,16 @@ static const void *at(const void *base, fb_dtype t, int64_t elems)
     return (const char *)base + elems * fb_dtype_size(t);
 }
 
-static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
-                     char *path, size_t len)
+/* avx512: the AVX-512 kernel (and VDPBF16PS where it pays), else the
+ * AVX2 one. */
+static fb_status run_with(int avx512, const fb_cpu_call *c,
+                          const fb_mlp_problem *p, char *path, size_t len)
 {
+    const fb_cpu_small_m_fn kernel =
+        avx512 ? fb_cpu_small_m_nt : fb_cpu_small_m_avx2_nt;
     const int64_t m = p->m, k = p->k, hw = p->h, n = p->n;
     const int wide = p->dtype != FB_DTYPE_F32;
-    const layout l = layout_of(p, c->threads);
+    const layout l = layout_of(p, c->threads, avx512);
     const int t = l.threads, dpa = l.dpa;
     const int64_t blocks = l.blocks, ldx = l.ldx, ldx16 = l.ldx16;
     const int64_t ldh = l.ldh, shared = l.shared, per_thread = l.per_thread;
@@ -138,14 +171,12 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
             const void *wd = at(p->wd, p->dtype, h0);
             if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
                                              wg, k, 0, hbuf, ldh)) {
-                fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wg, k, 0,
-                                  hbuf, ldh, 0);
+                kernel(p->dtype, m, hs, k, x32, ldx, wg, k, 0, hbuf, ldh, 0);
                 fell_back |= dp;
             }
             if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
                                              wu, k, 0, ubuf, ldh)) {
-                fb_cpu_small_m_nt(p->dtype, m, hs, k, x32, ldx, wu, k, 0,
-                                  ubuf, ldh, 0);
+                kernel(p->dtype, m, hs, k, x32, ldx, wu, k, 0, ubuf, ldh, 0);
                 fell_back |= dp;
             }
             for (int64_t i = 0; i < m; i++) {
@@ -166,8 +197,7 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
             if (h_field == 0 ||
                 !fb_cpu_small_m_dp_nt(m, n, hs, h16, ldh, h_field, wd, hw, 0,
                                       yacc, n)) {
-                fb_cpu_small_m_nt(p->dtype, m, n, hs, hbuf, ldh, wd, hw, 0,
-                                  yacc, n, 0);
+                kernel(p->dtype, m, n, hs, hbuf, ldh, wd, hw, 0, yacc, n, 0);
                 fell_back |= dp;
             }
         }
@@ -187,7 +217,8 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
 #undef SLICE_U
 #undef SLICE_Y
 #undef ROUND16
-    snprintf(path, len, "cpu/small-m-avx512/mlp-hidden/%s/threads=%d",
+    snprintf(path, len, "cpu/small-m-%s/mlp-hidden/%s/threads=%d",
+             avx512 ? "avx512" : "avx2",
              dp && !fell_back ? "bf16-dpbf16"
              : dp             ? "bf16-dpbf16+fma-where-tiny"
              : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
@@ -196,6 +227,22 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     return FB_STATUS_SUCCESS;
 }
 
+static fb_status run_avx512(const fb_cpu_call *c, const fb_mlp_problem *p,
+                            char *path, size_t len)
+{
+    return run_with(1, c, p, path, len);
+}
+
+static fb_status run_avx2(const fb_cpu_call *c, const fb_mlp_problem *p,
+                          char *path, size_t len)
+{
+    return run_with(0, c, p, path, len);
+}
+
 const fb_cpu_mlp_impl fb_cpu_mlp_small_m = {
-    "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies, workspace, NULL, NULL,
-    run};
+    "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies_avx512,
+    workspace_avx512, NULL, NULL, run_avx512};
+
+const fb_cpu_mlp_impl fb_cpu_mlp_small_m_avx2 = {
+    "cpu/small-m-avx2", FB_CPU_OWN_THREADS, applies_avx2, workspace_avx2,
+    NULL, NULL, run_avx2};
