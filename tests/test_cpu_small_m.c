@@ -30,27 +30,9 @@ static const char *const kernels[] = {"cpu/small-m-avx512",
 static char kernel_path[64];
 #define KERNEL_PATH kernel_path
 static const char *kernel_name;
-/* The AVX2 kernel declines fp32 weights beyond this many rows of x
- * (FB_SMALL_M_AVX2_F32_MAX_ROWS, lib/cpu/cpu_small_m.h): OpenBLAS's
- * packed kernel is faster there. */
-#define AVX2_F32_MAX_ROWS 16
-static int avx2_kernel;
 
-/* Whether the kernel under test declines dt at m rows of x. */
-static int declines(fb_dtype dt, int64_t m)
-{
-    return avx2_kernel && dt == FB_DTYPE_F32 && m > AVX2_F32_MAX_ROWS;
-}
-
-/* For a case the kernel declines: unforced, so that the table's choice
- * (another implementation) runs it; put back with reforce. */
-static void unforce(fb_handle h)
-{
-    if (fb_set_implementation(h, NULL) != FB_STATUS_SUCCESS)
-        tap_bail("fb_set_implementation(NULL)");
-}
-
-static void reforce(fb_handle h)
+/* Later calls on h forced to the kernel under test. */
+static void force(fb_handle h)
 {
     if (fb_set_implementation(h, kernel_name) != FB_STATUS_SUCCESS)
         tap_bail("fb_set_implementation(%s)", kernel_name);
@@ -106,22 +88,11 @@ static void gemm_cases(const target *cpu)
             c.offset = idx % 2;
             gemm_data d;
             gemm_data_make(&d, &c);
-            const int declined = declines(c.dtype, m);
-            if (declined)
-                unforce(cpu->handle);
             gemm_check(&d, cpu, 1, NULL);
             char label[256];
             gemm_case_label(&c, label, sizeof label);
-            if (declined) {
-                tap_ok(!path_is(cpu->handle, KERNEL_PATH),
-                       "path %s for %s (%s declines fp32 weights beyond %d "
-                       "tokens)", fb_handle_last_path(cpu->handle), label,
-                       kernel_name, AVX2_F32_MAX_ROWS);
-                reforce(cpu->handle);
-            } else {
-                tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
-                       fb_handle_last_path(cpu->handle), label);
-            }
+            tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
+                   fb_handle_last_path(cpu->handle), label);
             gemm_data_free(&d);
         }
 }
@@ -142,22 +113,11 @@ static void mlp_cases(const target *cpu)
             c.h = idx % 2 ? 103 : 37;
             c.n = idx % 3 ? 29 : 50;
             c.biases = (unsigned)(idx % 8);
-            const int declined = declines(c.dtype, m);
-            if (declined)
-                unforce(cpu->handle);
             mlp_run_case(&c, cpu, 1, NULL);
             char label[256];
             mlp_case_label(&c, label, sizeof label);
-            if (declined) {
-                tap_ok(!path_is(cpu->handle, KERNEL_PATH),
-                       "path %s for %s (%s declines fp32 weights beyond %d "
-                       "rows)", fb_handle_last_path(cpu->handle), label,
-                       kernel_name, AVX2_F32_MAX_ROWS);
-                reforce(cpu->handle);
-            } else {
-                tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
-                       fb_handle_last_path(cpu->handle), label);
-            }
+            tap_ok(path_is(cpu->handle, KERNEL_PATH), "path %s for %s",
+                   fb_handle_last_path(cpu->handle), label);
         }
 }
 
@@ -353,8 +313,7 @@ int main(int argc, char **argv)
         }
         snprintf(kernel_path, sizeof kernel_path, "%s/", kernels[kn]);
         kernel_name = kernels[kn];
-        avx2_kernel = kn == 1;
-        reforce(cpu.handle);
+        force(cpu.handle);
         run_kernel(&cpu, kn == 0);
     }
     fb_destroy(cpu.handle);
@@ -368,20 +327,6 @@ static void run_kernel(const target *cpu_, int avx512)
     const target cpu = *cpu_;
     gemm_cases(&cpu);
     mlp_cases(&cpu);
-    if (avx2_kernel) {
-        /* Forced by name, a call it declines is not supported. */
-        float x[17 * 8], w[64 * 8], y[17 * 64];
-        for (int i = 0; i < 17 * 8; i++)
-            x[i] = 0.25f * (float)(i % 7);
-        for (int i = 0; i < 64 * 8; i++)
-            w[i] = 0.125f * (float)(i % 5);
-        const fb_status st = sgemm_bias_act(
-            cpu.handle, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 17, 64, 8, 1.0f,
-            x, 8, w, 8, 0.0f, y, 64, NULL, FB_ACT_NONE);
-        tap_ok(st == FB_STATUS_NOT_SUPPORTED, "%s forced, fp32 weights, 17 "
-               "tokens: %s (%s)", kernel_name, fb_status_string(st),
-               fb_handle_last_message(cpu.handle));
-    }
     /* The VDPBF16PS form: ordinary bf16 data takes it (or the CPU lacks
      * AVX512-BF16, and the FMA form is all there is); the AVX2 kernel
      * has none. */

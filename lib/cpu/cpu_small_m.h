@@ -40,12 +40,6 @@ void fb_cpu_small_m_avx2_nt(fb_dtype wtype, int64_t m, int64_t n, int64_t k,
                             int64_t ldw, int64_t rows_after, float *out,
                             int64_t ldo, int accumulate);
 
-/* fp32 weights against more rows of x than this run faster on
- * OpenBLAS's packed kernel than on the AVX2 one, which declines them
- * (docs/cpu-kernels.md); 16-bit weights, which OpenBLAS takes only after
- * widening, run faster on the AVX2 kernel up to FB_SMALL_M_MAX. */
-#define FB_SMALL_M_AVX2_F32_MAX_ROWS 16
-
 /* Either kernel, for the drivers that run both. */
 typedef void (*fb_cpu_small_m_fn)(fb_dtype wtype, int64_t m, int64_t n,
                                   int64_t k, const float *x, int64_t ldx,

@@ -16,8 +16,6 @@
  *  - While the groups work on one chunk they prefetch the next into L2
  *    (these rows further on, or the next block's first chunk), each group
  *    a share, so memory stays busy between the first group's touches.
- *  - fp32 weights beyond FB_SMALL_M_AVX2_F32_MAX_ROWS rows of x are left
- *    to OpenBLAS by the drivers (cpu_small_m.h).
  *  - Ragged k: the last step copies the remaining values of each row into
  *    a zeroed vector-sized buffer, so no load reaches past a row's end.
  *
@@ -110,9 +108,14 @@ step(const int wt, const int wr, const int xr, const int tail,
 {
     __m256 wv[WR];
     #pragma GCC unroll 4
-    for (int a = 0; a < wr; a++)
+    for (int a = 0; a < wr; a++) {
         wv[a] = tail ? load_w_tail(wt, w + a * ldwb, p, rem)
                      : load_w(wt, w + a * ldwb, p);
+        /* Keep fp32 w in a register: GCC otherwise folds the load into
+         * each of the xr FMAs, xr loads of it per step where one does. */
+        if (wt == W_F32)
+            __asm__("" : "+x"(wv[a]));
+    }
     #pragma GCC unroll 4
     for (int b = 0; b < xr; b++) {
         const float *row = (const float *)(x + b * ldxb) + p;

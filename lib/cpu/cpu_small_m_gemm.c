@@ -51,8 +51,7 @@ static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
 static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
 {
     (void)c;
-    return decode_form(p) && fb_cpu_small_m_avx2_available() &&
-           (p->dtype != FB_DTYPE_F32 || p->n <= FB_SMALL_M_AVX2_F32_MAX_ROWS);
+    return decode_form(p) && fb_cpu_small_m_avx2_available();
 }
 
 /* X copied into panels whose rows sit off w's L1 sets

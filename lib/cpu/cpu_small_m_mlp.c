@@ -41,8 +41,7 @@ static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
     (void)c;
-    return decode_shape(p) && fb_cpu_small_m_avx2_available() &&
-           (p->dtype != FB_DTYPE_F32 || p->m <= FB_SMALL_M_AVX2_F32_MAX_ROWS);
+    return decode_shape(p) && fb_cpu_small_m_avx2_available();
 }
 
 /* Slices of the hidden width, and the workspace in floats: X (fp32, and
