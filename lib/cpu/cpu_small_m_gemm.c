@@ -29,8 +29,8 @@
 
 /* Output rows (of the normalised C) per unit of work: a multiple of the
  * kernels' 6-row (AVX-512 FMA), 5-row (VDPBF16PS) and 3-row (AVX2)
- * blocks; the unit's dot
- * products (at most 32 x 60 floats) stay in L1 for the epilogue. */
+ * blocks; the unit's dot products (at most 32 x 60 floats) stay in L1
+ * for the epilogue. */
 #define SMALL_M_ROWS 60
 /* Fewer output rows than this stay with OpenBLAS (as before 32 tokens). */
 #define SMALL_M_MIN_ROWS 48
