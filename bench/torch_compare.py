@@ -344,6 +344,9 @@ def gemm_rule_grid():
     for t in (256, 1000):
         for k, n in ((1536, 6144), (4096, 14336)):
             w.append(Workload("rule-engine", "gemm", f16, t, k, 0, n, True, False, "silu"))
+    for t in (1, 4, 64, 1024, 8192):  # launch-bound: the seed Linear's widths
+        for k, n in ((32, 64), (64, 32), (256, 1024), (1024, 256)):
+            w.append(Workload("rule-small", "gemm", bf16, t, k, 0, n, True, False))
     for k, n in ((4096, 11008), (3000, 7000), (2560, 10240), (5120, 13824),
                  (8192, 28672), (1024, 4096), (11008, 4096)):
         for t in (1, 2, 4, 5, 6, 8, 12, 16, 24, 32):
