@@ -10,10 +10,11 @@
  *   FB_BACKEND_CUDA_LT     cuda-lt;
  *   FB_BACKEND_CUDA_FUSED  the first fused family that covers the call;
  *                          none: "not supported", nothing launched;
- *   FB_BACKEND_CUDA (or AUTO)  the first fused family that covers the
- *                          call if the shape rule prefers it there, else
- *                          cuda-lt (as the shape rule always did, only
- *                          the first covering family is asked).
+ *   FB_BACKEND_CUDA (or AUTO)  mlp: the first fused family that covers
+ *                          the call if the shape rule prefers it there,
+ *                          else cuda-lt (only the first covering family
+ *                          is asked); gemm: the first covering family
+ *                          whose row prefers it, else cuda-lt.
  * A forced name keeps to that one entry, whatever the rule says.
  * Host operands are staged first (staging.h), the same for every path.
  */
@@ -150,13 +151,17 @@ static const fb_fused_gemm_impl *gemm_choice(const fb_fused_env *env,
                                              const char *forced, int *none)
 {
     *none = 0;
+    /* Unlike the MLP's, each gemm family's row decides for itself: a
+     * family that covers a call without preferring it (the tiny gemm
+     * never does; the decode gemm beyond its tokens) leaves it to the
+     * next, since the engine's rows were measured over those shapes too
+     * (docs/gemm-engine.md). */
     for (const fb_fused_gemm_impl *e = fb_fused_gemm_impls; e->name; ++e) {
         if (!may_take(e->name, true, path, forced) || !e->applies(env, q))
             continue;
         if (forced != NULL || path == FB_BACKEND_CUDA_FUSED ||
             e->preferred(env, q))
             return e;
-        break; /* the first covering family is the rule's to decide */
     }
     *none = !may_take(kLt, false, path, forced);
     return NULL;
