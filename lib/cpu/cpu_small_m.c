@@ -339,9 +339,7 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
                     : wt == W_F32               ? CHUNK_BYTES / es
                                                 : CHUNK_BYTES_16 / es;
     if (kcmax < k && wt != W_F32) {
-        /* Equal chunks of whole lines of w (the last takes the rest). */
-        const int64_t chunks = (k + kcmax - 1) / kcmax, lv = 64 / es;
-        kcmax = ((k + chunks - 1) / chunks + lv - 1) / lv * lv;
+        kcmax = fb_cpu_small_m_even_chunk(k, kcmax, es);
     }
     for (int64_t j0 = 0; j0 < n;) {
         const int wr = n - j0 >= wrb ? wrb : 1;
@@ -349,36 +347,23 @@ TARGET static unsigned small_m_nt(int wt, int64_t m, int64_t n,
         for (int64_t p0 = 0; p0 < k; p0 += kcmax) {
             const int64_t kc = k - p0 < kcmax ? k - p0 : kcmax;
             const int last = p0 + kc == k;
-            /* The next chunk: these rows further on, or the next rows. */
-            const char *next;
-            int64_t next_rows, next_k;
-            if (!last) {
-                next = wj + (p0 + kc) * es;
-                next_rows = wr;
-                next_k = k - p0 - kc;
-            } else {
-                next = wj + wr * ldwb;
-                next_rows = n - j0 - wr + rows_after;
-                next_k = k;
-            }
-            if (next_rows > wrb)
-                next_rows = wrb;
-            if (next_k > kcmax)
-                next_k = kcmax;
+            const fb_small_m_next nx =
+                fb_cpu_small_m_next(wj, ldwb, es, p0, kc, k, wr,
+                                    n - j0 - wr + rows_after, wrb, kcmax);
             for (int g = 0; g < groups; g++) {
                 const int xr = m - g * XR < XR ? (int)(m - g * XR) : XR;
                 /* Group g prefetches rows [r0, r1) of the next chunk. */
-                const int r0 = (int)(g * next_rows / groups);
-                const int r1 = (int)((g + 1) * next_rows / groups);
+                const int r0 = (int)(g * nx.rows / groups);
+                const int r1 = (int)((g + 1) * nx.rows / groups);
                 chunk_job job = {
                     .w = wj + p0 * es,
                     .ldwb = ldwb,
                     .x = x + g * XR * ldxb + p0 * xes,
                     .ldxb = ldxb,
                     .kc = kc,
-                    .pf = r1 > r0 && prefetch ? next + r0 * ldwb : NULL,
+                    .pf = r1 > r0 && prefetch ? nx.w + r0 * ldwb : NULL,
                     .pf_rows = r1 - r0,
-                    .pf_lines = (next_k * es + 63) / 64,
+                    .pf_lines = (nx.k * es + 63) / 64,
                     .first = p0 == 0,
                     .last = last,
                     .buf = buf[g],

@@ -81,4 +81,47 @@ int fb_cpu_small_m_dp_nt(int64_t m, int64_t n, int64_t k, const void *x,
                          int64_t ldw, int64_t rows_after, float *out,
                          int64_t ldo);
 
+/* Both kernels (cpu_small_m.c, cpu_small_m_avx2.c) walk each block of
+ * weight rows in chunks of k; these say how. */
+
+/* At most kcmax values a chunk, k cut into equal chunks of whole 64-byte
+ * lines of w (es bytes a value; the last chunk takes the rest). */
+static inline int64_t fb_cpu_small_m_even_chunk(int64_t k, int64_t kcmax,
+                                                int64_t es)
+{
+    const int64_t chunks = (k + kcmax - 1) / kcmax, lv = 64 / es;
+    return ((k + chunks - 1) / chunks + lv - 1) / lv * lv;
+}
+
+/* What to prefetch while the chunk [p0, p0 + kc) of the block of wr rows
+ * at wj (ldwb bytes apart) runs: the same rows further along k, or after
+ * the block's last chunk the first chunk of the rows that follow
+ * (rows_next of them exist); at most max_rows rows and kcmax values. */
+typedef struct fb_small_m_next {
+    const char *w;
+    int64_t rows, k;
+} fb_small_m_next;
+
+static inline fb_small_m_next
+fb_cpu_small_m_next(const char *wj, int64_t ldwb, int64_t es, int64_t p0,
+                    int64_t kc, int64_t k, int64_t wr, int64_t rows_next,
+                    int64_t max_rows, int64_t kcmax)
+{
+    fb_small_m_next nx;
+    if (p0 + kc < k) {
+        nx.w = wj + (p0 + kc) * es;
+        nx.rows = wr;
+        nx.k = k - p0 - kc;
+    } else {
+        nx.w = wj + wr * ldwb;
+        nx.rows = rows_next;
+        nx.k = k;
+    }
+    if (nx.rows > max_rows)
+        nx.rows = max_rows;
+    if (nx.k > kcmax)
+        nx.k = kcmax;
+    return nx;
+}
+
 #endif /* FB_CPU_SMALL_M_H */
