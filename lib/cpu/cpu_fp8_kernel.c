@@ -2,17 +2,23 @@
 /*
  * cpu_fp8_kernel.c -- fp32 x rows times e4m3 weight rows.
  *
- * For each group of four weight rows (channels), k is walked in chunks:
- * the chunk of the four rows is widened to fp32 into a small buffer that
- * stays in L1, then every x row is multiplied against it, two x rows at a
- * time (eight accumulators). A weight byte is read from memory once per
- * call, whatever m.
+ * Two forms. The register form (AVX2, weight rows contiguous along k, at
+ * most 8 x rows: decode) widens each 32 bytes of a weight row in
+ * registers and multiplies them at once against up to 4 x rows, blocks
+ * of 1..4 weight rows; more x rows take further passes over a block of
+ * weight rows still in L2. The buffered form (any strides, any m) takes
+ * groups of four weight rows and walks k in chunks: the chunk of the four
+ * rows is widened to fp32 into a small buffer that stays in L1, then every
+ * x row is multiplied against it, up to three at a time. Either way a
+ * weight byte is read from memory once per call.
  *
  * Widening on AVX2: e4m3 is a sub-format of IEEE binary16 shifted by 2^8:
  * with its sign moved to bit 15 and its seven other bits to bits 7..13,
  * the binary16 number is q * 2^-8 exactly (subnormals included), which
- * F16C widens; one multiplication by 2^8 restores q exactly. The NaN
- * pattern is forced to a binary16 NaN first.
+ * F16C widens. The buffered form multiplies each value by 2^8 and forces
+ * the NaN pattern to a binary16 NaN first; the register form applies the
+ * 2^8 to each dot product and sends a block with a NaN byte to the
+ * buffered form.
  */
 #include <string.h>
 #include "cpu_fp8_kernel.h"
@@ -111,83 +117,6 @@ AVX2 static inline float hsum(__m256 v)
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
-}
-
-/* 16 e4m3 bytes to 16 floats in two registers. */
-AVX2 static inline void widen16_regs(const uint8_t *src, __m256 *lo,
-                                     __m256 *hi)
-{
-    const __m256i v =
-        _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)src));
-    __m256i h = _mm256_and_si256(
-        _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 1),
-        _mm256_set1_epi16((short)0xbfff));
-    const __m256i nan = _mm256_cmpeq_epi16(
-        _mm256_and_si256(v, _mm256_set1_epi16(0x7f)),
-        _mm256_set1_epi16(0x7f));
-    h = _mm256_or_si256(h, nan);
-    const __m256 two8 = _mm256_set1_ps(256.0f);
-    *lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), two8);
-    *hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)),
-                        two8);
-}
-
-/* One x row (m == 1) against contiguous weight rows: the bytes widened in
- * registers and multiplied at once, no buffer between (a single token has
- * nothing to share a widened chunk with). */
-AVX2 static void dots_one_row(int64_t n, int64_t k, const float *x,
-                              const uint8_t *w, int64_t w_cs,
-                              const float *table, float *out)
-{
-    const int64_t k16 = k / 16 * 16;
-    int64_t j = 0;
-    for (; j + ROWS <= n; j += ROWS) {
-        const uint8_t *r0 = w + j * w_cs, *r1 = r0 + w_cs, *r2 = r1 + w_cs,
-                      *r3 = r2 + w_cs;
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0,
-               b2 = a0, a3 = a0, b3 = a0;
-        for (int64_t p = 0; p < k16; p += 16) {
-            const __m256 xl = _mm256_loadu_ps(x + p),
-                         xh = _mm256_loadu_ps(x + p + 8);
-            __m256 lo, hi;
-            widen16_regs(r0 + p, &lo, &hi);
-            a0 = _mm256_fmadd_ps(xl, lo, a0);
-            b0 = _mm256_fmadd_ps(xh, hi, b0);
-            widen16_regs(r1 + p, &lo, &hi);
-            a1 = _mm256_fmadd_ps(xl, lo, a1);
-            b1 = _mm256_fmadd_ps(xh, hi, b1);
-            widen16_regs(r2 + p, &lo, &hi);
-            a2 = _mm256_fmadd_ps(xl, lo, a2);
-            b2 = _mm256_fmadd_ps(xh, hi, b2);
-            widen16_regs(r3 + p, &lo, &hi);
-            a3 = _mm256_fmadd_ps(xl, lo, a3);
-            b3 = _mm256_fmadd_ps(xh, hi, b3);
-        }
-        float s[ROWS] = {hsum(_mm256_add_ps(a0, b0)),
-                         hsum(_mm256_add_ps(a1, b1)),
-                         hsum(_mm256_add_ps(a2, b2)),
-                         hsum(_mm256_add_ps(a3, b3))};
-        const uint8_t *rows[ROWS] = {r0, r1, r2, r3};
-        for (int r = 0; r < ROWS; r++) {
-            for (int64_t p = k16; p < k; p++)
-                s[r] += x[p] * table[rows[r][p]];
-            out[j + r] = s[r];
-        }
-    }
-    for (; j < n; j++) {
-        const uint8_t *r0 = w + j * w_cs;
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0;
-        for (int64_t p = 0; p < k16; p += 16) {
-            __m256 lo, hi;
-            widen16_regs(r0 + p, &lo, &hi);
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p), lo, a0);
-            b0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + p + 8), hi, b0);
-        }
-        float s = hsum(_mm256_add_ps(a0, b0));
-        for (int64_t p = k16; p < k; p++)
-            s += x[p] * table[r0[p]];
-        out[j] = s;
-    }
 }
 
 /* 16 e4m3 bytes to 16 floats. */
@@ -327,18 +256,13 @@ AVX2 static void dots_avx2(int64_t m, int64_t len8, const float *x,
     }
 }
 
-AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
-                                const float *x, int64_t ldx,
-                                const uint8_t *w, int64_t w_cs, int64_t w_ks,
-                                float *out, int64_t ldo)
+/* The buffered form: any strides, any m. */
+AVX2 static void dots_buffered(int64_t m, int64_t n, int64_t k,
+                               const float *x, int64_t ldx, const uint8_t *w,
+                               int64_t w_cs, int64_t w_ks, const float *table,
+                               float *out, int64_t ldo)
 {
-    float table[256];
     float buf[ROWS * CHUNK] __attribute__((aligned(32)));
-    make_table(table);
-    if (m == 1 && w_ks == 1) {
-        dots_one_row(n, k, x, w, w_cs, table, out);
-        return;
-    }
     for (int64_t j0 = 0; j0 < n; j0 += ROWS) {
         const int rows = n - j0 < ROWS ? (int)(n - j0) : ROWS;
         if (k == 0)
@@ -355,6 +279,224 @@ AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
                       out + j0, ldo, p0 == 0);
         }
     }
+}
+
+/* The register form, for contiguous rows and few tokens: each 32 weight
+ * bytes of a row are widened in registers, no buffer between. The bytes
+ * go to the high halves of 16-bit lanes (unpack with zero); an arithmetic
+ * shift right by one and bit 14 cleared give the binary16 pattern of
+ * q * 2^-8, which F16C widens. The 2^8 is applied once per dot product
+ * instead of once per weight: the same bits, since with every nonzero |x|
+ * at least 2^-109 (x_scalable) each product and sum lies on the 2^-149
+ * grid, so nothing rounds differently below 2^-126, and above it scaling
+ * by a power of two commutes with rounding (short of a partial sum past
+ * FLT_MAX, which the unscaled sum meets first). The NaN pattern would widen
+ * to 1.875 here: a byte maximum per group of rows finds it, and that
+ * group is redone by the buffered form. */
+#define REGS_MAX_M 4 /* tokens in one register block */
+#define REGS_MAX_X 8 /* tokens the register form takes (beyond, the
+                      * buffered form widens each byte once for all) */
+#define REGS_R 4     /* most weight rows per register block */
+/* Bytes ahead of the current step that each row's next line is
+ * prefetched from. */
+#ifndef REGS_PF
+#define REGS_PF 512
+#endif
+
+/* Every nonzero |x| (first k of m rows) at least 2^-109? NaN and Inf
+ * pass: they propagate the same either way. */
+AVX2 static int x_scalable(int64_t m, int64_t k, const float *x, int64_t ldx)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 lim = _mm256_set1_ps(0x1p-109f), zero = _mm256_setzero_ps();
+    __m256 bad = zero;
+    int tail_bad = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const float *xi = x + i * ldx;
+        int64_t p = 0;
+        for (; p + 8 <= k; p += 8) {
+            const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xi + p), absm);
+            bad = _mm256_or_ps(bad,
+                               _mm256_and_ps(_mm256_cmp_ps(a, lim, _CMP_LT_OQ),
+                                             _mm256_cmp_ps(a, zero,
+                                                           _CMP_NEQ_OQ)));
+        }
+        for (; p < k; p++) {
+            const float a = xi[p] < 0 ? -xi[p] : xi[p];
+            tail_bad |= a != 0.0f && a < 0x1p-109f;
+        }
+    }
+    return !tail_bad && _mm256_movemask_ps(bad) == 0;
+}
+
+/* One step of 32 k values: acc[r][t] += q(row r) . x(token t), two
+ * accumulators a pair for one token (the FMA chains otherwise wait on
+ * each other), one for more. */
+AVX2 __attribute__((always_inline)) static inline void
+regs_step(const int R, const int T, const uint8_t *const *wr, int64_t wp,
+          const float *const *xr, int64_t xp,
+          __m256 acc[REGS_R][REGS_MAX_M][2], __m256i *nan)
+{
+    const int A = T == 1 ? 2 : 1;
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    const __m256i mask = _mm256_set1_epi16((short)0xbfff);
+    const __m256i zero = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(wr[r] + wp));
+        /* 0xff after the or: the NaN pattern, either sign */
+        *nan = _mm256_max_epu8(*nan, _mm256_or_si256(q, top));
+        const __m256i lo = _mm256_and_si256(
+            _mm256_srai_epi16(_mm256_unpacklo_epi8(zero, q), 1), mask);
+        const __m256i hi = _mm256_and_si256(
+            _mm256_srai_epi16(_mm256_unpackhi_epi8(zero, q), 1), mask);
+        /* unpack works within 128-bit lanes: k 0..7, 8..15, 16..23,
+         * 24..31 are lo's low half, hi's low half, lo's high, hi's high */
+        const __m256 f0 = _mm256_cvtph_ps(_mm256_castsi256_si128(lo));
+        const __m256 f1 = _mm256_cvtph_ps(_mm256_castsi256_si128(hi));
+        const __m256 f2 = _mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1));
+        const __m256 f3 = _mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const float *xx = xr[t] + xp;
+            acc[r][t][0] =
+                _mm256_fmadd_ps(f0, _mm256_loadu_ps(xx), acc[r][t][0]);
+            acc[r][t][A - 1] =
+                _mm256_fmadd_ps(f1, _mm256_loadu_ps(xx + 8), acc[r][t][A - 1]);
+            acc[r][t][0] =
+                _mm256_fmadd_ps(f2, _mm256_loadu_ps(xx + 16), acc[r][t][0]);
+            acc[r][t][A - 1] =
+                _mm256_fmadd_ps(f3, _mm256_loadu_ps(xx + 24), acc[r][t][A - 1]);
+        }
+    }
+}
+
+/* R rows from w by T tokens over all of k into out (the dots times 2^8);
+ * 1 where a weight is the NaN pattern (out then unwritten). xt: each
+ * token's values from k / 32 * 32 on, zero-padded to 32. */
+AVX2 __attribute__((always_inline)) static inline int
+regs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
+           const float *xt, const uint8_t *w, int64_t w_cs, float *out,
+           int64_t ldo)
+{
+    __m256 acc[REGS_R][REGS_MAX_M][2];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+    __m256i nan = _mm256_setzero_si256();
+    const uint8_t *wr[REGS_R];
+    const float *xr[REGS_MAX_M];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        wr[r] = w + r * w_cs;
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        xr[t] = x + t * ldx;
+    const int64_t k32 = k / 32 * 32;
+    int64_t p = 0;
+    for (; p + 64 <= k32; p += 64) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            _mm_prefetch((const char *)(wr[r] + p + REGS_PF), _MM_HINT_T0);
+        regs_step(R, T, wr, p, xr, p, acc, &nan);
+        regs_step(R, T, wr, p + 32, xr, p + 32, acc, &nan);
+    }
+    if (p < k32) {
+        regs_step(R, T, wr, p, xr, p, acc, &nan);
+        p += 32;
+    }
+    if (p < k) {
+        /* the ragged end through zeroed copies: no load past a row */
+        uint8_t tb[REGS_R][32] __attribute__((aligned(32)));
+        const uint8_t *tr[REGS_R];
+        const float *xtr[REGS_MAX_M];
+        memset(tb, 0, sizeof tb);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            memcpy(tb[r], wr[r] + p, (size_t)(k - p));
+            tr[r] = tb[r];
+        }
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            xtr[t] = xt + t * 32;
+        regs_step(R, T, tr, 0, xtr, 0, acc, &nan);
+    }
+    if (_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(nan, _mm256_set1_epi8((char)0xff))) != 0)
+        return 1;
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            out[t * ldo + r] =
+                hsum(_mm256_add_ps(acc[r][t][0], acc[r][t][1])) * 256.0f;
+    return 0;
+}
+
+/* n rows by T tokens, blocks of R rows, the rest one row at a time. */
+AVX2 __attribute__((always_inline)) static inline void
+regs_rows(const int R, const int T, int64_t n, int64_t k, const float *x,
+          int64_t ldx, const float *xt, const uint8_t *w, int64_t w_cs,
+          const float *table, float *out, int64_t ldo)
+{
+    int64_t j = 0;
+    for (; j + R <= n; j += R)
+        if (regs_block(R, T, k, x, ldx, xt, w + j * w_cs, w_cs, out + j, ldo))
+            dots_buffered(T, R, k, x, ldx, w + j * w_cs, w_cs, 1, table,
+                          out + j, ldo);
+    for (; j < n; j++)
+        if (regs_block(1, T, k, x, ldx, xt, w + j * w_cs, w_cs, out + j, ldo))
+            dots_buffered(T, 1, k, x, ldx, w + j * w_cs, w_cs, 1, table,
+                          out + j, ldo);
+}
+
+/* Rows of w per outer block: every token group passes over the block's
+ * rows while they are in L2, so w is streamed from memory once. */
+#define REGS_BLOCK 12
+
+AVX2 static void dots_regs(int64_t m, int64_t n, int64_t k, const float *x,
+                           int64_t ldx, const uint8_t *w, int64_t w_cs,
+                           const float *table, float *out, int64_t ldo)
+{
+    float xt[REGS_MAX_X * 32] __attribute__((aligned(32)));
+    const int64_t k32 = k / 32 * 32;
+    memset(xt, 0, sizeof xt);
+    for (int64_t i = 0; i < m; i++)
+        memcpy(xt + i * 32, x + i * ldx + k32,
+               (size_t)(k - k32) * sizeof(float));
+    for (int64_t j = 0; j < n; j += REGS_BLOCK) {
+        const int64_t nb = n - j < REGS_BLOCK ? n - j : REGS_BLOCK;
+        const uint8_t *wj = w + j * w_cs;
+        for (int64_t i = 0; i < m; i += REGS_MAX_M) {
+            const int64_t t = m - i < REGS_MAX_M ? m - i : REGS_MAX_M;
+            const float *xi = x + i * ldx, *xti = xt + i * 32;
+            float *oi = out + i * ldo + j;
+            if (t == 1)
+                regs_rows(4, 1, nb, k, xi, ldx, xti, wj, w_cs, table, oi, ldo);
+            else if (t == 2)
+                regs_rows(4, 2, nb, k, xi, ldx, xti, wj, w_cs, table, oi, ldo);
+            else if (t == 3)
+                regs_rows(3, 3, nb, k, xi, ldx, xti, wj, w_cs, table, oi, ldo);
+            else
+                regs_rows(2, 4, nb, k, xi, ldx, xti, wj, w_cs, table, oi, ldo);
+        }
+    }
+}
+
+AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
+                                const float *x, int64_t ldx,
+                                const uint8_t *w, int64_t w_cs, int64_t w_ks,
+                                float *out, int64_t ldo)
+{
+    float table[256];
+    make_table(table);
+    if (w_ks == 1 && m <= REGS_MAX_X && k > 0 && x_scalable(m, k, x, ldx)) {
+        dots_regs(m, n, k, x, ldx, w, w_cs, table, out, ldo);
+        return;
+    }
+    dots_buffered(m, n, k, x, ldx, w, w_cs, w_ks, table, out, ldo);
 }
 
 static int have_avx2(void)
