@@ -20,6 +20,7 @@
  * 2^8 to each dot product and sends a block with a NaN byte to the
  * buffered form.
  */
+#include <stdint.h>
 #include <string.h>
 #include "cpu_fp8_kernel.h"
 #include "problem_fp8.h"
@@ -399,7 +400,11 @@ regs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
     for (; p + 64 <= k32; p += 64) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            _mm_prefetch((const char *)(wr[r] + p + REGS_PF), _MM_HINT_T0);
+            /* in integers: near a row's end the address lies past it,
+             * where C pointer arithmetic may not go (a prefetch never
+             * faults) */
+            _mm_prefetch((const char *)((uintptr_t)(wr[r] + p) + REGS_PF),
+                         _MM_HINT_T0);
         regs_step(R, T, wr, p, xr, p, acc, &nan);
         regs_step(R, T, wr, p + 32, xr, p + 32, acc, &nan);
     }
