@@ -29,9 +29,6 @@ struct Crossover {
     int64_t h_max;      /* mlp: h at most */
     const char *source; /* the benchmark (docs/fused-kernels.md) */
     int64_t rows_min;   /* token rows at least (0: no bound) */
-    int mem_bus_max;    /* memory bus at most this many bits (0: any):
-                           the H100 (5120) and the H200 (6144) are both
-                           compute 9.0 but stream weights differently */
 };
 
 template <size_t N>
@@ -42,7 +39,6 @@ bool rows_say(const Crossover (&rows)[N], const fb_fused_env *env,
         const Crossover &c = rows[i];
         if (env->cc_major == c.cc_major && (c.dtypes >> dtype & 1u) &&
             tokens <= c.rows_max && tokens >= c.rows_min &&
-            (c.mem_bus_max == 0 || env->mem_bus_bits <= c.mem_bus_max) &&
             kn <= c.kn_max && h <= c.h_max)
             return true;
     }
@@ -127,7 +123,7 @@ fb_status decode_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
 const Crossover engine_gemm_rows[] = {
     {9, B16, ANY, ANY, ANY,
      "torch_compare.py --crossover (H200): engine gemm+bias+gelu against "
-     "cuda-lt", 1024, 0},
+     "cuda-lt", 1024},
 };
 
 /* On the H100 the second pass costs cuda-lt about 10 bytes an output
@@ -138,8 +134,8 @@ const Crossover engine_gemm_rows[] = {
  *  - k >= 2048 (ping-pong in pairs): from 256 tokens, when the grid runs
  *    at least 1.5 rounds and at least 84 % of those whole rounds' tiles
  *    hold output (fbf_gemm_sm90_rounds); a part-empty last round, ragged
- *    edges (777 x 2048 -> 5632: 67 %, 0.83x) or a single round lost to
- *    cuBLAS's split and stream-K schedules. */
+ *    edges or a single round lost to cuBLAS's split and stream-K
+ *    schedules. */
 bool engine_gemm_h100(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     if (p->k <= 1024)
@@ -190,7 +186,7 @@ size_t h_scratch(const fb_mlp_problem *p)
  * wgmma); not fp32, where cuda-lt was faster. */
 const Crossover tiny_mlp_rows[] = {
     {9, B16, ANY, ANY, ANY,
-     "fused_selftest and fusedblas-bench, H200: tiny mlp 16-bit", 0, 0},
+     "fused_selftest and fusedblas-bench, H200: tiny mlp 16-bit", 0},
 };
 
 bool tiny_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
@@ -219,11 +215,11 @@ fb_status tiny_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
 const Crossover decode_mlp_rows[] = {
     {9, B16, 16, ANY, ANY,
      "fusedblas-bench (H100), torch_compare.py --crossover (H200): decode "
-     "mlp, TMA engine", 0, 0},
+     "mlp, TMA engine", 0},
     {9, B16, 32, 1024, 4096,
-     "fusedblas-bench, H100: decode mlp 768->3072->768", 0, 0},
+     "fusedblas-bench, H100: decode mlp 768->3072->768", 0},
     {9, 1u << FB_DTYPE_F32, 16, ANY, ANY,
-     "fusedblas-bench, H200: decode mlp fp32 m=16", 0, 0},
+     "fusedblas-bench, H200: decode mlp fp32 m=16", 0},
 };
 
 bool decode_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
@@ -257,7 +253,7 @@ fb_status decode_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
  * not measured). */
 const Crossover prefill_mlp_rows[] = {
     {9, B16, ANY, 1024, 4096,
-     "torch_compare.py, H100: prefill seed 8192 x 768->3072->768", 1024, 0},
+     "torch_compare.py, H100: prefill seed 8192 x 768->3072->768", 1024},
 };
 
 bool prefill_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
@@ -284,7 +280,7 @@ fb_status prefill_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
 const Crossover engine_mlp_rows[] = {
     {9, B16, ANY, ANY, ANY,
      "torch_compare.py --crossover (H100 and H200): engine mlp against "
-     "cuda-lt", 2048, 0},
+     "cuda-lt", 2048},
 };
 
 bool engine_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
@@ -295,10 +291,9 @@ bool engine_mlp_applies(const fb_fused_env *env, const fb_mlp_problem *p)
 
 /* ... and where the rounds of its two launches are at least 90 % full,
  * weighted by their lengths (fbf_mlp_sm90_fill): a down GEMM of one or
- * two rounds, part-empty, lost 6-14 % to cuda-lt (2048 x 2560 -> 10240
- * -> 2560 at 0.81 full: 0.88x; 3000 x 1536 -> 8960 -> 1536 at 0.77:
- * 0.86x), and nothing at 0.9 or more lost over 2 % (--mlp-rule, H100;
- * the grid is the same on the H200's 132 SMs). */
+ * two part-empty rounds lost to cuda-lt (torch_compare.py --mlp-rule on
+ * the H100, docs/gemm-engine.md; the grid is the same on the H200's 132
+ * SMs, and the cut only sends calls to cuda-lt). */
 bool engine_mlp_preferred(const fb_fused_env *env, const fb_mlp_problem *p)
 {
     double fill = 0.0;
