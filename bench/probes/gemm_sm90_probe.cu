@@ -120,6 +120,9 @@ static fb_fused_env make_env(cudaStream_t s)
     int smem = 0;
     CK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, e.device));
     e.smem_optin = (size_t)smem;
+    // the handle's workspace, where stream-K keeps its partial sums
+    CK(cudaMalloc(&e.workspace, FB_FUSED_WORKSPACE_BYTES));
+    e.workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
     return e;
 }
 
@@ -493,6 +496,66 @@ enum { EPI_PLAIN = 0, EPI_BIAS = 1, EPI_GELU = 2, EPI_BIAS_GELU = 3 };
 static const char *const kEpiName[] = {"plain", "bias", "gelu_tanh",
                                        "bias+gelu_tanh"};
 
+// Stream-K off and forced, each arrangement the rule picks, against
+// cuBLAS's plain product: interleaved, medians.
+static void time_stream_k(cublasHandle_t cb, const fb_fused_env &env, int R,
+                          int S, int K, int epi)
+{
+    Linear l = make_linear(R, S, K);
+    fb_gemm_problem p = l.p;
+    if (epi & 1) {
+        p.ep.bias = l.bias;
+        p.ep.bias_per_row = 1;
+    }
+    if (epi & 2)
+        p.ep.act = FB_ACT_GELU_TANH;
+    const float one = 1.0f, zero = 0.0f;
+    const int knobs[3] = {-1, 1, 2}; // cuBLAS, off, forced
+    cudaEvent_t ev[6];
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    std::vector<float> t[3];
+    for (int rep = 0; rep < 23; ++rep) {
+        for (int v = 0; v < 3; ++v) {
+            CK(cudaEventRecord(ev[2 * v], env.stream));
+            if (knobs[v] < 0) {
+                CB(cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, S, R, K, &one,
+                                l.w, CUDA_R_16BF, K, l.x, CUDA_R_16BF, K,
+                                &zero, l.d, CUDA_R_16BF, S, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+            } else {
+                fbf_knobs.engine_streamk = knobs[v];
+                if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) !=
+                    FB_STATUS_SUCCESS) {
+                    printf("engine refused\n");
+                    exit(1);
+                }
+            }
+            CK(cudaEventRecord(ev[2 * v + 1], env.stream));
+        }
+        CK(cudaStreamSynchronize(env.stream));
+        for (int v = 0; rep >= 3 && v < 3; ++v) {
+            float ms;
+            CK(cudaEventElapsedTime(&ms, ev[2 * v], ev[2 * v + 1]));
+            t[v].push_back(ms * 1e3f);
+        }
+    }
+    fbf_knobs.engine_streamk = 0;
+    float med[3];
+    for (int v = 0; v < 3; ++v) {
+        std::sort(t[v].begin(), t[v].end());
+        med[v] = t[v][t[v].size() / 2];
+    }
+    printf("sk %5d x %5d x %5d %-14s cublas %7.1f | whole %7.1f (%.3f) | "
+           "stream-K %7.1f (%.3f) | sk/whole %.3f\n",
+           R, S, K, kEpiName[epi], med[0], med[1], med[0] / med[1], med[2],
+           med[0] / med[2], med[1] / med[2]);
+    for (auto &e : ev)
+        cudaEventDestroy(e);
+    free_linear(l);
+}
+
+
 // Every arrangement and cuBLAS one launch at a time, round-robin, so that
 // the card's clock drifts alike for all; medians. cuBLAS runs the plain
 // product whatever the engine's epilogue.
@@ -635,6 +698,21 @@ int main(int argc, char **argv)
         fbf_knobs.engine_group = 0;
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "--sk") == 0) {
+        // stream-K where the last round is part-filled: medium shapes
+        const int sh[][3] = {{1024, 11008, 4096}, {1536, 3072, 3072},
+                             {1536, 2048, 8192},  {512, 4096, 4096},
+                             {768, 4096, 4096},   {2500, 7168, 7168},
+                             {256, 11008, 4096},  {1024, 4096, 11008},
+                             {3000, 5000, 2000},  {777, 5632, 2048},
+                             {512, 13824, 5120},  {2048, 2560, 10240},
+                             {8192, 11008, 4096}, {4096, 4096, 4096},
+                             {300, 4096, 14336},  {1200, 1536, 1536}};
+        for (auto &g : sh)
+            for (int epi = EPI_PLAIN; epi <= EPI_BIAS_GELU; epi += 3)
+                time_stream_k(cb, env, g[0], g[1], g[2], epi);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "--dual") == 0) {
         const int sh[][3] = {{8192, 768, 3072},   {2048, 4096, 14336},
                              {8192, 4096, 14336}, {1024, 4096, 11008},
@@ -649,10 +727,14 @@ int main(int argc, char **argv)
                                             "ping-pong 2x1"};
     // --check-small: the ragged small shapes only (for compute-sanitizer)
     const bool small = argc > 1 && strcmp(argv[1], "--check-small") == 0;
-    for (int mi = 0; mi < 6; ++mi) {
+    // each arrangement and store mode, with stream-K off, then forced
+    // wherever it can run
+    for (int mi = 0; mi < 12; ++mi) {
     fbf_knobs.engine_mode = modes[mi % 3];
-    fbf_knobs.engine_store = mi / 3;
-    printf("== stores %s\n", mi / 3 ? "direct" : "staged");
+    fbf_knobs.engine_store = (mi / 3) % 2;
+    fbf_knobs.engine_streamk = 1 + mi / 6;
+    printf("== stores %s, stream-K %s\n", (mi / 3) % 2 ? "direct" : "staged",
+           mi / 6 ? "forced" : "off");
     printf("== engine mode %s\n", mode_name[modes[mi % 3]]);
     const int shapes[][3] = {{128, 128, 64}, {1, 8, 8}, {77, 200, 40},
                              {1000, 1000, 1000}, {257, 515, 4096},

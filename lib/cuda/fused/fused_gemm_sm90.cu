@@ -115,7 +115,76 @@ template <typename T> struct GeArgs {
     int tiles_r, tiles_c;
     int group;              /* unit-rows a raster group */
     int tma_store;          /* D through shared memory and its tensor map */
+    /* stream-K (GeSchedule): units [0, dp_units) are done whole; the k-
+     * blocks of the rest go in equal contiguous shares to sk_clusters
+     * clusters, whose fp32 sums land in partial (sk_segments slots a
+     * unit) for gemm_sm90_fixup. sk_clusters 0: every unit whole. */
+    int dp_units, sk_clusters, sk_segments;
+    float *partial;
     GeEpilogue<T> ep;
+};
+
+/* One item of a cluster's work: unit u's k-blocks [kb0, kb1); seg < 0
+ * for a whole unit (its epilogue follows), else its place among the
+ * unit's stream-K segments (its sums go to a partial slot). */
+struct GeWork {
+    int u, kb0, kb1, seg;
+};
+
+/* A cluster's items in order: its whole units (c, c + step, ... below
+ * dp_units), then its share [c T / P, (c + 1) T / P) of the stream-K
+ * units' T k-blocks, cut where a unit ends. The producer and the
+ * consumers walk the same sequence. */
+struct GeSchedule {
+    int c, step, dp_units, kblocks, P, next_dp;
+    long long T, t, t_end;
+
+    __host__ __device__ GeSchedule(int c_, int step_, int units, int dp,
+                                   int kb, int p)
+        : c(c_), step(step_), dp_units(dp), kblocks(kb), P(p), next_dp(c_),
+          T((long long)(units - dp) * kb), t(0), t_end(0)
+    {
+        if (c < P) {
+            t = (long long)c * T / P;
+            t_end = (long long)(c + 1) * T / P;
+        }
+    }
+
+    /* the cluster whose share holds stream-K k-block x */
+    __host__ __device__ int owner(long long x) const
+    {
+        return (int)(((x + 1) * P - 1) / T);
+    }
+
+    /* segments of stream-K unit i (counted from dp_units) */
+    __host__ __device__ int segments(int i) const
+    {
+        const long long s = (long long)i * kblocks;
+        return owner(s + kblocks - 1) - owner(s) + 1;
+    }
+
+    __host__ __device__ bool next(GeWork &w)
+    {
+        if (next_dp < dp_units) {
+            w.u = next_dp;
+            w.kb0 = 0;
+            w.kb1 = kblocks;
+            w.seg = -1;
+            next_dp += step;
+            return true;
+        }
+        if (t >= t_end)
+            return false;
+        const long long i = t / kblocks, start = i * kblocks;
+        const long long end = t_end < start + kblocks ? t_end : start + kblocks;
+        w.u = dp_units + (int)i;
+        w.kb0 = (int)(t - start);
+        w.kb1 = (int)(end - start);
+        /* a unit inside one share is done whole */
+        w.seg = w.kb0 == 0 && w.kb1 == kblocks ? -1 : c - owner(start);
+        t = end;
+        return true;
+    }
 };
 
 /* Unit u of the raster: grouped `group` unit-rows at a time. */
@@ -466,6 +535,41 @@ __device__ __forceinline__ void ge_release(uint64_t *empty, int lane, int rm,
         mbar_arrive_cluster(empty, (uint32_t)rank);
 }
 
+/* The partial slot of a stream-K segment's sums for one warpgroup: unit
+ * i (counted from dp_units), segment seg, the CTA's rank in its cluster,
+ * and part (the cooperative warpgroup's rows; 0 in ping-pong). Fragment
+ * order, a float4 a thread at a time, so that a warp's accesses are
+ * whole lines in gemm_sm90_kernel and gemm_sm90_fixup alike. */
+template <int HALVES, int NACC, int PARTS>
+__device__ __forceinline__ float4 *ge_slot(float *partial, int cluster,
+                                           int segments, int i, int seg,
+                                           int rank, int part)
+{
+    const size_t wg = (size_t)HALVES * NACC * 128; /* floats */
+    return reinterpret_cast<float4 *>(
+        partial + (((size_t)i * segments + seg) * cluster + rank) * PARTS * wg +
+        (size_t)part * wg);
+}
+
+template <int HALVES, int NACC, int PARTS, typename T>
+__device__ __forceinline__ void ge_store_partial(const GeArgs<T> &a,
+                                                 float (&acc)[HALVES][NACC],
+                                                 int cluster, int i, int seg,
+                                                 int rank, int part)
+{
+    float4 *p = ge_slot<HALVES, NACC, PARTS>(a.partial, cluster,
+                                             a.sk_segments, i, seg, rank,
+                                             part) +
+                (threadIdx.x & 127);
+#pragma unroll
+    for (int h = 0; h < HALVES; ++h)
+#pragma unroll
+        for (int q = 0; q < NACC / 4; ++q)
+            p[(h * (NACC / 4) + q) * 128] =
+                make_float4(acc[h][4 * q], acc[h][4 * q + 1],
+                            acc[h][4 * q + 2], acc[h][4 * q + 3]);
+}
+
 #endif /* FB_WGMMA_BODY */
 
 /* DUAL: W is Wg (tm_b) and Wu (tm_b2), BN / 2 rows of each a stage. ACT:
@@ -512,6 +616,9 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     const int units_c = (a.tiles_c + CN - 1) / CN;
     const int units = units_r * units_c;
     const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+    const GeSchedule plan(first, step, units,
+                          a.sk_clusters ? a.dp_units : units, kblocks,
+                          a.sk_clusters);
     const int bn_out = DUAL ? S::BN / 2 : S::BN;
     const int ashare = kGeBM / CN, bshare = S::BN / CM; /* rows loaded */
 
@@ -526,12 +633,14 @@ __global__ void __launch_bounds__(kGeThreads, 1)
                 amask |= (uint16_t)(1u << (rm + CM * j));
             for (int i = 0; i < CM; ++i)
                 bmask |= (uint16_t)(1u << (i + CM * rn));
-            for (int u = first; u < units; u += step) {
+            GeSchedule sched = plan;
+            GeWork w;
+            while (sched.next(w)) {
                 int ur, uc;
-                ge_tile(u, units_r, units_c, a.group, ur, uc);
+                ge_tile(w.u, units_r, units_c, a.group, ur, uc);
                 const int m0 = (ur * CM + rm) * kGeBM;
                 const int n0 = (uc * CN + rn) * bn_out;
-                for (int kb = 0; kb < kblocks; ++kb) {
+                for (int kb = w.kb0; kb < w.kb1; ++kb) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     unsigned char *st = smem + stage * S::STAGE_BYTES;
                     unsigned char *sb = st + kGeBM * 128;
@@ -572,13 +681,18 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     const int g = lane >> 2, t = lane & 3;
     float acc[S::HALVES][S::NACC];
     int it = 0; /* k-blocks of the CTA's sequence before this tile */
-    for (int L = 0, u = first; u < units; ++L, u += step) {
+    GeSchedule sched = plan;
+    GeWork w, next;
+    bool more = sched.next(next);
+    for (int L = 0; more; ++L) {
+        w = next;
+        more = sched.next(next);
         if (S::PINGPONG && (L & 1) != cw) {
-            it += kblocks;
+            it += w.kb1 - w.kb0;
             continue;
         }
         int ur, uc;
-        ge_tile(u, units_r, units_c, a.group, ur, uc);
+        ge_tile(w.u, units_r, units_c, a.group, ur, uc);
         const int m0 = (ur * CM + rm) * kGeBM;
         const int n0 = (uc * CN + rn) * bn_out;
         /* ping-pong: the other warpgroup has issued its mainloop */
@@ -590,7 +704,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         /* rows of A this warpgroup multiplies: all 128 (ping-pong, two
          * halves) or its own 64 (cooperative) */
         const int arow = S::PINGPONG ? 0 : 64 * cw;
-        for (int kb = 0; kb < kblocks; ++kb) {
+        for (int kb = w.kb0; kb < w.kb1; ++kb) {
             mbar_wait(&full[stage], phase);
             const uint32_t st = smem_addr(smem + stage * S::STAGE_BYTES);
             const uint64_t db = wg_desc(st + kGeBM * 128);
@@ -601,7 +715,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
                 for (int h = 0; h < S::HALVES; ++h)
                     wgmma_ss<T>(acc[h],
                                 wg_desc(st + (arow + 64 * h) * 128) + 2 * s,
-                                db + 2 * s, kb > 0 || s > 0);
+                                db + 2 * s, kb > w.kb0 || s > 0);
             wg_commit();
             wg_wait<1>();
             if (prev >= 0)
@@ -614,7 +728,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         }
         /* ping-pong: the tensor cores are the other warpgroup's while
          * this one finishes */
-        if (S::PINGPONG && u + step < units)
+        if (S::PINGPONG && more)
             named_arrive(1 + (cw ^ 1));
         wg_wait<0>();
 #pragma unroll
@@ -622,7 +736,13 @@ __global__ void __launch_bounds__(kGeThreads, 1)
             pin(acc[h]);
         if (prev >= 0)
             ge_release<CM, CN>(&empty[prev], lane, rm, rn);
-        it += kblocks;
+        it += w.kb1 - w.kb0;
+        if (w.seg >= 0) {
+            ge_store_partial<S::HALVES, S::NACC, S::PINGPONG ? 1 : 2>(
+                a, acc, CLUSTER, w.u - plan.dp_units, w.seg, crank,
+                S::PINGPONG ? 0 : cw);
+            continue;
+        }
         const int col0 = n0 + 2 * t;
         unsigned char *out =
             smem + S::STAGES * S::STAGE_BYTES + cw * (S::OUT_BYTES / 2);
@@ -646,6 +766,61 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     if (CLUSTER > 1) {
         __syncwarp();
         cluster_sync();
+    }
+#endif /* FB_WGMMA_BODY */
+}
+
+/* The stream-K units' finish: one block a (unit, CTA rank, warpgroup
+ * part) sums the unit's segments in their k order (the same bits every
+ * run) and applies the single epilogue to the fp32 sums, rounding once,
+ * as the kernel does for a whole unit. Units done whole are skipped. */
+template <typename T, int ACT, int MODE>
+__global__ void __launch_bounds__(128)
+    gemm_sm90_fixup(const GeArgs<T> a)
+{
+#if FB_WGMMA_BODY
+    typedef GeShape<MODE> S;
+    const int CLUSTER = S::CM * S::CN, PARTS = S::PINGPONG ? 1 : 2;
+    int b = blockIdx.x;
+    const int part = b % PARTS;
+    b /= PARTS;
+    const int rank = b % CLUSTER, i = b / CLUSTER;
+    const int units_r = (a.tiles_r + S::CM - 1) / S::CM;
+    const int units_c = (a.tiles_c + S::CN - 1) / S::CN;
+    const GeSchedule plan(0, 1, units_r * units_c, a.dp_units,
+                          (a.k + kGeBK - 1) / kGeBK, a.sk_clusters);
+    const int segments = plan.segments(i);
+    if (segments < 2)
+        return;
+    int ur, uc;
+    ge_tile(a.dp_units + i, units_r, units_c, a.group, ur, uc);
+    const int m0 = (ur * S::CM + rank % S::CM) * kGeBM;
+    const int n0 = (uc * S::CN + rank / S::CM) * S::BN;
+    if (m0 >= a.rows || n0 >= a.cols)
+        return;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int arow = S::PINGPONG ? 0 : 64 * part;
+#pragma unroll 1
+    for (int h = 0; h < S::HALVES; ++h) {
+        float acc[S::NACC];
+#pragma unroll 1
+        for (int seg = 0; seg < segments; ++seg) {
+            const float4 *p = ge_slot<S::HALVES, S::NACC, PARTS>(
+                                  a.partial, CLUSTER, a.sk_segments, i, seg,
+                                  rank, part) +
+                              h * (S::NACC / 4) * 128 + tid;
+#pragma unroll
+            for (int q = 0; q < S::NACC / 4; ++q) {
+                const float4 v = p[q * 128];
+                acc[4 * q] = seg ? acc[4 * q] + v.x : v.x;
+                acc[4 * q + 1] = seg ? acc[4 * q + 1] + v.y : v.y;
+                acc[4 * q + 2] = seg ? acc[4 * q + 2] + v.z : v.z;
+                acc[4 * q + 3] = seg ? acc[4 * q + 3] + v.w : v.w;
+            }
+        }
+        ge_epilogue_single<T, ACT, S::NACC>(
+            a, acc, m0 + arow + 64 * h + 16 * warp + (lane >> 2),
+            n0 + 2 * (lane & 3));
     }
 #endif /* FB_WGMMA_BODY */
 }
@@ -715,10 +890,58 @@ static int ge_clusters(const fb_fused_env *env, int most, int cluster)
     return clusters;
 }
 
+/* Stream-K: whether sharing out the last, part-filled round's k-blocks
+ * pays for the partial sums' round trip and the finishing launch. */
+static bool ge_stream_k_pays(int units, int clusters)
+{
+    const int rest = units % clusters;
+    return rest > 0 && 4 * rest <= 3 * clusters;
+}
+
+/* Fewest k-blocks in a stream-K share. */
+static const int kGeSkMin = 8;
+
+/* Where the units do not divide evenly among the clusters (a single
+ * GEMM), the rest's k-blocks go to the clusters in equal shares of at
+ * least kGeSkMin, the sums in fp32 to the workspace below its barrier
+ * region, as many clusters as their slots fit there. No share: a stays
+ * as it is (every unit whole). */
+template <typename T, int MODE>
+static void ge_plan_stream_k(const fb_fused_env *env, GeArgs<T> *a,
+                             int units, int clusters)
+{
+    typedef GeShape<MODE> S;
+    const int CLUSTER = S::CM * S::CN;
+    const int knob = FBF_KNOB(engine_streamk); /* 1 never, 2 wherever it can */
+    const int rest = units % clusters;
+    const int kblocks = (a->k + kGeBK - 1) / kGeBK;
+    if (knob == 1 || rest == 0 || env->workspace == NULL ||
+        env->workspace_bytes < FB_FUSED_BARRIER_BYTES + 4096 ||
+        (knob != 2 && !ge_stream_k_pays(units, clusters)))
+        return;
+    const size_t room = env->workspace_bytes - FB_FUSED_BARRIER_BYTES - 256;
+    const size_t tile = (size_t)kGeBM * S::BN * sizeof(float);
+    const long long blocks = (long long)rest * kblocks;
+    int P = blocks / kGeSkMin < clusters ? (int)(blocks / kGeSkMin) : clusters;
+    for (; P > rest; --P) {
+        const GeSchedule plan(0, 1, units, units - rest, kblocks, P);
+        int most = 1;
+        for (int i = 0; i < rest; ++i)
+            most = plan.segments(i) > most ? plan.segments(i) : most;
+        if ((size_t)rest * most * CLUSTER * tile <= room) {
+            a->dp_units = units - rest;
+            a->sk_clusters = P;
+            a->sk_segments = most;
+            a->partial = static_cast<float *>(env->workspace);
+            return;
+        }
+    }
+}
+
 template <typename T, bool DUAL, int ACT, int MODE>
 static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
                            const CUtensorMap &tb, const CUtensorMap &tb2,
-                           const CUtensorMap &td, GeArgs<T> a)
+                           const CUtensorMap &td, GeArgs<T> &a)
 {
     typedef GeShape<MODE> S;
     const int CLUSTER = S::CM * S::CN;
@@ -732,9 +955,14 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
         return fbf_launch_status(e);
     const int units = ge_units<MODE>(a.tiles_r, a.tiles_c);
     const int clusters = ge_clusters(env, most, CLUSTER);
-    const int grid = (units < clusters ? units : clusters) * CLUSTER;
+    int grid = (units < clusters ? units : clusters) * CLUSTER;
     if (a.group <= 0)
         a.group = S::GROUP;
+    a.sk_clusters = 0;
+    if (!DUAL)
+        ge_plan_stream_k<T, MODE>(env, &a, units, clusters);
+    if (a.sk_clusters > 0) /* the whole units take every cluster */
+        grid = (a.dp_units > 0 ? clusters : a.sk_clusters) * CLUSTER;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
                     const_cast<CUtensorMap *>(&tb),
                     const_cast<CUtensorMap *>(&tb2),
@@ -751,13 +979,21 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     cfg.stream = env->stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
+    fb_status st = fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
+    if (st != FB_STATUS_SUCCESS || a.sk_clusters == 0)
+        return st;
+    const int parts = S::PINGPONG ? 1 : 2;
+    void *fargs[] = {&a};
+    return fbf_launch_status(cudaLaunchKernel(
+        reinterpret_cast<const void *>(&gemm_sm90_fixup<T, ACT, MODE>),
+        dim3((units - a.dp_units) * CLUSTER * parts), dim3(128), fargs, 0,
+        env->stream));
 }
 
 template <typename T, bool DUAL, int MODE>
 static fb_status ge_launch_act(const fb_fused_env *env, const CUtensorMap &ta,
                                const CUtensorMap &tb, const CUtensorMap &tb2,
-                               const CUtensorMap &td, const GeArgs<T> &a,
+                               const CUtensorMap &td, GeArgs<T> &a,
                                fb_activation act)
 {
     switch (act) {
@@ -876,7 +1112,8 @@ static int ge_mode_dual(int64_t k)
 
 template <typename T, int MODE>
 static fb_status ge_gemm_mode(const fb_fused_env *env,
-                              const fb_gemm_problem *p, const float *scale)
+                              const fb_gemm_problem *p, const float *scale,
+                              bool *stream_k)
 {
     typedef GeShape<MODE> S;
     /* D = C^T (row-major n x m), X = op(B)^T (B itself, k x n column-major
@@ -894,7 +1131,10 @@ static fb_status ge_gemm_mode(const fb_fused_env *env,
     a.ep.scale = scale;
     CUtensorMap td;
     ge_output_map(&td, tx, p->dtype, &a);
-    return ge_launch_act<T, false, MODE>(env, tx, tw, tw, td, a, p->ep.act);
+    const fb_status st =
+        ge_launch_act<T, false, MODE>(env, tx, tw, tw, td, a, p->ep.act);
+    *stream_k = a.sk_clusters > 0;
+    return st;
 }
 
 /* H = act(X Wg^T + bg) .* (X Wu^T + bu) into hbuf (row stride ldh). */
@@ -940,16 +1180,16 @@ static fb_status ge_down(const fb_fused_env *env, const fb_mlp_problem *p,
 
 template <typename T>
 static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
-                         const float *scale)
+                         const float *scale, bool *stream_k)
 {
     switch (ge_mode_single(p->ep.act, p->ep.bias != NULL || scale != NULL,
                            p->k)) {
     case GE_PINGPONG:
-        return ge_gemm_mode<T, GE_PINGPONG>(env, p, scale);
+        return ge_gemm_mode<T, GE_PINGPONG>(env, p, scale, stream_k);
     case GE_PINGPONG_PAIR:
-        return ge_gemm_mode<T, GE_PINGPONG_PAIR>(env, p, scale);
+        return ge_gemm_mode<T, GE_PINGPONG_PAIR>(env, p, scale, stream_k);
     default:
-        return ge_gemm_mode<T, GE_COOPERATIVE>(env, p, scale);
+        return ge_gemm_mode<T, GE_COOPERATIVE>(env, p, scale, stream_k);
     }
 }
 
@@ -1065,13 +1305,15 @@ fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
 {
     if (!ge_gemm_covered(env, p))
         return FB_STATUS_NOT_SUPPORTED;
-    const fb_status st = p->dtype == FB_DTYPE_BF16
-                             ? ge_gemm<__nv_bfloat16>(env, p, scale)
-                             : ge_gemm<__half>(env, p, scale);
+    bool sk = false;
+    const bool bf = p->dtype == FB_DTYPE_BF16;
+    const fb_status st = bf ? ge_gemm<__nv_bfloat16>(env, p, scale, &sk)
+                            : ge_gemm<__half>(env, p, scale, &sk);
+    /* "+sk": the last round's k-blocks were shared out (stream-K) */
     if (st == FB_STATUS_SUCCESS)
-        fbf_set_path(path, pathlen, p->dtype == FB_DTYPE_BF16
-                                        ? "gemm_sm90_bf16"
-                                        : "gemm_sm90_f16");
+        fbf_set_path(path, pathlen,
+                     bf ? (sk ? "gemm_sm90_bf16+sk" : "gemm_sm90_bf16")
+                        : (sk ? "gemm_sm90_f16+sk" : "gemm_sm90_f16"));
     return st;
 }
 

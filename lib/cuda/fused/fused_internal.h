@@ -46,6 +46,8 @@ typedef struct fbf_tuning {
                           own choice) */
     int engine_store;  /* GEMM engine: 1 each thread stores its pairs (0:
                           through shared memory and TMA where allowed) */
+    int engine_streamk; /* GEMM engine: 1 never stream-K, 2 wherever it
+                           can (0: where its rule says it pays) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
