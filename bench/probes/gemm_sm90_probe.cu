@@ -122,6 +122,7 @@ static fb_fused_env make_env(cudaStream_t s)
     e.smem_optin = (size_t)smem;
     // the handle's workspace, where stream-K keeps its partial sums
     CK(cudaMalloc(&e.workspace, FB_FUSED_WORKSPACE_BYTES));
+    CK(cudaMemset(e.workspace, 0, FB_FUSED_WORKSPACE_BYTES));
     e.workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
     return e;
 }

@@ -37,11 +37,16 @@ typedef struct fb_fused_env {
 /* The fused kernels' scratch need; the module provides this much. */
 #define FB_FUSED_WORKSPACE_BYTES ((size_t)32 << 20)
 
-/* The last 64 KiB of the workspace hold the grid barrier's epoch, flags
- * and counters (fused_decode.cu). The module zeroes them once when it
- * makes the workspace, so the barrier starts from a known state; nothing
- * else writes there (cuBLASLt has a workspace of its own, ctx.h). */
+/* The last 64 KiB of the workspace (from its start rounded down to 256
+ * bytes) hold the grid barrier's epoch, flags and counters
+ * (fused_decode.cu, below 48 KiB) and, from FB_FUSED_SK_OFFSET, the GEMM
+ * engine's stream-K arrival counters (fused_gemm_sm90.cu). The module
+ * zeroes them once when it makes the workspace, so both start from a
+ * known state; nothing else writes there (cuBLASLt has a workspace of
+ * its own, ctx.h). */
 #define FB_FUSED_BARRIER_BYTES ((size_t)64 << 10)
+#define FB_FUSED_SK_OFFSET ((size_t)48 << 10)
+#define FB_FUSED_SK_COUNTERS 4096
 
 /* One fused kernel family, as an entry of the module's implementation
  * tables (module.cu walks them, then cuda-lt). applies says whether the

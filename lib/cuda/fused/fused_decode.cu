@@ -75,6 +75,8 @@ static const int kHeaderBytes = 128; /* spare, keeps offsets aligned */
 static const size_t kBarrierRegion = FB_FUSED_BARRIER_BYTES;
 static const int kMaxGrid = 4000;      /* flags: 8 B each, 32 000 B */
 static const int kMaxRanges = 4000;    /* counters: 4 B each */
+static_assert(256 + 8 * kMaxGrid + 4 * kMaxRanges <= FB_FUSED_SK_OFFSET,
+              "the barrier's state ends where the engine's counters begin");
 
 struct BarrierState {
     unsigned long long *epoch;

@@ -91,7 +91,7 @@ template <int MODE> struct GeShape {
      * reads its own X tile) */
     static const int GROUP = MODE == GE_PINGPONG_PAIR ? 4 : 8;
     static const int SMEM =
-        1024 + STAGES * STAGE_BYTES + OUT_BYTES + 2 * STAGES * 8;
+        1024 + STAGES * STAGE_BYTES + OUT_BYTES + 2 * STAGES * 8 + 16;
 };
 
 /* The fusion, as data. */
@@ -117,10 +117,13 @@ template <typename T> struct GeArgs {
     int tma_store;          /* D through shared memory and its tensor map */
     /* stream-K (GeSchedule): units [0, dp_units) are done whole; the k-
      * blocks of the rest go in equal contiguous shares to sk_clusters
-     * clusters, whose fp32 sums land in partial (sk_segments slots a
-     * unit) for gemm_sm90_fixup. sk_clusters 0: every unit whole. */
+     * clusters. Each segment's fp32 sums land in partial (sk_segments
+     * slots a unit); the last to arrive on the unit's counter (arrivals,
+     * zero between launches) sums them all and runs the epilogue.
+     * sk_clusters 0: every unit whole. */
     int dp_units, sk_clusters, sk_segments;
     float *partial;
+    unsigned int *arrivals;
     GeEpilogue<T> ep;
 };
 
@@ -128,7 +131,7 @@ template <typename T> struct GeArgs {
  * for a whole unit (its epilogue follows), else its place among the
  * unit's stream-K segments (its sums go to a partial slot). */
 struct GeWork {
-    int u, kb0, kb1, seg;
+    int u, kb0, kb1, seg, segments;
 };
 
 /* A cluster's items in order: its whole units (c, c + step, ... below
@@ -170,6 +173,7 @@ struct GeSchedule {
             w.kb0 = 0;
             w.kb1 = kblocks;
             w.seg = -1;
+            w.segments = 1;
             next_dp += step;
             return true;
         }
@@ -181,7 +185,8 @@ struct GeSchedule {
         w.kb0 = (int)(t - start);
         w.kb1 = (int)(end - start);
         /* a unit inside one share is done whole */
-        w.seg = w.kb0 == 0 && w.kb1 == kblocks ? -1 : c - owner(start);
+        w.segments = owner(start + kblocks - 1) - owner(start) + 1;
+        w.seg = w.segments == 1 ? -1 : c - owner(start);
         t = end;
         return true;
     }
@@ -539,7 +544,7 @@ __device__ __forceinline__ void ge_release(uint64_t *empty, int lane, int rm,
  * i (counted from dp_units), segment seg, the CTA's rank in its cluster,
  * and part (the cooperative warpgroup's rows; 0 in ping-pong). Fragment
  * order, a float4 a thread at a time, so that a warp's accesses are
- * whole lines in gemm_sm90_kernel and gemm_sm90_fixup alike. */
+ * whole lines. */
 template <int HALVES, int NACC, int PARTS>
 __device__ __forceinline__ float4 *ge_slot(float *partial, int cluster,
                                            int segments, int i, int seg,
@@ -551,23 +556,78 @@ __device__ __forceinline__ float4 *ge_slot(float *partial, int cluster,
         (size_t)part * wg);
 }
 
-template <int HALVES, int NACC, int PARTS, typename T>
-__device__ __forceinline__ void ge_store_partial(const GeArgs<T> &a,
-                                                 float (&acc)[HALVES][NACC],
-                                                 int cluster, int i, int seg,
-                                                 int rank, int part)
+/* acc = (ADD ? acc : 0) + slot s of this warpgroup, eight float4 loads in
+ * flight at a time */
+template <int HALVES, int NACC, int PARTS, bool ADD, typename T>
+__device__ __forceinline__ void ge_add_slot(const GeArgs<T> &a,
+                                            float (&acc)[HALVES][NACC],
+                                            int cluster, int i, int s,
+                                            int rank, int part)
 {
-    float4 *p = ge_slot<HALVES, NACC, PARTS>(a.partial, cluster,
-                                             a.sk_segments, i, seg, rank,
-                                             part) +
-                (threadIdx.x & 127);
+    const float4 *p = ge_slot<HALVES, NACC, PARTS>(a.partial, cluster,
+                                                   a.sk_segments, i, s, rank,
+                                                   part) +
+                      (threadIdx.x & 127);
+#pragma unroll
+    for (int h = 0; h < HALVES; ++h)
+#pragma unroll
+        for (int q = 0; q < NACC / 4; ++q) {
+            const float4 v = __ldcg(p + (h * (NACC / 4) + q) * 128);
+            const int j = 4 * q;
+            acc[h][j] = ADD ? acc[h][j] + v.x : v.x;
+            acc[h][j + 1] = ADD ? acc[h][j + 1] + v.y : v.y;
+            acc[h][j + 2] = ADD ? acc[h][j + 2] + v.z : v.z;
+            acc[h][j + 3] = ADD ? acc[h][j + 3] + v.w : v.w;
+        }
+}
+
+/* A stream-K segment of one warpgroup's tile: its sums go to their
+ * slot, and the warpgroup arrives on the unit's counter. The last to
+ * arrive sums every segment's slot in segment order (so the bits do not
+ * depend on who came last), leaves the counter at zero for the next
+ * launch, and returns true: its accumulators now hold the whole unit's
+ * sums, for the epilogue. Nobody waits for anybody. bar: this
+ * warpgroup's named barrier; last: a shared word of its own. */
+template <int HALVES, int NACC, int PARTS, typename T>
+__device__ __forceinline__ bool ge_segment_done(const GeArgs<T> &a,
+                                                float (&acc)[HALVES][NACC],
+                                                int cluster, int i, int seg,
+                                                int segments, int rank,
+                                                int part, int bar, int *last)
+{
+    const int tid = threadIdx.x & 127;
+    float4 *mine = ge_slot<HALVES, NACC, PARTS>(a.partial, cluster,
+                                                a.sk_segments, i, seg, rank,
+                                                part) +
+                   tid;
 #pragma unroll
     for (int h = 0; h < HALVES; ++h)
 #pragma unroll
         for (int q = 0; q < NACC / 4; ++q)
-            p[(h * (NACC / 4) + q) * 128] =
+            mine[(h * (NACC / 4) + q) * 128] =
                 make_float4(acc[h][4 * q], acc[h][4 * q + 1],
                             acc[h][4 * q + 2], acc[h][4 * q + 3]);
+    __threadfence(); /* the sums are visible before the arrival */
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+    if (tid == 0) {
+        unsigned int *count =
+            a.arrivals + ((size_t)i * cluster + rank) * PARTS + part;
+        const bool final = atomicAdd(count, 1u) == (unsigned)segments - 1;
+        if (final)
+            *count = 0u;
+        *last = final;
+    }
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar) : "memory");
+    if (!*last)
+        return false;
+    __threadfence(); /* the others' sums, after their arrivals */
+    /* in segment order, its own read back too */
+    ge_add_slot<HALVES, NACC, PARTS, false>(a, acc, cluster, i, 0, rank, part);
+#pragma unroll 1
+    for (int s = 1; s < segments; ++s)
+        ge_add_slot<HALVES, NACC, PARTS, true>(a, acc, cluster, i, s, rank,
+                                               part);
+    return true;
 }
 
 #endif /* FB_WGMMA_BODY */
@@ -591,6 +651,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(
         smem + S::STAGES * S::STAGE_BYTES + S::OUT_BYTES);
     uint64_t *empty = full + S::STAGES;
+    int *sk_last = reinterpret_cast<int *>(empty + S::STAGES);
     const int wg = threadIdx.x >> 7;
     const int CLUSTER = CM * CN;
     if (threadIdx.x == 0) {
@@ -737,12 +798,12 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         if (prev >= 0)
             ge_release<CM, CN>(&empty[prev], lane, rm, rn);
         it += w.kb1 - w.kb0;
-        if (w.seg >= 0) {
-            ge_store_partial<S::HALVES, S::NACC, S::PINGPONG ? 1 : 2>(
-                a, acc, CLUSTER, w.u - plan.dp_units, w.seg, crank,
-                S::PINGPONG ? 0 : cw);
+        if (!DUAL && w.seg >= 0 &&
+            !ge_segment_done<S::HALVES, S::NACC, S::PINGPONG ? 1 : 2>(
+                a, acc, CLUSTER, w.u - plan.dp_units, w.seg, w.segments,
+                crank,
+                S::PINGPONG ? 0 : cw, 3 + cw, sk_last + cw))
             continue;
-        }
         const int col0 = n0 + 2 * t;
         unsigned char *out =
             smem + S::STAGES * S::STAGE_BYTES + cw * (S::OUT_BYTES / 2);
@@ -766,61 +827,6 @@ __global__ void __launch_bounds__(kGeThreads, 1)
     if (CLUSTER > 1) {
         __syncwarp();
         cluster_sync();
-    }
-#endif /* FB_WGMMA_BODY */
-}
-
-/* The stream-K units' finish: one block a (unit, CTA rank, warpgroup
- * part) sums the unit's segments in their k order (the same bits every
- * run) and applies the single epilogue to the fp32 sums, rounding once,
- * as the kernel does for a whole unit. Units done whole are skipped. */
-template <typename T, int ACT, int MODE>
-__global__ void __launch_bounds__(128)
-    gemm_sm90_fixup(const GeArgs<T> a)
-{
-#if FB_WGMMA_BODY
-    typedef GeShape<MODE> S;
-    const int CLUSTER = S::CM * S::CN, PARTS = S::PINGPONG ? 1 : 2;
-    int b = blockIdx.x;
-    const int part = b % PARTS;
-    b /= PARTS;
-    const int rank = b % CLUSTER, i = b / CLUSTER;
-    const int units_r = (a.tiles_r + S::CM - 1) / S::CM;
-    const int units_c = (a.tiles_c + S::CN - 1) / S::CN;
-    const GeSchedule plan(0, 1, units_r * units_c, a.dp_units,
-                          (a.k + kGeBK - 1) / kGeBK, a.sk_clusters);
-    const int segments = plan.segments(i);
-    if (segments < 2)
-        return;
-    int ur, uc;
-    ge_tile(a.dp_units + i, units_r, units_c, a.group, ur, uc);
-    const int m0 = (ur * S::CM + rank % S::CM) * kGeBM;
-    const int n0 = (uc * S::CN + rank / S::CM) * S::BN;
-    if (m0 >= a.rows || n0 >= a.cols)
-        return;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int arow = S::PINGPONG ? 0 : 64 * part;
-#pragma unroll 1
-    for (int h = 0; h < S::HALVES; ++h) {
-        float acc[S::NACC];
-#pragma unroll 1
-        for (int seg = 0; seg < segments; ++seg) {
-            const float4 *p = ge_slot<S::HALVES, S::NACC, PARTS>(
-                                  a.partial, CLUSTER, a.sk_segments, i, seg,
-                                  rank, part) +
-                              h * (S::NACC / 4) * 128 + tid;
-#pragma unroll
-            for (int q = 0; q < S::NACC / 4; ++q) {
-                const float4 v = p[q * 128];
-                acc[4 * q] = seg ? acc[4 * q] + v.x : v.x;
-                acc[4 * q + 1] = seg ? acc[4 * q + 1] + v.y : v.y;
-                acc[4 * q + 2] = seg ? acc[4 * q + 2] + v.z : v.z;
-                acc[4 * q + 3] = seg ? acc[4 * q + 3] + v.w : v.w;
-            }
-        }
-        ge_epilogue_single<T, ACT, S::NACC>(
-            a, acc, m0 + arow + 64 * h + 16 * warp + (lane >> 2),
-            n0 + 2 * (lane & 3));
     }
 #endif /* FB_WGMMA_BODY */
 }
@@ -901,6 +907,21 @@ static bool ge_stream_k_pays(int units, int clusters)
 /* Fewest k-blocks in a stream-K share. */
 static const int kGeSkMin = 8;
 
+/* The stream-K arrival counters: FB_FUSED_SK_COUNTERS of them in the
+ * workspace's barrier region, zero when the module made it, and left at
+ * zero by every launch. */
+static_assert(FB_FUSED_SK_OFFSET + 4 * FB_FUSED_SK_COUNTERS <=
+                  FB_FUSED_BARRIER_BYTES,
+              "the counters fit the barrier region");
+
+static unsigned int *ge_arrivals(const fb_fused_env *env)
+{
+    char *end = static_cast<char *>(env->workspace) + env->workspace_bytes;
+    char *base = reinterpret_cast<char *>(
+        (uintptr_t)(end - FB_FUSED_BARRIER_BYTES) & ~(uintptr_t)255);
+    return reinterpret_cast<unsigned int *>(base + FB_FUSED_SK_OFFSET);
+}
+
 /* Where the units do not divide evenly among the clusters (a single
  * GEMM), the rest's k-blocks go to the clusters in equal shares of at
  * least kGeSkMin, the sums in fp32 to the workspace below its barrier
@@ -915,8 +936,10 @@ static void ge_plan_stream_k(const fb_fused_env *env, GeArgs<T> *a,
     const int knob = FBF_KNOB(engine_streamk); /* 1 never, 2 wherever it can */
     const int rest = units % clusters;
     const int kblocks = (a->k + kGeBK - 1) / kGeBK;
+    const int parts = S::PINGPONG ? 1 : 2;
     if (knob == 1 || rest == 0 || env->workspace == NULL ||
         env->workspace_bytes < FB_FUSED_BARRIER_BYTES + 4096 ||
+        rest * CLUSTER * parts > FB_FUSED_SK_COUNTERS ||
         (knob != 2 && !ge_stream_k_pays(units, clusters)))
         return;
     const size_t room = env->workspace_bytes - FB_FUSED_BARRIER_BYTES - 256;
@@ -933,6 +956,7 @@ static void ge_plan_stream_k(const fb_fused_env *env, GeArgs<T> *a,
             a->sk_clusters = P;
             a->sk_segments = most;
             a->partial = static_cast<float *>(env->workspace);
+            a->arrivals = ge_arrivals(env);
             return;
         }
     }
@@ -979,15 +1003,7 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     cfg.stream = env->stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    fb_status st = fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
-    if (st != FB_STATUS_SUCCESS || a.sk_clusters == 0)
-        return st;
-    const int parts = S::PINGPONG ? 1 : 2;
-    void *fargs[] = {&a};
-    return fbf_launch_status(cudaLaunchKernel(
-        reinterpret_cast<const void *>(&gemm_sm90_fixup<T, ACT, MODE>),
-        dim3((units - a.dp_units) * CLUSTER * parts), dim3(128), fargs, 0,
-        env->stream));
+    return fbf_launch_status(cudaLaunchKernelExC(&cfg, func, args));
 }
 
 template <typename T, bool DUAL, int MODE>
