@@ -511,14 +511,17 @@ static void time_stream_k(cublasHandle_t cb, const fb_fused_env &env, int R,
     if (epi & 2)
         p.ep.act = FB_ACT_GELU_TANH;
     const float one = 1.0f, zero = 0.0f;
-    const int knobs[3] = {-1, 1, 2}; // cuBLAS, off, forced
-    cudaEvent_t ev[6];
+    // cuBLAS; the rule's arrangement stream-K off, forced; cooperative
+    // stream-K off, forced
+    const int knobs[5] = {-1, 1, 2, 1, 2}, mode[5] = {0, 0, 0, 2, 2};
+    cudaEvent_t ev[10];
     for (auto &e : ev)
         CK(cudaEventCreate(&e));
-    std::vector<float> t[3];
+    std::vector<float> t[5];
     for (int rep = 0; rep < 23; ++rep) {
-        for (int v = 0; v < 3; ++v) {
+        for (int v = 0; v < 5; ++v) {
             CK(cudaEventRecord(ev[2 * v], env.stream));
+            fbf_knobs.engine_mode = mode[v];
             if (knobs[v] < 0) {
                 CB(cublasGemmEx(cb, CUBLAS_OP_T, CUBLAS_OP_N, S, R, K, &one,
                                 l.w, CUDA_R_16BF, K, l.x, CUDA_R_16BF, K,
@@ -535,22 +538,24 @@ static void time_stream_k(cublasHandle_t cb, const fb_fused_env &env, int R,
             CK(cudaEventRecord(ev[2 * v + 1], env.stream));
         }
         CK(cudaStreamSynchronize(env.stream));
-        for (int v = 0; rep >= 3 && v < 3; ++v) {
+        for (int v = 0; rep >= 3 && v < 5; ++v) {
             float ms;
             CK(cudaEventElapsedTime(&ms, ev[2 * v], ev[2 * v + 1]));
             t[v].push_back(ms * 1e3f);
         }
     }
     fbf_knobs.engine_streamk = 0;
-    float med[3];
-    for (int v = 0; v < 3; ++v) {
+    fbf_knobs.engine_mode = 0;
+    float med[5];
+    for (int v = 0; v < 5; ++v) {
         std::sort(t[v].begin(), t[v].end());
         med[v] = t[v][t[v].size() / 2];
     }
-    printf("sk %5d x %5d x %5d %-14s cublas %7.1f | whole %7.1f (%.3f) | "
-           "stream-K %7.1f (%.3f) | sk/whole %.3f\n",
+    printf("sk %5d x %5d x %5d %-14s cublas %7.1f | rule: whole %7.1f "
+           "(%.3f) stream-K %7.1f (%.3f) | coop: whole %7.1f (%.3f) "
+           "stream-K %7.1f (%.3f)\n",
            R, S, K, kEpiName[epi], med[0], med[1], med[0] / med[1], med[2],
-           med[0] / med[2], med[1] / med[2]);
+           med[0] / med[2], med[3], med[0] / med[3], med[4], med[0] / med[4]);
     for (auto &e : ev)
         cudaEventDestroy(e);
     free_linear(l);

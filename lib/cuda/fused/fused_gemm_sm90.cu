@@ -897,11 +897,15 @@ static int ge_clusters(const fb_fused_env *env, int most, int cluster)
 }
 
 /* Stream-K: whether sharing out the last, part-filled round's k-blocks
- * pays for the partial sums' round trip and the finishing launch. */
-static bool ge_stream_k_pays(int units, int clusters)
+ * pays for the partial sums' round trip: in the cooperative arrangement
+ * with a mainloop of 48 k-blocks or more and a last round at most half
+ * full. The ping-pong arrangements lost more often than they won with
+ * it, and short or fuller rounds lost (docs/gemm-engine.md). */
+static bool ge_stream_k_pays(int mode, int units, int clusters, int kblocks)
 {
     const int rest = units % clusters;
-    return rest > 0 && 4 * rest <= 3 * clusters;
+    return mode == GE_COOPERATIVE && kblocks >= 48 && rest > 0 &&
+           2 * rest <= clusters;
 }
 
 /* Fewest k-blocks in a stream-K share. */
@@ -940,7 +944,7 @@ static void ge_plan_stream_k(const fb_fused_env *env, GeArgs<T> *a,
     if (knob == 1 || rest == 0 || env->workspace == NULL ||
         env->workspace_bytes < FB_FUSED_BARRIER_BYTES + 4096 ||
         rest * CLUSTER * parts > FB_FUSED_SK_COUNTERS ||
-        (knob != 2 && !ge_stream_k_pays(units, clusters)))
+        (knob != 2 && !ge_stream_k_pays(MODE, units, clusters, kblocks)))
         return;
     const size_t room = env->workspace_bytes - FB_FUSED_BARRIER_BYTES - 256;
     const size_t tile = (size_t)kGeBM * S::BN * sizeof(float);
@@ -1212,12 +1216,14 @@ static fb_status ge_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
 /* A launch's rounds: units of its rows x cols output over the clusters
  * of the persistent grid (the kernel of act none stands for every
  * activation: they share the shared-memory size that sets the clusters);
- * and, where busy is not NULL, the share of those whole rounds' tiles
- * that hold output (ragged edges and the empty tiles of a part-filled
- * cluster count as idle). */
+ * where busy is not NULL, the share of those whole rounds' tiles that
+ * hold output (ragged edges and the empty tiles of a part-filled cluster
+ * count as idle); where stream_k is not NULL, whether stream-K's rule
+ * shares out the last round (a mainloop of k). */
 template <typename T, bool DUAL, int MODE>
 static bool ge_rounds_of(const fb_fused_env *env, int64_t rows, int64_t cols,
-                         double *rounds, double *busy = NULL)
+                         int64_t k, double *rounds, double *busy = NULL,
+                         bool *stream_k = NULL)
 {
     typedef GeShape<MODE> S;
     const int CLUSTER = S::CM * S::CN;
@@ -1235,25 +1241,29 @@ static bool ge_rounds_of(const fb_fused_env *env, int64_t rows, int64_t cols,
     if (busy != NULL)
         *busy = (double)rows / kGeBM * ((double)cols / bn_out) /
                 ((double)CLUSTER * clusters * ceil(*rounds));
+    if (stream_k != NULL)
+        *stream_k = !DUAL && env->workspace != NULL &&
+                    ge_stream_k_pays(MODE, units, clusters,
+                                     (int)((k + kGeBK - 1) / kGeBK));
     return true;
 }
 
 /* The same for a single GEMM in the arrangement mode. */
 template <typename T>
 static bool ge_rounds_single(const fb_fused_env *env, int mode, int64_t rows,
-                             int64_t cols, double *rounds,
-                             double *busy = NULL)
+                             int64_t cols, int64_t k, double *rounds,
+                             double *busy = NULL, bool *stream_k = NULL)
 {
     switch (mode) {
     case GE_PINGPONG:
-        return ge_rounds_of<T, false, GE_PINGPONG>(env, rows, cols, rounds,
-                                                   busy);
+        return ge_rounds_of<T, false, GE_PINGPONG>(env, rows, cols, k, rounds,
+                                                   busy, stream_k);
     case GE_PINGPONG_PAIR:
-        return ge_rounds_of<T, false, GE_PINGPONG_PAIR>(env, rows, cols,
-                                                        rounds, busy);
+        return ge_rounds_of<T, false, GE_PINGPONG_PAIR>(
+            env, rows, cols, k, rounds, busy, stream_k);
     default:
-        return ge_rounds_of<T, false, GE_COOPERATIVE>(env, rows, cols,
-                                                      rounds, busy);
+        return ge_rounds_of<T, false, GE_COOPERATIVE>(env, rows, cols, k,
+                                                      rounds, busy, stream_k);
     }
 }
 
@@ -1342,30 +1352,34 @@ bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
     const int mode = ge_mode_single(p->ep.act, p->ep.bias != NULL, p->k);
     return p->dtype == FB_DTYPE_BF16
                ? ge_rounds_single<__nv_bfloat16>(env, mode, p->n, p->m,
-                                                 rounds, busy)
-               : ge_rounds_single<__half>(env, mode, p->n, p->m, rounds,
-                                          busy);
+                                                 p->k, rounds, busy)
+               : ge_rounds_single<__half>(env, mode, p->n, p->m, p->k,
+                                          rounds, busy);
 }
 
 /* The MLP's two launches in rounds of the grid, each round's length in
- * proportion to its k (the dual GEMM's k, the down GEMM's h). */
+ * proportion to its k (the dual GEMM's k, the down GEMM's h); a down
+ * GEMM whose last round stream-K shares out counts as full. */
 template <typename T>
 static bool ge_mlp_fill(const fb_fused_env *env, const fb_mlp_problem *p,
                         double *fill)
 {
     double dual = 0.0, down = 0.0;
+    bool shared = false;
     const bool ok =
         (ge_mode_dual(p->k) == GE_PINGPONG
-             ? ge_rounds_of<T, true, GE_PINGPONG>(env, p->m, p->h, &dual)
-             : ge_rounds_of<T, true, GE_COOPERATIVE>(env, p->m, p->h,
+             ? ge_rounds_of<T, true, GE_PINGPONG>(env, p->m, p->h, p->k,
+                                                  &dual)
+             : ge_rounds_of<T, true, GE_COOPERATIVE>(env, p->m, p->h, p->k,
                                                      &dual)) &&
         ge_rounds_single<T>(env, ge_mode_single(FB_ACT_NONE, p->bd != NULL,
                                                 p->h),
-                            p->m, p->n, &down);
+                            p->m, p->n, p->h, &down, NULL, &shared);
     if (!ok)
         return false;
     const double k = (double)p->k, h = (double)p->h;
-    *fill = (dual * k + down * h) / (ceil(dual) * k + ceil(down) * h);
+    *fill = (dual * k + down * h) /
+            (ceil(dual) * k + (shared ? down : ceil(down)) * h);
     return true;
 }
 
