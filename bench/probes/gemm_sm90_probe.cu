@@ -439,9 +439,9 @@ static void time_dual(const fb_fused_env &env, int M, int K, int H)
     p.wd = wg; /* not read: h_only */
     p.y = h;
     p.ldy = K;
-    // (the engine builds no dual GEMM in clusters of 2 x 1 ping-pong)
-    const int modes[2] = {2, 1};
-    static const char *const name[2] = {"coop", "ping-pong"};
+    // cooperative whole, and with stream-K forced
+    const int modes[2] = {2, 2}, sk[2] = {1, 2};
+    static const char *const name[2] = {"coop", "coop stream-K"};
     fbf_knobs.h_only = 1;
     cudaEvent_t ev[4];
     for (auto &e : ev)
@@ -450,6 +450,7 @@ static void time_dual(const fb_fused_env &env, int M, int K, int H)
     for (int rep = 0; rep < 18; ++rep) {
         for (int v = 0; v < 2; ++v) {
             fbf_knobs.engine_mode = modes[v];
+            fbf_knobs.engine_streamk = sk[v];
             CK(cudaEventRecord(ev[2 * v], env.stream));
             if (fbf_mlp_sm90(&env, &p, h, (size_t)M * H * 2, FBF_RUN, NULL,
                              0) != FB_STATUS_SUCCESS) {
@@ -465,8 +466,31 @@ static void time_dual(const fb_fused_env &env, int M, int K, int H)
             t[v].push_back(ms);
         }
     }
+    // H with stream-K against H whole: the fp32 sums differ in order
+    // only, so at most one bf16 step apart
+    std::vector<uint16_t> hv[2];
+    for (int v = 0; v < 2; ++v) {
+        fbf_knobs.engine_streamk = sk[v];
+        CK(cudaMemset(h, 0xff, (size_t)M * H * 2));
+        if (fbf_mlp_sm90(&env, &p, h, (size_t)M * H * 2, FBF_RUN, NULL, 0) !=
+            FB_STATUS_SUCCESS)
+            exit(1);
+        hv[v].resize((size_t)M * H);
+        CK(cudaMemcpy(hv[v].data(), h, hv[v].size() * 2,
+                      cudaMemcpyDeviceToHost));
+    }
+    fbf_knobs.engine_streamk = 0;
+    size_t apart = 0;
+    for (size_t i = 0; i < hv[0].size(); ++i) {
+        const int a = hv[0][i], b = hv[1][i];
+        // bf16 bits as ordered integers: one step is one ulp
+        const int oa = a & 0x8000 ? 0x8000 - (a & 0x7fff) : 0x8000 + a;
+        const int ob = b & 0x8000 ? 0x8000 - (b & 0x7fff) : 0x8000 + b;
+        apart += abs(oa - ob) > 1;
+    }
     const double fl = 4.0 * M * (double)K * H;
-    printf("dual %5d x %5d -> %5d", M, K, H);
+    printf("dual %5d x %5d -> %5d (%s: %zu of H more than 1 ulp from whole)",
+           M, K, H, apart ? "FAIL" : "ok", apart);
     for (int v = 0; v < 2; ++v) {
         std::sort(t[v].begin(), t[v].end());
         const float ms = t[v][t[v].size() / 2];
@@ -702,6 +726,15 @@ int main(int argc, char **argv)
                 time_dual(env, d[0], d[1], d[2]);
         }
         fbf_knobs.engine_group = 0;
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--sk-dual") == 0) {
+        const int du[][3] = {{1024, 4096, 11008}, {1024, 4096, 14336},
+                             {2048, 4096, 11008}, {3000, 1536, 8960},
+                             {1024, 5120, 13824}, {768, 4096, 11008},
+                             {2048, 2560, 10240}, {4096, 4096, 14336}};
+        for (auto &d : du)
+            time_dual(env, d[0], d[1], d[2]);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--sk") == 0) {

@@ -798,7 +798,7 @@ __global__ void __launch_bounds__(kGeThreads, 1)
         if (prev >= 0)
             ge_release<CM, CN>(&empty[prev], lane, rm, rn);
         it += w.kb1 - w.kb0;
-        if (!DUAL && w.seg >= 0 &&
+        if (w.seg >= 0 &&
             !ge_segment_done<S::HALVES, S::NACC, S::PINGPONG ? 1 : 2>(
                 a, acc, CLUSTER, w.u - plan.dp_units, w.seg, w.segments,
                 crank,
@@ -926,11 +926,11 @@ static unsigned int *ge_arrivals(const fb_fused_env *env)
     return reinterpret_cast<unsigned int *>(base + FB_FUSED_SK_OFFSET);
 }
 
-/* Where the units do not divide evenly among the clusters (a single
- * GEMM), the rest's k-blocks go to the clusters in equal shares of at
- * least kGeSkMin, the sums in fp32 to the workspace below its barrier
- * region, as many clusters as their slots fit there. No share: a stays
- * as it is (every unit whole). */
+/* Where the units do not divide evenly among the clusters, the rest's
+ * k-blocks go to the clusters in equal shares of at least kGeSkMin, the
+ * sums in fp32 to the workspace below its barrier region, as many
+ * clusters as their slots fit there. No share: a stays as it is (every
+ * unit whole). */
 template <typename T, int MODE>
 static void ge_plan_stream_k(const fb_fused_env *env, GeArgs<T> *a,
                              int units, int clusters)
@@ -987,8 +987,7 @@ static fb_status ge_launch(const fb_fused_env *env, const CUtensorMap &ta,
     if (a.group <= 0)
         a.group = S::GROUP;
     a.sk_clusters = 0;
-    if (!DUAL)
-        ge_plan_stream_k<T, MODE>(env, &a, units, clusters);
+    ge_plan_stream_k<T, MODE>(env, &a, units, clusters);
     if (a.sk_clusters > 0) /* the whole units take every cluster */
         grid = (a.dp_units > 0 ? clusters : a.sk_clusters) * CLUSTER;
     void *args[] = {const_cast<CUtensorMap *>(&ta),
@@ -1242,7 +1241,7 @@ static bool ge_rounds_of(const fb_fused_env *env, int64_t rows, int64_t cols,
         *busy = (double)rows / kGeBM * ((double)cols / bn_out) /
                 ((double)CLUSTER * clusters * ceil(*rounds));
     if (stream_k != NULL)
-        *stream_k = !DUAL && env->workspace != NULL &&
+        *stream_k = env->workspace != NULL &&
                     ge_stream_k_pays(MODE, units, clusters,
                                      (int)((k + kGeBK - 1) / kGeBK));
     return true;
@@ -1358,28 +1357,29 @@ bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
 }
 
 /* The MLP's two launches in rounds of the grid, each round's length in
- * proportion to its k (the dual GEMM's k, the down GEMM's h); a down
- * GEMM whose last round stream-K shares out counts as full. */
+ * proportion to its k (the dual GEMM's k, the down GEMM's h); a launch
+ * whose last round stream-K shares out counts as full. */
 template <typename T>
 static bool ge_mlp_fill(const fb_fused_env *env, const fb_mlp_problem *p,
                         double *fill)
 {
     double dual = 0.0, down = 0.0;
-    bool shared = false;
+    bool dual_shared = false, down_shared = false;
     const bool ok =
         (ge_mode_dual(p->k) == GE_PINGPONG
              ? ge_rounds_of<T, true, GE_PINGPONG>(env, p->m, p->h, p->k,
-                                                  &dual)
-             : ge_rounds_of<T, true, GE_COOPERATIVE>(env, p->m, p->h, p->k,
-                                                     &dual)) &&
+                                                  &dual, NULL, &dual_shared)
+             : ge_rounds_of<T, true, GE_COOPERATIVE>(
+                   env, p->m, p->h, p->k, &dual, NULL, &dual_shared)) &&
         ge_rounds_single<T>(env, ge_mode_single(FB_ACT_NONE, p->bd != NULL,
                                                 p->h),
-                            p->m, p->n, p->h, &down, NULL, &shared);
+                            p->m, p->n, p->h, &down, NULL, &down_shared);
     if (!ok)
         return false;
     const double k = (double)p->k, h = (double)p->h;
     *fill = (dual * k + down * h) /
-            (ceil(dual) * k + (shared ? down : ceil(down)) * h);
+            ((dual_shared ? dual : ceil(dual)) * k +
+             (down_shared ? down : ceil(down)) * h);
     return true;
 }
 
