@@ -466,8 +466,10 @@ static void time_dual(const fb_fused_env &env, int M, int K, int H)
             t[v].push_back(ms);
         }
     }
-    // H with stream-K against H whole: the fp32 sums differ in order
-    // only, so at most one bf16 step apart
+    // H with stream-K against H whole: the fp32 sums of G and U differ
+    // in order only, by about sqrt(K) eps |gauge| (gauge K / 80 here:
+    // |x| 0.5, |w| 0.025 on average); H = silu(G) U moves that by at most
+    // |U| + |G| (< 10 here): one bf16 step plus that much apart
     std::vector<uint16_t> hv[2];
     for (int v = 0; v < 2; ++v) {
         fbf_knobs.engine_streamk = sk[v];
@@ -480,16 +482,18 @@ static void time_dual(const fb_fused_env &env, int M, int K, int H)
                       cudaMemcpyDeviceToHost));
     }
     fbf_knobs.engine_streamk = 0;
+    const double slack = 2.0 * sqrt((double)K) * 5.96e-8 * (K / 80.0) * 10.0;
     size_t apart = 0;
     for (size_t i = 0; i < hv[0].size(); ++i) {
-        const int a = hv[0][i], b = hv[1][i];
-        // bf16 bits as ordered integers: one step is one ulp
-        const int oa = a & 0x8000 ? 0x8000 - (a & 0x7fff) : 0x8000 + a;
-        const int ob = b & 0x8000 ? 0x8000 - (b & 0x7fff) : 0x8000 + b;
-        apart += abs(oa - ob) > 1;
+        uint32_t ua = (uint32_t)hv[0][i] << 16, ub = (uint32_t)hv[1][i] << 16;
+        float fa, fb;
+        memcpy(&fa, &ua, 4);
+        memcpy(&fb, &ub, 4);
+        const double ulp = fmax(fabs(fa), fabs(fb)) / 128.0;
+        apart += !(fabs((double)fa - fb) <= ulp + slack);
     }
     const double fl = 4.0 * M * (double)K * H;
-    printf("dual %5d x %5d -> %5d (%s: %zu of H more than 1 ulp from whole)",
+    printf("dual %5d x %5d -> %5d (%s: %zu of H apart from whole)",
            M, K, H, apart ? "FAIL" : "ok", apart);
     for (int v = 0; v < 2; ++v) {
         std::sort(t[v].begin(), t[v].end());

@@ -898,14 +898,17 @@ static int ge_clusters(const fb_fused_env *env, int most, int cluster)
 
 /* Stream-K: whether sharing out the last, part-filled round's k-blocks
  * pays for the partial sums' round trip: in the cooperative arrangement
- * with a mainloop of 48 k-blocks or more and a last round at most half
- * full. The ping-pong arrangements lost more often than they won with
- * it, and short or fuller rounds lost (docs/gemm-engine.md). */
+ * with a mainloop of 48 k-blocks or more, a last round at most half
+ * full, and the idle part of that round at least 6 % of the launch's
+ * rounds. The ping-pong arrangements lost more often than they won with
+ * it, and short mainloops, fuller rounds and many rounds lost or gained
+ * nothing (docs/gemm-engine.md). */
 static bool ge_stream_k_pays(int mode, int units, int clusters, int kblocks)
 {
-    const int rest = units % clusters;
+    const int rest = units % clusters, rounds = units / clusters + 1;
     return mode == GE_COOPERATIVE && kblocks >= 48 && rest > 0 &&
-           2 * rest <= clusters;
+           2 * rest <= clusters &&
+           100 * (clusters - rest) >= 6 * clusters * rounds;
 }
 
 /* Fewest k-blocks in a stream-K share. */
