@@ -22,6 +22,7 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include "cpu_features.h"
 #include "cpu_fp8_kernel.h"
 #include "problem_fp8.h"
 
@@ -504,19 +505,6 @@ AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
     dots_buffered(m, n, k, x, ldx, w, w_cs, w_ks, table, out, ldo);
 }
 
-static int have_avx2(void)
-{
-    /* Threads may race to fill the cache; they store the same answer. */
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("f16c");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
 #endif
 
 void fb_cpu_e4m3_dots(int64_t m, int64_t n, int64_t k, const float *x,
@@ -524,7 +512,7 @@ void fb_cpu_e4m3_dots(int64_t m, int64_t n, int64_t k, const float *x,
                       int64_t w_ks, float *out, int64_t ldo)
 {
 #if defined(FB_HAVE_AVX2_E4M3)
-    if (have_avx2()) {
+    if (fb_cpu_has_avx2_fma_f16c()) {
         e4m3_dots_avx2(m, n, k, x, ldx, w, w_cs, w_ks, out, ldo);
         return;
     }
@@ -535,7 +523,7 @@ void fb_cpu_e4m3_dots(int64_t m, int64_t n, int64_t k, const float *x,
 const char *fb_cpu_e4m3_isa(void)
 {
 #if defined(FB_HAVE_AVX2_E4M3)
-    if (have_avx2())
+    if (fb_cpu_has_avx2_fma_f16c())
         return "avx2";
 #endif
     return "c";

@@ -23,6 +23,7 @@
  * block shapes at the call sites), or the accumulators live on the stack.
  */
 #include <string.h>
+#include "cpu_features.h"
 #include "cpu_small_m.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -50,16 +51,7 @@
 int fb_cpu_small_m_avx2_available(void)
 {
 #if defined(FB_SMALL_M_AVX2)
-    /* A benign race between first callers, made well defined. */
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("f16c");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
+    return fb_cpu_has_avx2_fma_f16c();
 #else
     return 0;
 #endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_features.h -- what the x86 CPU running us can do, asked once.
+ */
+#ifndef FB_CPU_FEATURES_H
+#define FB_CPU_FEATURES_H
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* AVX2, FMA and F16C: what the AVX2 kernels use. Threads may race to
+ * fill the cache; they store the same answer, and the atomics make the
+ * race well defined. */
+static inline int fb_cpu_has_avx2_fma_f16c(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("f16c");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
+#endif /* FB_CPU_FEATURES_H */
