@@ -556,8 +556,9 @@ __device__ __forceinline__ float4 *ge_slot(float *partial, int cluster,
         (size_t)part * wg);
 }
 
-/* acc = (ADD ? acc : 0) + slot s of this warpgroup, eight float4 loads in
- * flight at a time */
+/* acc = (ADD ? acc : 0) + slot s of this warpgroup. A helper with ADD
+ * fixed: written as one loop with a select on the segment, the sum made
+ * ptxas spill the tile's accumulators. */
 template <int HALVES, int NACC, int PARTS, bool ADD, typename T>
 __device__ __forceinline__ void ge_add_slot(const GeArgs<T> &a,
                                             float (&acc)[HALVES][NACC],
