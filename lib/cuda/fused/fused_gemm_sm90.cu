@@ -901,9 +901,9 @@ static int ge_clusters(const fb_fused_env *env, int most, int cluster)
  * pays for the partial sums' round trip: in the cooperative arrangement
  * with a mainloop of 48 k-blocks or more, a last round at most half
  * full, and the idle part of that round at least 6 % of the launch's
- * rounds. The ping-pong arrangements lost more often than they won with
- * it, and short mainloops, fuller rounds and many rounds lost or gained
- * nothing (docs/gemm-engine.md). */
+ * rounds. In the ping-pong arrangements it won and lost alike, and
+ * short mainloops, fuller rounds and many rounds lost or gained nothing
+ * (docs/gemm-engine.md). */
 static bool ge_stream_k_pays(int mode, int units, int clusters, int kblocks)
 {
     const int rest = units % clusters, rounds = units / clusters + 1;
