@@ -15,6 +15,7 @@
 
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "problem.h"
 
 /* What the module knows about the device and the handle. */
@@ -47,6 +48,14 @@ typedef struct fb_fused_env {
 #define FB_FUSED_BARRIER_BYTES ((size_t)64 << 10)
 #define FB_FUSED_SK_OFFSET ((size_t)48 << 10)
 #define FB_FUSED_SK_COUNTERS 4096
+
+/* Where that region begins in env's workspace. */
+static inline char *fb_fused_barrier_base(const fb_fused_env *env)
+{
+    char *end = static_cast<char *>(env->workspace) + env->workspace_bytes;
+    return reinterpret_cast<char *>(
+        (uintptr_t)(end - FB_FUSED_BARRIER_BYTES) & ~(uintptr_t)255);
+}
 
 /* One fused kernel family, as an entry of the module's implementation
  * tables (module.cu walks them, then cuda-lt). applies says whether the

@@ -86,9 +86,7 @@ struct BarrierState {
 
 static BarrierState barrier_state(const fb_fused_env *env)
 {
-    char *end = static_cast<char *>(env->workspace) + env->workspace_bytes;
-    char *base = reinterpret_cast<char *>(
-        (uintptr_t)(end - kBarrierRegion) & ~(uintptr_t)255);
+    char *base = fb_fused_barrier_base(env);
     BarrierState b;
     b.epoch = reinterpret_cast<unsigned long long *>(base);
     b.flags = reinterpret_cast<unsigned long long *>(base + 256);

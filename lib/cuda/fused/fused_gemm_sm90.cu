@@ -924,10 +924,8 @@ static_assert(FB_FUSED_SK_OFFSET + 4 * FB_FUSED_SK_COUNTERS <=
 
 static unsigned int *ge_arrivals(const fb_fused_env *env)
 {
-    char *end = static_cast<char *>(env->workspace) + env->workspace_bytes;
-    char *base = reinterpret_cast<char *>(
-        (uintptr_t)(end - FB_FUSED_BARRIER_BYTES) & ~(uintptr_t)255);
-    return reinterpret_cast<unsigned int *>(base + FB_FUSED_SK_OFFSET);
+    return reinterpret_cast<unsigned int *>(fb_fused_barrier_base(env) +
+                                            FB_FUSED_SK_OFFSET);
 }
 
 /* Where the units do not divide evenly among the clusters, the rest's
