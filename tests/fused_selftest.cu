@@ -1014,18 +1014,20 @@ static void decode_probe(Device &dev, const MlpCase &c)
     const std::vector<MlpBuffers> &bufs = S.bufs;
     const int sets = (int)bufs.size();
     void *g = S.g, *u = S.u;
-    struct V { const char *name; int engine, stages, hs, box, xs_kb; };
-    const V vs[] = {{"register engine", 1, 0, 0, 0, 0},
-                    {"TMA engine", 2, 0, 0, 0, 0},
-                    {"TMA, boxes of 128 columns", 2, 0, 0, 128, 0},
-                    {"TMA, boxes of 256 columns", 2, 0, 0, 256, 0},
-                    {"TMA, 4 stages", 2, 4, 0, 0, 0},
-                    {"TMA, X chunk 32 KiB", 2, 0, 0, 0, 32},
-                    {"TMA, X chunk 140 KiB", 2, 0, 0, 0, 140},
-                    {"TMA, hs 2", 2, 0, 2, 0, 0},
-                    {"TMA, hs 6", 2, 0, 6, 0, 0},
-                    {"TMA, hs 12", 2, 0, 12, 0, 0},
-                    {"cuBLAS + elementwise chain", -1, 0, 0, 0, 0}};
+    struct V { const char *name; int engine, stages, hs, box, xs_kb, whole; };
+    const V vs[] = {{"register engine", 1, 0, 0, 0, 0, 0},
+                    {"TMA engine", 2, 0, 0, 0, 0, 0},
+                    {"TMA, X in whole chunks, all wait", 2, 0, 0, 0, 0, 1},
+                    {"TMA, boxes of 128 columns", 2, 0, 0, 128, 0, 0},
+                    {"TMA, boxes of 256 columns", 2, 0, 0, 256, 0, 0},
+                    {"TMA, 4 stages", 2, 4, 0, 0, 0, 0},
+                    {"TMA, X chunk 32 KiB", 2, 0, 0, 0, 32, 0},
+                    {"TMA, X chunk 140 KiB", 2, 0, 0, 0, 140, 0},
+                    {"TMA, X chunk 140 KiB whole", 2, 0, 0, 0, 140, 1},
+                    {"TMA, hs 2", 2, 0, 2, 0, 0, 0},
+                    {"TMA, hs 6", 2, 0, 6, 0, 0, 0},
+                    {"TMA, hs 12", 2, 0, 12, 0, 0, 0},
+                    {"cuBLAS + elementwise chain", -1, 0, 0, 0, 0, 0}};
     std::vector<std::string> names;
     for (const V &v : vs)
         names.push_back(v.name);
@@ -1042,6 +1044,7 @@ static void decode_probe(Device &dev, const MlpCase &c)
         tune.hs = vs[v].hs;
         tune.tma_box_cols = vs[v].box;
         tune.tma_xs_kb = vs[v].xs_kb;
+        tune.tma_x_whole = vs[v].whole;
         Knobs knobs(tune);
         char path[96];
         return fbf_decode_mlp(&dev.env, &p, FBF_RUN, path, sizeof path) ==
@@ -1261,12 +1264,15 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
     });
     /* the decode gemm's engines and TMA layouts, round-robin */
     if (strstr(path, "gemm_decode")) {
-        struct V { const char *name; int engine, box, xs_kb; };
-        const V vs[] = {{"register engine", 1, 0, 0},
-                        {"TMA engine", 2, 0, 0},
-                        {"TMA, boxes of 128 columns", 2, 128, 0},
-                        {"TMA, boxes of 256 columns", 2, 256, 0},
-                        {"TMA, X chunk 140 KiB", 2, 0, 140}};
+        struct V { const char *name; int engine, box, xs_kb, whole; };
+        const V vs[] = {{"register engine", 1, 0, 0, 0},
+                        {"TMA engine", 2, 0, 0, 0},
+                        {"TMA, X in whole chunks, all wait", 2, 0, 0, 1},
+                        {"TMA, X chunk 32 KiB", 2, 0, 32, 0},
+                        {"TMA, X chunk 32 KiB whole", 2, 0, 32, 1},
+                        {"TMA, boxes of 128 columns", 2, 128, 0, 0},
+                        {"TMA, boxes of 256 columns", 2, 256, 0, 0},
+                        {"TMA, X chunk 140 KiB", 2, 0, 140, 0}};
         std::vector<std::string> names;
         for (const V &v : vs)
             names.push_back(v.name);
@@ -1278,6 +1284,7 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
             t.decode_engine = vs[v].engine;
             t.tma_box_cols = vs[v].box;
             t.tma_xs_kb = vs[v].xs_kb;
+            t.tma_x_whole = vs[v].whole;
             Knobs knobs(t);
             char p2[96];
             return fbf_decode_gemm(&dev.env, &probs[i % sets], FBF_RUN, p2, sizeof p2) ==
@@ -1313,7 +1320,7 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
 
 int main(int argc, char **argv)
 {
-    bool quick = false, bench = true, small = false;
+    bool quick = false, bench = true, small = false, decode_only = false;
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1323,7 +1330,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--small")) {
             small = true;
             bench = false;
-        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--decode-probe"))
+            decode_only = true;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
     Device dev;
@@ -1359,6 +1368,24 @@ int main(int argc, char **argv)
            dev.prop.name, dev.prop.major, dev.prop.minor, dev.prop.multiProcessorCount,
            dev.prop.l2CacheSize >> 20, optin >> 10, (unsigned long long)seed);
     fflush(stdout);
+
+    /* --decode-probe: only the decode engines' variants, timed */
+    if (decode_only) {
+        dev.copy_gbs = measure_copy_gbs(dev.stream);
+        printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        for (int mm : {16, 1, 8, 32})
+            decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, mm, 4096, 11008, 4096, 0, 0, false, NULL});
+        decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_SILU, 16, 4096, 14336, 4096, 0, 0, false, NULL});
+        decode_probe(dev, MlpCase{FB_DTYPE_F16, FB_ACT_GELU_TANH, 24, 5120, 13824, 5120, 0, 0, false, NULL});
+        decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true, NULL});
+        for (int mm : {16, 1, 32})
+            bench_linear(dev, FB_DTYPE_BF16, mm, 4096, 11008, FB_ACT_GELU_TANH);
+        bench_linear(dev, FB_DTYPE_BF16, 16, 8192, 8192, FB_ACT_NONE);
+        cudaFree(dev.env.workspace);
+        cublasDestroy(dev.blas);
+        cudaStreamDestroy(dev.stream);
+        return 0;
+    }
 
     /* ---- correctness ---- */
     const MlpCase mlp_cases[] = {

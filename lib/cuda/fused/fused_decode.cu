@@ -114,6 +114,8 @@ template <typename T> struct MlpArgs {
     int prefetch1, prefetch2; /* steps per warp asked of L2 ahead */
     int sacc_off, slots_off, xs_off;
     int x_vec;
+    int x_split; /* TMA engine: X (and H) in two half chunks, one staged
+                    while the other is used (fused_decode_tma.cuh) */
     unsigned long long *epoch, *flags;
     unsigned int *counters;
     T *hbuf;      /* m x h */
@@ -234,7 +236,7 @@ __global__ void __launch_bounds__(
     const TmaJob<T> J2 = {&a.tm_wd, NULL, i0, nr2, a.box2, a.box_cols,
                           kb2, ke2, TMA ? a.kc : round_up_int(ke2 - kb2, 128),
                           xs, a.xstride2, m, a.hbuf, a.h, 1, true, true,
-                          sacc, ms};
+                          sacc, ms, a.x_split != 0};
 
     TmaRing R;
     StreamJob<T> J;
@@ -245,7 +247,7 @@ __global__ void __launch_bounds__(
         const TmaJob<T> J1 = {&a.tm_wg, &a.tm_wu, j0, nr1, a.box1,
                               a.box_cols, 0, a.k, a.kc, xs, a.xstride1, m,
                               a.x, a.ldx, 1, a.x_vec != 0, false,
-                              sacc, ms};
+                              sacc, ms, a.x_split != 0};
         g2 = (uint32_t)tma_steps(J1);
         if (producer) {
             /* all of phase 1, then phase 2's first S stages as phase 1's
@@ -369,6 +371,7 @@ template <typename T> struct GemmArgs {
     int kc, xstride;
     int sacc_off, slots_off, xs_off;
     int x_vec;
+    int x_split; /* as in MlpArgs */
     int prefetch;
 };
 
@@ -394,7 +397,8 @@ __global__ void __launch_bounds__(
         const TmaJob<T> J = {&a.tm_w, NULL, r0, nr, a.box, a.box_cols, 0,
                              a.k, a.kc,
                              xs, a.xstride, m, a.x, a.xs_t, a.xs_k,
-                             a.x_vec != 0, false, sacc, ms};
+                             a.x_vec != 0, false, sacc, ms,
+                             a.x_split != 0};
         if (tid == kThreads)
             tma_issue(R, J, 0u, tma_steps(J));
         else if (worker)
@@ -788,6 +792,7 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
     a.slots_off = (int)slots_off;
     a.xs_off = (int)xs_off;
     a.x_vec = aligned16(p->x) && (p->ldx * (int64_t)esz) % 16 == 0;
+    a.x_split = FBF_KNOB(tma_x_whole) != 1;
     BarrierState b = barrier_state(env);
     a.epoch = b.epoch;
     a.flags = b.flags;
@@ -1096,7 +1101,8 @@ fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     a.rows = rows;                                                          \
     a.m = toks;                                                             \
     a.k = (int)p->k;                                                        \
-    a.x_vec = x_vec;
+    a.x_vec = x_vec;                                                        \
+    a.x_split = FBF_KNOB(tma_x_whole) != 1;
     switch (p->dtype) {
     case FB_DTYPE_BF16: {
         FBF_GEMM_ARGS(__nv_bfloat16)

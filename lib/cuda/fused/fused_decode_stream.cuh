@@ -432,14 +432,17 @@ __device__ void stream_prefetch(const StreamJob<T> &J, int steps)
  * the whole CTA). async (with vec): by cp.async, every piece in flight at
  * once and none through registers (the TMA engine's X chunks: one L2
  * round trip, not one per four pieces a thread); the copies read through
- * L2 only, so they are coherent too. The caller synchronises after. */
+ * L2 only, so they are coherent too; async_wait false returns with them
+ * in flight (the caller waits: cp_async_wait). The caller synchronises
+ * after. */
 template <typename T>
 __device__ __forceinline__ void stage_tokens(T *xs, int xstride, int m,
                                              int kb, int ke, int kpad,
                                              const T *src, int64_t ld_t,
                                              int64_t ld_c, bool vec,
                                              bool coherent, int nthreads = 0,
-                                             bool async = false)
+                                             bool async = false,
+                                             bool async_wait = true)
 {
     if (nthreads == 0)
         nthreads = blockDim.x;
@@ -454,7 +457,8 @@ __device__ __forceinline__ void stage_tokens(T *xs, int xstride, int m,
                        in ? src + t * ld_t + col : src, in ? 16 : 0);
         }
         cp_async_commit();
-        cp_async_wait<0>();
+        if (async_wait)
+            cp_async_wait<0>();
         return;
     }
     if (vec) {

@@ -39,7 +39,11 @@
  * by the computing warps, synchronised among themselves by a named
  * barrier while the producer streams on), zero past the chunk's end, so
  * columns of a box past ke (the next stripe, or zeros past the matrix)
- * add nothing.
+ * add nothing. Where X does not fit the buffer whole, the buffer holds two
+ * half-size chunks and the next one is copied in (cp.async) while the
+ * warps compute on the current one: otherwise every chunk boundary stops
+ * all warps for an L2 round trip of the whole chunk while the ring fills
+ * up and HBM idles.
  */
 #ifndef FB_CUDA_FUSED_DECODE_TMA_CUH
 #define FB_CUDA_FUSED_DECODE_TMA_CUH
@@ -81,6 +85,8 @@ template <typename T> struct TmaJob {
     bool vec, coherent; /* stage_tokens' 16-byte loads; L2-only loads */
     float *sacc;        /* [rows][ms]; paired: gate rows, then up rows */
     int ms;
+    bool xsplit; /* X past one chunk: two half chunks, the next staged
+                    while the current is used */
 };
 
 /* Steps of a pass (one box per matrix each). */
@@ -267,26 +273,44 @@ __device__ __forceinline__ void tma_consume(TmaRing &R, const TmaJob<T> &J,
     const int tid = threadIdx.x, W = nthreads >> 5;
     const uint32_t g0 = R.used;
     const int nsteps = tma_steps(J);
-    const int spc = J.kc / J.box_cols; /* steps a chunk */
+    const int span = J.ke - J.kb;
+    /* columns a chunk: the whole buffer, or half of it when X is longer
+     * than the buffer and half still holds a box */
+    const bool two = J.xsplit && span > J.kc && J.kc >= 2 * J.box_cols;
+    const int cc = two ? J.kc / 2 / J.box_cols * J.box_cols : J.kc;
+    const int spc = cc / J.box_cols; /* steps a chunk */
+    /* chunk c of X into buffer b (columns [b cc, b cc + cc) of xs); with
+     * `wait`, this thread's copies have landed when it returns */
+    auto stage = [&](int c, int b, bool wait) {
+        const int cb = J.kb + c * cc, ce = min(J.ke, cb + cc);
+        stage_tokens<T>(J.xs + b * cc, J.xstride, J.m, cb, ce,
+                        round_up_int(ce - cb, J.box_cols), J.src, J.ld_t,
+                        J.ld_c, J.vec, J.coherent, nthreads, true, wait);
+    };
     TmaEngine<T, NTOK, PAIRED> E;
     E.init(J, W);
-    int cbeg = J.kb;
+    int cbeg = J.kb, xbase = 0;
     for (int i = 0; i < nsteps; ++i) {
         if (i % spc == 0) { /* the next chunk of X */
+            const int c = i / spc;
+            if (!two || c == 0) {
+                consumers_sync(nthreads); /* everyone is done with xs */
+                stage(c, 0, true);
+            } else {
+                cp_async_wait<0>(); /* chunk c, asked a chunk ago */
+            }
+            /* chunk c is visible to all, and all are done with c - 1 */
             consumers_sync(nthreads);
-            cbeg = J.kb + (i / spc) * J.kc;
-            const int cend = min(J.ke, cbeg + J.kc);
-            stage_tokens<T>(J.xs, J.xstride, J.m, cbeg, cend,
-                            round_up_int(cend - cbeg, J.box_cols), J.src,
-                            J.ld_t, J.ld_c, J.vec, J.coherent, nthreads,
-                            true);
-            consumers_sync(nthreads);
+            if (two && (c + 1) * cc < span)
+                stage(c + 1, (c + 1) & 1, false);
+            cbeg = J.kb + c * cc;
+            xbase = two ? (c & 1) * cc : 0;
         }
         const int col = J.kb + i * J.box_cols;
         const uint32_t g = g0 + (uint32_t)i;
         const int s = (int)(g % (uint32_t)R.stages);
         mbar_wait(&R.full[s], (g / (uint32_t)R.stages) & 1u);
-        E.compute(R.base + (size_t)s * R.stride, J.xs, col - cbeg);
+        E.compute(R.base + (size_t)s * R.stride, J.xs, xbase + col - cbeg);
         __syncwarp();
         if ((tid & 31) == 0)
             mbar_arrive(&R.empty[s]);

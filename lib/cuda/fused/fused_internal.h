@@ -40,6 +40,10 @@ typedef struct fbf_tuning {
     int tma_stages;    /* TMA engine: stages in its ring (2..8) */
     int tma_box_cols;  /* TMA engine: columns a box (64, 128, 256) */
     int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
+    int tma_x_whole;   /* TMA engine: 1 one chunk the whole buffer, staged
+                          while every warp waits (0: two half chunks where
+                          X does not fit, the next staged in the
+                          background) */
     int engine_mode;   /* GEMM engine: 1 ping-pong, 2 cooperative, 3
                           ping-pong in clusters of 2 (0: its own choice) */
     int engine_group;  /* GEMM engine: unit-rows a raster group (0: its
