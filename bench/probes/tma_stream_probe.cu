@@ -90,7 +90,11 @@ __global__ void __launch_bounds__(416, 1) stream_k(const char *w, int rows, int 
   if (acc == 12345.f) out[0] = acc;
 }
 // 2D boxes {bc columns, br rows}, the last warp produces
-__global__ void __launch_bounds__(416, 1) stream2d_k(const __grid_constant__ CUtensorMap tm, int rows, int cols, int bc, int br, int S, float *out)
+// pdl (programmatic dependent launch): bit 0, the computing warps wait for
+// the grid before (griddepcontrol.wait) ahead of their first read while the
+// producer streams at once; bit 1, the producer lets the next grid launch
+// once it has asked for its last stage.
+__global__ void __launch_bounds__(416, 1) stream2d_k(const __grid_constant__ CUtensorMap tm, int rows, int cols, int bc, int br, int S, float *out, int pdl = 0)
 {
   extern __shared__ __align__(128) unsigned char smem[];
   uint64_t *full = (uint64_t *)smem, *empty = full + 16;
@@ -110,8 +114,12 @@ __global__ void __launch_bounds__(416, 1) stream2d_k(const __grid_constant__ CUt
         mbar_expect(&full[s], stage);
         tma2d(ring + s * stage, &tm, &full[s], (j / groups) * bc, r0 + (j % groups) * br);
       }
+    if (pdl & 2)
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     return;
   }
+  if (pdl & 1)
+    asm volatile("griddepcontrol.wait;" ::: "memory");
   float acc = 0;
   for (int i = 0; i < nsteps; ++i) {
     const int s = i % S;
@@ -122,9 +130,35 @@ __global__ void __launch_bounds__(416, 1) stream2d_k(const __grid_constant__ CUt
   }
   if (acc == 12345.f) out[0] = acc;
 }
-int main()
+// The floor under any stream: an empty launch of the same grid, timed the
+// same way.
+__global__ void __launch_bounds__(416, 1) empty_k(float *out)
 {
-  const int rows = 11008, rowbytes = 8192;
+  if (threadIdx.x == 12345) out[0] = 0;
+}
+// Plain 16-byte loads, every CTA a contiguous share, U loads in flight a
+// thread: what the SMs' own load path reaches.
+template <int U>
+__global__ void __launch_bounds__(512, 1) loads_k(const uint4 *w, long n16, float *out)
+{
+  const long per = (n16 + gridDim.x - 1) / gridDim.x;
+  const long b = blockIdx.x * per, e = b + per < n16 ? b + per : n16;
+  uint32_t acc = 0;
+  for (long i = b + threadIdx.x; i < e; i += (long)U * blockDim.x) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      v[u] = i + (long)u * blockDim.x < e ? __ldcs(w + i + (long)u * blockDim.x) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].w;
+  }
+  if (acc == 0x12345u) out[0] = (float)acc;
+}
+int main(int argc, char **argv)
+{
+  // rows of 8 KB: 11008 (90 MB, the decode gemm) by default; a second
+  // size separates the fixed cost of a launch from the streaming rate
+  const int rows = argc > 1 ? atoi(argv[1]) : 11008, rowbytes = 8192;
   const size_t bytes = (size_t)rows * rowbytes;
   int sets = 3;
   std::vector<char *> w(sets);
@@ -137,12 +171,67 @@ int main()
   { char *a, *b; CK(cudaMalloc(&a, 1 << 30)); CK(cudaMalloc(&b, 1 << 30));
     std::vector<float> t;
     for (int i = 0; i < 7; ++i) { cudaEventRecord(e0); cudaMemcpyAsync(b, a, 1 << 30, cudaMemcpyDeviceToDevice); cudaEventRecord(e1); cudaEventSynchronize(e1); float ms; cudaEventElapsedTime(&ms, e0, e1); t.push_back(ms); }
-    std::sort(t.begin(), t.end()); printf("copy %.0f GB/s\n", 2.0 * (1 << 30) / (t[3] * 1e6)); cudaFree(a); cudaFree(b); }
+    std::sort(t.begin(), t.end()); printf("copy %.0f GB/s; %d rows of 8 KB, %.1f MB\n", 2.0 * (1 << 30) / (t[3] * 1e6), rows, bytes / 1e6); cudaFree(a); cudaFree(b); }
+  auto timed = [&](const char *name, auto launch) {
+    std::vector<float> t;
+    for (int it = 0; it < 25; ++it) {
+      cudaEventRecord(e0); launch(it); cudaEventRecord(e1); CK(cudaEventSynchronize(e1));
+      float ms; cudaEventElapsedTime(&ms, e0, e1); if (it >= 5) t.push_back(ms * 1e3f);
+    }
+    CK(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    const double us = t[t.size() / 2];
+    printf("%-44s %6.1f us  %5.0f GB/s\n", name, us, bytes / (us * 1e3));
+  };
+  timed("empty launch, 132 x 416", [&](int) { empty_k<<<prop.multiProcessorCount, 416>>>(out); });
+  timed("empty launch x 8 (all 8 timed)", [&](int) { for (int j = 0; j < 8; ++j) empty_k<<<prop.multiProcessorCount, 416>>>(out); });
+  timed("loads 16 B, 132 x 512, 4 a thread", [&](int it) { loads_k<4><<<prop.multiProcessorCount, 512>>>((const uint4 *)w[it % sets], (long)(bytes / 16), out); });
+  timed("loads 16 B, 132 x 512, 8 a thread", [&](int it) { loads_k<8><<<prop.multiProcessorCount, 512>>>((const uint4 *)w[it % sets], (long)(bytes / 16), out); });
+  timed("loads 16 B, 264 x 512, 8 a thread", [&](int it) { loads_k<8><<<2 * prop.multiProcessorCount, 512>>>((const uint4 *)w[it % sets], (long)(bytes / 16), out); });
+  timed("loads 16 B, 1056 x 256, 4 a thread", [&](int it) { loads_k<4><<<8 * prop.multiProcessorCount, 256>>>((const uint4 *)w[it % sets], (long)(bytes / 16), out); });
   {
     void *fp = nullptr; cudaDriverEntryPointQueryResult q;
     CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fp, 12000, cudaEnableDefault, &q));
     auto enc = (PFN_cuTensorMapEncodeTiled_v12000)fp;
     CK(cudaFuncSetAttribute(stream2d_k, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+    // back-to-back launches of one arrangement (256 x 84 rows, 4 stages),
+    // n in a row timed together, without and with PDL
+    {
+      const int bc = 256, br = 84, S = 4, n = 8;
+      const size_t smem = 256 + (size_t)S * br * bc * 2;
+      CUtensorMap tm[3];
+      const cuuint64_t dims[2] = {(cuuint64_t)rowbytes / 2, (cuuint64_t)rows};
+      const cuuint64_t str[1] = {(cuuint64_t)rowbytes};
+      const cuuint32_t box[2] = {(cuuint32_t)bc, (cuuint32_t)br}, es[2] = {1, 1};
+      for (int i = 0; i < 3; ++i)
+        if (enc(&tm[i], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w[i], dims, str, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) { printf("encode failed\n"); return 1; }
+      cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      for (int mode = 0; mode < 4; ++mode) {
+        const int pdl = mode == 0 ? 0 : mode == 1 ? 0 : mode == 2 ? 1 : 3;
+        const int count = mode == 0 ? 1 : n;
+        std::vector<float> t;
+        for (int it = 0; it < 15; ++it) {
+          cudaEventRecord(e0, st);
+          for (int j = 0; j < count; ++j) {
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = prop.multiProcessorCount; cfg.blockDim = 416; cfg.dynamicSmemBytes = smem; cfg.stream = st;
+            cudaLaunchAttribute at[1];
+            at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[0].val.programmaticStreamSerializationAllowed = mode >= 2;
+            cfg.attrs = at; cfg.numAttrs = 1;
+            CK(cudaLaunchKernelEx(&cfg, stream2d_k, tm[(it * count + j) % 3], rows, rowbytes / 2, bc, br, S, out, pdl));
+          }
+          cudaEventRecord(e1, st); CK(cudaEventSynchronize(e1));
+          float ms; cudaEventElapsedTime(&ms, e0, e1); if (it >= 3) t.push_back(ms * 1e3f / count);
+        }
+        std::sort(t.begin(), t.end());
+        const double us = t[t.size() / 2];
+        static const char *const nm[] = {"one launch", "8 in a row", "8 in a row, PDL, wait", "8 in a row, PDL, wait + early trigger"};
+        printf("seq 256 x 84, 4 stages, %-38s %6.1f us a launch  %5.0f GB/s\n", nm[mode], us, bytes / (us * 1e3));
+      }
+      cudaStreamDestroy(st);
+    }
     for (int bc : {64, 128, 256}) for (int br : {8, 16, 32, 84}) for (int S : {2, 4, 8}) {
       const size_t smem = 256 + (size_t)S * br * bc * 2;
       if (smem > 200 * 1024) continue;
