@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "plan_check.h"
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,122 @@ static void capture(fb_handle h, int mlp, fb_dtype t, int64_t m, int64_t k,
     free(hbuf), free(a), free(b);
 }
 
+/* Layers back to back on one stream, each reading what the one before
+ * wrote, with no synchronisation between them: plans alternate with
+ * plain calls (bf16, 16 rows, decode widths, a gated MLP and a gemm a
+ * layer), two buffers in turn (each layer overwrites what the layer
+ * before read). On Hopper a plan's decode kernel starts streaming its
+ * weights before the kernel ahead has finished (programmatic dependent
+ * launch); it must still read X only once that kernel is done, and write
+ * Y only once that kernel has stopped reading it. Every layer's output
+ * must be the bits of the same chain run with a synchronisation after
+ * every call. */
+static void chain(fb_handle h)
+{
+    enum { L = 8 };
+    const fb_dtype t = FB_DTYPE_BF16;
+    const int64_t m = 16, k = 2048, hd = 5632;
+    const size_t es = dt_size(t), xb = (size_t)(m * k) * es;
+    void *w[L][3], *x0 = tmem_cuda.alloc(xb);
+    void *buf[2] = {tmem_cuda.alloc(xb), tmem_cuda.alloc(xb)};
+    unsigned char *hbuf = malloc((size_t)(hd * k) * es);
+    unsigned char *want[L], *got = malloc(xb);
+    fb_plan plan[L];
+    if (hbuf == NULL || got == NULL)
+        tap_bail("out of memory");
+    for (int l = 0; l < L; l++) {
+        const int mlp = l % 2 == 0;
+        for (int j = 0; j < (mlp ? 3 : 1); j++) {
+            /* Wg, Wu: hd x k; Wd: k x hd; the gemm's W: k x k; scaled
+             * by their fan-in so that the layers keep X's magnitude */
+            const int64_t n_el = mlp ? hd * k : k * k;
+            const double fan = mlp && j == 2 ? (double)hd : (double)k;
+            w[l][j] = tmem_cuda.alloc((size_t)n_el * es);
+            for (int64_t i = 0; i < n_el; i++)
+                dt_set(t, hbuf, i, rng_value(t) * 2.0 / sqrt(fan));
+            tmem_cuda.put(w[l][j], hbuf, (size_t)n_el * es);
+        }
+        fb_status st =
+            mlp ? fb_plan_create_mlp(h, t, FB_ACT_SILU, m, k, hd, k, w[l][0],
+                                     NULL, w[l][1], NULL, w[l][2], NULL,
+                                     &plan[l])
+                : fb_plan_create_gemm(h, t, FB_ROW_MAJOR, FB_NO_TRANS,
+                                      FB_TRANS, m, k, k, 1.0f, w[l][0], k,
+                                      0.0f, NULL, FB_ACT_GELU_TANH, &plan[l]);
+        if (st != FB_STATUS_SUCCESS)
+            tap_bail("chain: plan %d: %s", l, fb_handle_last_message(h));
+        want[l] = malloc(xb);
+        if (want[l] == NULL)
+            tap_bail("out of memory");
+    }
+    for (int64_t i = 0; i < m * k; i++)
+        dt_set(t, hbuf, i, rng_value(t));
+    tmem_cuda.put(x0, hbuf, xb);
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (fb_set_cuda_stream(h, s) != FB_STATUS_SUCCESS)
+        tap_bail("fb_set_cuda_stream failed");
+    /* layer l: plans on even passes' even layers and odd passes' odd
+     * ones, plain calls on the rest; pass 0 synchronises after each */
+    int ok = 1;
+    char diag[200] = "";
+    for (int pass = 0; pass < 3 && ok; pass++) {
+        const void *in = x0;
+        for (int l = 0; l < L; l++) {
+            void *out = buf[l % 2];
+            const int mlp = l % 2 == 0, use_plan = (l + pass) % 2 == 0;
+            fb_status st;
+            if (use_plan)
+                st = mlp ? fb_plan_mlp(plan[l], m, in, k, out, k)
+                         : fb_plan_gemm(plan[l], m, in, k, out, k);
+            else if (mlp)
+                st = mlp_geglu_forward(h, t, FB_ACT_SILU, m, k, hd, k, in, k,
+                                       w[l][0], NULL, w[l][1], NULL,
+                                       w[l][2], NULL, out, k);
+            else
+                st = bgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                                    m, k, k, 1.0f, in, k, w[l][0], k, 0.0f,
+                                    out, k, NULL, FB_ACT_GELU_TANH);
+            if (st != FB_STATUS_SUCCESS) {
+                snprintf(diag, sizeof diag, "pass %d layer %d: %s", pass, l,
+                         fb_handle_last_message(h));
+                ok = 0;
+                break;
+            }
+            if (pass == 0) {
+                CK(cudaStreamSynchronize(s));
+                tmem_cuda.get(want[l], out, xb);
+            } else if (l == L - 1) {
+                CK(cudaStreamSynchronize(s));
+            }
+            in = out;
+        }
+        if (pass > 0 && ok) {
+            tmem_cuda.get(got, buf[(L - 1) % 2], xb);
+            if (memcmp(got, want[L - 1], xb) != 0) {
+                snprintf(diag, sizeof diag, "pass %d: the last layer's bits "
+                         "differ", pass);
+                ok = 0;
+            }
+        }
+    }
+    tap_ok(ok, "%d layers back to back (plans %s, %s; plain calls between), "
+           "no synchronisation: the bits of the synchronised chain%s%s", L,
+           fb_plan_path(plan[0], m), fb_plan_path(plan[1], m),
+           diag[0] ? ": " : "", diag);
+    (void)fb_set_cuda_stream(h, NULL);
+    CK(cudaStreamDestroy(s));
+    for (int l = 0; l < L; l++) {
+        fb_plan_destroy(plan[l]);
+        for (int j = 0; j < (l % 2 == 0 ? 3 : 1); j++)
+            tmem_cuda.release(w[l][j]);
+        free(want[l]);
+    }
+    tmem_cuda.release(x0), tmem_cuda.release(buf[0]);
+    tmem_cuda.release(buf[1]);
+    free(hbuf), free(got);
+}
+
 int main(void)
 {
     tap_begin("test_gpu_plan");
@@ -303,6 +420,7 @@ int main(void)
     capture(fused, 0, FB_DTYPE_BF16, 4, 1024, 2048, 1, "decode gemm bf16");
     capture(fused, 1, FB_DTYPE_F16, 1024, 768, 3072, 768,
             "prefill mlp f16");
+    chain(fused);
     fb_destroy(fused), fb_destroy(lt), fb_destroy(rule), fb_destroy(autoh);
     return tap_end();
 }

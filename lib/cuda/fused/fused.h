@@ -33,6 +33,11 @@ typedef struct fb_fused_env {
     size_t workspace_bytes;  /* at least FB_FUSED_WORKSPACE_BYTES */
     void *scratch;           /* what the family's scratch asked for */
     size_t scratch_bytes;    /* (the handle's mlp scratch), or NULL / 0 */
+    int weights_fixed;       /* a plan's execution: the weights are those
+                                the plan was made with, unchanged since
+                                (its contract), so a kernel may read them
+                                before the work ahead of it on the stream
+                                has finished */
 } fb_fused_env;
 
 /* The fused kernels' scratch need; the module provides this much. */

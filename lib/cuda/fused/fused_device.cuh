@@ -181,6 +181,28 @@ __device__ __forceinline__ void grid_barrier(unsigned long long *flags,
     }
 }
 
+/* ---- programmatic dependent launch (sm_90) ---------------------------- */
+
+/* Blocks until the grids ahead of this one on the stream have finished and
+ * their writes are visible; at once where the launch was not programmatic.
+ * A thread reads or writes nothing another grid may touch before it. */
+__device__ __forceinline__ void grid_dependency_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* Lets the next grid on the stream, if it was launched programmatically,
+ * start before this one ends (it waits for this one before reading
+ * anything this one writes). */
+__device__ __forceinline__ void allow_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* ---- asynchronous copies (sm_80) -------------------------------------- */
 
 /* 16 bytes global -> shared, bypassing registers; src_bytes < 16 fills the

@@ -363,4 +363,5 @@ void fb_ctx_fused_env(const fb_cuda_ctx *ctx, fb_math_mode math,
     env->workspace_bytes = ctx->fused_workspace_bytes;
     env->scratch = NULL; /* run_mlp reserves it where a kernel asks */
     env->scratch_bytes = 0;
+    env->weights_fixed = 0; /* plan executions set it */
 }

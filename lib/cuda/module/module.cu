@@ -630,7 +630,20 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
     if (st == FB_STATUS_SUCCESS &&
         (pl->maps = fbf_map_cache_create(weights, 3)) == NULL)
         st = fb_result_fail(r, FB_STATUS_ALLOC_FAILED, "plan: no memory");
+    /* Executions may read the weights before the work ahead of them on
+     * the stream has finished (fb_fused_env.weights_fixed): work still
+     * writing them must be done now. Not while the stream is captured,
+     * where waiting is not allowed. */
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    if (st == FB_STATUS_SUCCESS &&
+        cudaStreamIsCapturing(ctx->stream, &cs) == cudaSuccess &&
+        cs == cudaStreamCaptureStatusNone) {
+        const cudaError_t e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess)
+            st = fb_result_cuda(r, e, "cudaStreamSynchronize");
+    }
     if (st != FB_STATUS_SUCCESS) {
+        fbf_map_cache_destroy(pl->maps);
         free(pl);
         return st;
     }
@@ -667,6 +680,7 @@ static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
         return not_taken(r, "the plan's implementation");
     fb_fused_env env;
     fb_ctx_fused_env(ctx, plan->math, &env);
+    env.weights_fixed = 1;
     fbf_map_cache_scope maps(plan->maps);
     const bool rewalk = ch >= 0 && !plan->forced;
     if (ch == -3)
@@ -696,6 +710,7 @@ static fb_status plan_mlp(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
         return not_taken(r, "the plan's implementation");
     fb_fused_env env;
     fb_ctx_fused_env(ctx, plan->math, &env);
+    env.weights_fixed = 1;
     fbf_map_cache_scope maps(plan->maps);
     const bool rewalk = ch >= 0 && !plan->forced;
     st = run_mlp_on(ctx, &env, ch >= 0 ? &fb_fused_mlp_impls[ch] : NULL, p,
