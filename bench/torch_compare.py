@@ -12,7 +12,7 @@ fusedblas result is checked against eager's before it is timed.
     python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
                                    [--budget SECONDS] [--quick | --engine |
                                     --crossover | --sweep | --gemm-rule |
-                                    --mlp-rule]
+                                    --mlp-rule | --chain]
 
 --lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
 build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
@@ -482,6 +482,78 @@ def torch_fn(w, fn):
     return lambda a: fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6])
 
 
+def chain_workloads():
+    """Decode layers for --chain: 16-bit, 1 to 32 rows, 4096 wide."""
+    bf16 = torch.bfloat16
+    w = []
+    for m in (1, 16, 32):
+        w.append(Workload("chain-mlp", "mlp", bf16, m, 4096, 11008, 4096, False, False))
+    w.append(Workload("chain-mlp", "mlp", bf16, 16, 4096, 14336, 4096, False, False,
+                      act="silu"))
+    for m in (1, 16):
+        w.append(Workload("chain-gemm", "gemm", bf16, m, 4096, 0, 11008, True, False))
+    return w
+
+
+def chain_table(fb, layers=8):
+    """A stack of `layers` decode layers of one shape, each with its own
+    weights, called back to back on one stream and timed as a whole (events
+    around the stack, median of many stacks): per layer, PyTorch eager, the
+    plain call (cuda) and plans (one per layer). Between stacked calls the
+    GPU never waits for the host, and a plan's kernel may start streaming
+    its weights while the layer ahead finishes (programmatic dependent
+    launch). '% copy': weight bytes a layer over its time, against a
+    device-to-device copy in the same run (bytes read + written)."""
+    big = torch.empty(1 << 28, device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(big)
+    copy_ms = time_gpu(lambda _: dst.copy_(big), [None], min_reps=10, max_reps=30)
+    copy_gbs = 2 * big.numel() * 4 / (copy_ms * 1e6)
+    del big, dst
+    print(f"device-to-device copy {copy_gbs:.0f} GB/s; {layers} layers a stack")
+    cols = ["workload", "shape", "eager", "cuda", "plan", "plan % copy",
+            "plan/eager", "plan/cuda", "plan path"]
+    table, failures = [], 0
+    for w in chain_workloads():
+        sets = [make_args(w, 1000 * i + 7) for i in range(layers)]
+        es = 2
+        wbytes = es * (w.n * w.k if w.routine == "gemm" else 2 * w.h * w.k + w.n * w.h)
+        base = linear_act(w.act) if w.routine == "gemm" else gated_mlp(w.act)
+        eager = torch_fn(w, base)
+        plans = fb.make_plans(w, sets)
+        if not isinstance(plans, list) or "cuda" not in fb.handles:
+            print(f"  {w.group} {w.shape()}: no plans ({plans})", file=sys.stderr)
+            continue
+        with torch.no_grad():
+            ref = eager(sets[0])
+            sets[0][-1].fill_(float("nan"))
+            st = fb.call_plan(plans, w, sets[0], 0)
+            torch.cuda.synchronize()
+            if st != FB_SUCCESS or not rel_err(sets[0][-1], ref) <= tolerance(w):
+                failures += 1
+                print(f"  {w.group} {w.shape()}: plan FAILED or wrong", file=sys.stderr)
+                fb.free_plans(plans)
+                continue
+            path = fb.describe("cuda", st)
+            stack = lambda one: (lambda _: [one(i) for i in range(layers)])
+            t_eager = time_gpu(stack(lambda i: eager(sets[i])), [None]) / layers
+            t_cuda = time_gpu(stack(lambda i: fb.call("cuda", w, sets[i])), [None]) / layers
+            t_plan = time_gpu(stack(lambda i: fb.call_plan(plans, w, sets[i], i)),
+                              [None]) / layers
+        fb.free_plans(plans)
+        us = lambda t: f"{1e3 * t:.1f}"
+        table.append([w.group, w.shape(), us(t_eager), us(t_cuda), us(t_plan),
+                      f"{100 * wbytes / (t_plan * 1e6) / copy_gbs:.0f}%",
+                      f"{t_eager / t_plan:.2f}x", f"{t_cuda / t_plan:.2f}x", path])
+        del sets
+        torch.cuda.empty_cache()
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *table)]
+    print("us a layer (median of stacks); ratios > 1: the plan faster")
+    for line in [cols] + table:
+        print("  ".join(str(v).ljust(wd) if i in (0, 1, len(cols) - 1) else str(v).rjust(wd)
+                        for i, (v, wd) in enumerate(zip(line, widths))).rstrip())
+    return failures
+
+
 def time_gpu(run, sets, target_s=0.03, min_reps=10, max_reps=200):
     """Median milliseconds of run(set): warm-up, then one event pair per
     call, enqueued back to back, read after one synchronisation."""
@@ -547,6 +619,9 @@ def main():
     ap.add_argument("--crossover", action="store_true",
                     help="the shape rule's crossovers instead (cuda-fused "
                          "against cuda-lt where the rule's choice changes)")
+    ap.add_argument("--chain", action="store_true",
+                    help="decode layers stacked back to back instead: eager, "
+                         "plain calls and plans, per layer")
     opt = ap.parse_args()
     if opt.crossover:
         opt.engine = True  # the same columns
@@ -570,6 +645,10 @@ def main():
     print(f"GPU: {props.name}; PyTorch {torch.__version__}; "
           f"CUDA {torch.version.cuda}; median of CUDA-event timings, inputs rotated "
           f"through 2x L2 ({l2 >> 20} MB) where they fit")
+    if opt.chain:
+        failures = chain_table(fb)
+        fb.close()
+        return 1 if failures else 0
     if opt.gemm_rule or opt.mlp_rule:
         failures = rule_table(lib, fb, "gemm" if opt.gemm_rule else "mlp")
         fb.close()
