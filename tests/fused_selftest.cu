@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <memory>
 #include <vector>
 #include "fused/fused_internal.h"
 #include "device_math.cuh"
@@ -1058,6 +1059,130 @@ static void decode_probe(Device &dev, const MlpCase &c)
     });
 }
 
+/* Whether the driver takes a launch with the cooperative and the
+ * programmatic (PDL) attributes, alone and together. */
+__global__ void attr_probe_k(int *p)
+{
+    if (threadIdx.x == 0 && p != nullptr)
+        p[blockIdx.x] = 1;
+}
+
+static void launch_attr_probe(Device &dev)
+{
+    for (int coop = 0; coop < 2; ++coop)
+        for (int prog = 0; prog < 2; ++prog) {
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(dev.prop.multiProcessorCount);
+            cfg.blockDim = dim3(128);
+            cfg.stream = dev.stream;
+            cudaLaunchAttribute at[2];
+            unsigned n = 0;
+            if (coop) {
+                at[n].id = cudaLaunchAttributeCooperative;
+                at[n].val.cooperative = 1;
+                ++n;
+            }
+            if (prog) {
+                at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                at[n].val.programmaticStreamSerializationAllowed = 1;
+                ++n;
+            }
+            cfg.attrs = at;
+            cfg.numAttrs = n;
+            const cudaError_t e = cudaLaunchKernelEx(&cfg, attr_probe_k, (int *)nullptr);
+            printf("launch attributes: cooperative %d, programmatic %d: %s\n", coop, prog,
+                   cudaGetErrorString(e));
+            (void)cudaGetLastError();
+        }
+    CK(cudaStreamSynchronize(dev.stream));
+}
+
+/* Decode calls stacked back to back (8 in a row, one event pair around
+ * the stack), plain against a plan's execution (weights fixed: the TMA
+ * kernels launch programmatically and stream the weights early), and one
+ * call alone; us a call. */
+static void stack_probe(Device &dev, const MlpCase *mc, int gemm_tokens)
+{
+    const int depth = 8;
+    std::unique_ptr<MlpSets> S;
+    std::vector<fb_mlp_problem> mp;
+    std::vector<fb_gemm_problem> gp;
+    std::vector<void *> mem;
+    double wbytes;
+    std::string label;
+    if (mc != nullptr) {
+        S.reset(new MlpSets(dev, *mc, 5000));
+        for (auto &b : S->bufs)
+            mp.push_back(mlp_problem(*mc, b));
+        wbytes = (double)(2 * mc->h * mc->k + mc->n * mc->h) * esize(mc->dtype);
+        label = "stack " + mlp_label(*mc);
+    } else {
+        const int k = 4096, out = 11008;
+        const size_t es = 2, wb = (size_t)out * k * es;
+        const int sets = weight_sets(dev, wb);
+        for (int i = 0; i < sets; ++i) {
+            void *w, *x, *y, *b;
+            CK(cudaMalloc(&w, wb));
+            CK(cudaMalloc(&x, (size_t)gemm_tokens * k * es));
+            CK(cudaMalloc(&y, (size_t)gemm_tokens * out * es));
+            CK(cudaMalloc(&b, (size_t)out * es));
+            fill_random(FB_DTYPE_BF16, w, (size_t)out * k, 700 + i, 1.0f / sqrtf((float)k), dev.stream);
+            fill_random(FB_DTYPE_BF16, x, (size_t)gemm_tokens * k, 800 + i, 1.0f, dev.stream);
+            fill_random(FB_DTYPE_BF16, b, out, 900 + i, 0.5f, dev.stream);
+            mem.insert(mem.end(), {w, x, y, b});
+            fb_gemm_problem p;
+            memset(&p, 0, sizeof p);
+            p.dtype = FB_DTYPE_BF16;
+            p.transa = 1;
+            p.m = out; p.n = gemm_tokens; p.k = k;
+            p.alpha = 1.0f;
+            fb_gemm_decide(&p);
+            p.a = w; p.lda = k;
+            p.b = x; p.ldb = k;
+            p.c = y; p.ldc = out;
+            p.ep.bias = b;
+            p.ep.bias_per_row = 1;
+            p.ep.act = FB_ACT_GELU_TANH;
+            gp.push_back(p);
+        }
+        wbytes = (double)wb;
+        label = "stack linear bf16 " + std::to_string(gemm_tokens) + " x 4096->11008";
+    }
+    fb_fused_env fixed = dev.env;
+    fixed.weights_fixed = 1;
+    auto one = [&](const fb_fused_env *env, int i) {
+        char path[96];
+        return (mc != nullptr
+                    ? fbf_decode_mlp(env, &mp[i % mp.size()], FBF_RUN, path, sizeof path)
+                    : fbf_decode_gemm(env, &gp[i % gp.size()], FBF_RUN, path, sizeof path)) ==
+               FB_STATUS_SUCCESS;
+    };
+    const std::vector<std::string> names = {"one call", "8 in a row, plain",
+                                            "8 in a row, weights fixed (PDL)"};
+    round_robin(dev, label, names, [&](int v, int r) {
+        const int n = v == 0 ? 1 : depth;
+        bool ok = true;
+        for (int j = 0; j < n; ++j)
+            ok = one(v == 2 ? &fixed : &dev.env, r * depth + j) && ok;
+        return ok;
+    }, [&](double us) {
+        (void)us;
+        return std::string("whole launch or stack; per call below");
+    });
+    /* the per-call figures of the three lines just printed */
+    const size_t nl = g_tune_lines.size();
+    for (size_t i = nl - 3; i < nl; ++i) {
+        const std::string &l = g_tune_lines[i];
+        const size_t at = l.find("median");
+        const double med = at == std::string::npos ? 0 : atof(l.c_str() + at + 6);
+        const int n = i == nl - 3 ? 1 : depth;
+        printf("  %s: %.1f us a call, %.0f%% of copy\n", names[i - (nl - 3)].c_str(), med / n,
+               100.0 * wbytes / (med / n * 1e3) / dev.copy_gbs);
+    }
+    for (void *p : mem)
+        cudaFree(p);
+}
+
 static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
                       bool prefill = false)
 {
@@ -1320,7 +1445,8 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
 
 int main(int argc, char **argv)
 {
-    bool quick = false, bench = true, small = false, decode_only = false;
+    bool quick = false, bench = true, small = false, decode_only = false,
+         stack_only = false;
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1332,6 +1458,8 @@ int main(int argc, char **argv)
             bench = false;
         } else if (!strcmp(argv[i], "--decode-probe"))
             decode_only = true;
+        else if (!strcmp(argv[i], "--stack-probe"))
+            stack_only = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1369,18 +1497,28 @@ int main(int argc, char **argv)
            dev.prop.l2CacheSize >> 20, optin >> 10, (unsigned long long)seed);
     fflush(stdout);
 
-    /* --decode-probe: only the decode engines' variants, timed */
-    if (decode_only) {
+    /* --decode-probe: only the decode engines' variants, timed, and the
+     * stacks; --stack-probe: only the stacks */
+    if (decode_only || stack_only) {
         dev.copy_gbs = measure_copy_gbs(dev.stream);
         printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
         for (int mm : {16, 1, 8, 32})
+            if (decode_only)
             decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, mm, 4096, 11008, 4096, 0, 0, false, NULL});
-        decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_SILU, 16, 4096, 14336, 4096, 0, 0, false, NULL});
-        decode_probe(dev, MlpCase{FB_DTYPE_F16, FB_ACT_GELU_TANH, 24, 5120, 13824, 5120, 0, 0, false, NULL});
-        decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true, NULL});
-        for (int mm : {16, 1, 32})
-            bench_linear(dev, FB_DTYPE_BF16, mm, 4096, 11008, FB_ACT_GELU_TANH);
-        bench_linear(dev, FB_DTYPE_BF16, 16, 8192, 8192, FB_ACT_NONE);
+        if (decode_only) {
+            decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_SILU, 16, 4096, 14336, 4096, 0, 0, false, NULL});
+            decode_probe(dev, MlpCase{FB_DTYPE_F16, FB_ACT_GELU_TANH, 24, 5120, 13824, 5120, 0, 0, false, NULL});
+            decode_probe(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_GELU_TANH, 16, 768, 3072, 768, 0, 0, true, NULL});
+            for (int mm : {16, 1, 32})
+                bench_linear(dev, FB_DTYPE_BF16, mm, 4096, 11008, FB_ACT_GELU_TANH);
+            bench_linear(dev, FB_DTYPE_BF16, 16, 8192, 8192, FB_ACT_NONE);
+        }
+        launch_attr_probe(dev);
+        for (int mm : {1, 16}) {
+            const MlpCase c{FB_DTYPE_BF16, FB_ACT_GELU_TANH, mm, 4096, 11008, 4096, 0, 0, false, NULL};
+            stack_probe(dev, &c, 0);
+            stack_probe(dev, nullptr, mm);
+        }
         cudaFree(dev.env.workspace);
         cublasDestroy(dev.blas);
         cudaStreamDestroy(dev.stream);

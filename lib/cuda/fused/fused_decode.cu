@@ -116,9 +116,6 @@ template <typename T> struct MlpArgs {
     int x_vec;
     int x_split; /* TMA engine: X (and H) in two half chunks, one staged
                     while the other is used (fused_decode_tma.cuh) */
-    int early;   /* TMA engine, launched programmatically: the producer
-                    streams the (fixed) weights before the grid ahead has
-                    finished; everything else waits for it */
     unsigned long long *epoch, *flags;
     unsigned int *counters;
     T *hbuf;      /* m x h */
@@ -216,20 +213,8 @@ __global__ void __launch_bounds__(
     const int G = gridDim.x, c = blockIdx.x, tid = threadIdx.x;
     const int m = a.m, ms = m + 1;
     const bool worker = tid < kThreads, producer = tid == kThreads;
-    const bool early = TMA && a.early != 0;
 
-    /* The TMA ring lives in shared memory only: set up before anyone
-     * waits, so that an early producer can start at once. */
-    TmaRing R;
-    if constexpr (TMA) {
-        R = ring_at(smem, a.ring_off, a.stages, a.stride, kThreads / 32);
-        __syncthreads();
-    }
-    unsigned long long target = 0;
-    if (!(early && producer)) {
-        grid_dependency_wait();
-        target = ld_relaxed_gpu(a.epoch) + 1;
-    }
+    const unsigned long long target = ld_relaxed_gpu(a.epoch) + 1;
 
     /* ---- phase 1: H[:, j0:j1] ---- */
     const int j0 = (int)((int64_t)c * a.h / G);
@@ -253,9 +238,12 @@ __global__ void __launch_bounds__(
                           xs, a.xstride2, m, a.hbuf, a.h, 1, true, true,
                           sacc, ms, a.x_split != 0};
 
+    TmaRing R;
     StreamJob<T> J;
     uint32_t g2 = 0; /* ring count where phase 2 starts */
     if constexpr (TMA) {
+        R = ring_at(smem, a.ring_off, a.stages, a.stride, kThreads / 32);
+        __syncthreads();
         const TmaJob<T> J1 = {&a.tm_wg, &a.tm_wu, j0, nr1, a.box1,
                               a.box_cols, 0, a.k, a.kc, xs, a.xstride1, m,
                               a.x, a.ldx, 1, a.x_vec != 0, false,
@@ -266,10 +254,6 @@ __global__ void __launch_bounds__(
              * last ones are read: HBM streams across the grid barrier */
             tma_issue(R, J1, 0u, (int)g2);
             tma_issue(R, J2, g2, R.stages);
-            if (early) {
-                grid_dependency_wait();
-                target = ld_relaxed_gpu(a.epoch) + 1;
-            }
         } else if (worker) {
             tma_consume<T, NTOK, true>(R, J1, kThreads);
         }
@@ -314,11 +298,9 @@ __global__ void __launch_bounds__(
 
     /* ---- phase 2: this CTA's block of Y = H Wd^T ---- */
     if constexpr (TMA) {
-        if (producer) {
+        if (producer)
             tma_issue(R, J2, g2, tma_steps(J2));
-            if (early)
-                allow_dependents(); /* every weight byte is asked for */
-        } else if (worker)
+        else if (worker)
             tma_consume<T, NTOK, false>(R, J2, kThreads);
     } else {
         for (int i = tid; i < nr2 * ms; i += kThreads)
@@ -389,7 +371,10 @@ template <typename T> struct GemmArgs {
     int kc, xstride;
     int sacc_off, slots_off, xs_off;
     int x_vec;
-    int x_split, early; /* as in MlpArgs */
+    int x_split; /* as in MlpArgs */
+    int early;   /* TMA engine, launched programmatically: the producer
+                    streams the (fixed) weights before the grid ahead has
+                    finished; every other thread waits for it first */
     int prefetch;
 };
 
@@ -417,8 +402,8 @@ __global__ void __launch_bounds__(
                              xs, a.xstride, m, a.x, a.xs_t, a.xs_k,
                              a.x_vec != 0, false, sacc, ms,
                              a.x_split != 0};
-        /* as in the MLP: an early producer streams the weights while the
-         * grid ahead finishes; the rest wait for it */
+        /* an early producer streams the weights while the grid ahead
+         * finishes; the rest wait for it */
         if (tid != kThreads || !a.early)
             grid_dependency_wait();
         if (tid == kThreads) {
@@ -463,41 +448,30 @@ __global__ void __launch_bounds__(
 
 /* ---- host side ------------------------------------------------------- */
 
-/* Launches func as the stream's next grid of G x threads. cooperative: all
- * CTAs resident at once (the MLP's grid barrier). programmatic: the grid
- * may start before the one ahead of it on the stream ends (programmatic
- * dependent launch; the kernel waits for it where it must); where the
- * driver refuses that, the grid is launched the ordinary way, which the
- * kernels also run correctly under. */
+/* Launches func as the stream's next grid of G x threads. programmatic:
+ * the grid may start before the one ahead of it on the stream ends
+ * (programmatic dependent launch; the kernel waits for it where it must);
+ * where the driver refuses that, the grid is launched the ordinary way,
+ * which the kernel also runs correctly under. */
 static cudaError_t launch_grid(const void *func, int G, int threads,
                                void **args, size_t smem, cudaStream_t stream,
-                               bool cooperative, bool programmatic)
+                               bool programmatic)
 {
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(G);
     cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    cudaLaunchAttribute at[2];
-    unsigned n = 0;
-    if (cooperative) {
-        at[n].id = cudaLaunchAttributeCooperative;
-        at[n].val.cooperative = 1;
-        ++n;
-    }
-    if (programmatic) {
-        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[n].val.programmaticStreamSerializationAllowed = 1;
-        ++n;
-    }
-    cfg.attrs = at;
-    cfg.numAttrs = n;
+    cfg.attrs = &at;
+    cfg.numAttrs = programmatic ? 1 : 0;
     const cudaError_t e = cudaLaunchKernelExC(&cfg, func, args);
     if (programmatic &&
         (e == cudaErrorInvalidValue || e == cudaErrorNotSupported)) {
         (void)cudaGetLastError(); /* a refused launch is not sticky */
-        return launch_grid(func, G, threads, args, smem, stream, cooperative,
-                           false);
+        return launch_grid(func, G, threads, args, smem, stream, false);
     }
     return e;
 }
@@ -864,12 +838,9 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
     a.parts = reinterpret_cast<float *>(static_cast<char *>(env->workspace) +
                                         hbytes);
 
-    /* In a plan's execution the weights are fixed (the plan's contract),
-     * so the TMA producer may stream them before the grid ahead ends. */
-    a.early = TMA && env->weights_fixed;
     void *args[] = {&a};
-    e = launch_grid(func, G, threads, args, smem, env->stream, true,
-                    a.early != 0);
+    e = cudaLaunchCooperativeKernel(func, dim3(G), dim3(threads), args, smem,
+                                    env->stream);
     fb_status st = fbf_launch_status(e);
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
@@ -985,10 +956,14 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
     if (TMA && !fbf_tma_map_16(&a.tm_w, dtype, a.w, a.rows, a.k, a.ldw,
                                a.box_cols, box, false))
         return FB_STATUS_NOT_SUPPORTED;
-    a.early = TMA && env->weights_fixed; /* as in launch_decode_mlp */
+    /* In a plan's execution the weights are fixed (the plan's contract),
+     * so the TMA producer may stream them before the grid ahead ends. Not
+     * the MLP: under its cooperative launch this gained nothing
+     * (docs/decode-kernels.md). */
+    a.early = TMA && env->weights_fixed;
     void *args[] = {&a};
     fb_status st = fbf_launch_status(launch_grid(
-        func, G, threads, args, smem, env->stream, false, a.early != 0));
+        func, G, threads, args, smem, env->stream, a.early != 0));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "gemm_decode_%s%s", dtype_suffix(dtype),
