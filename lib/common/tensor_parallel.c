@@ -192,13 +192,13 @@ static fb_status agree(fb_handle h, const fb_cuda_module *m,
              * tensor-parallel routine. */
             const int pos = f == 0 ? 0 : fields[f - 1].pos;
             const char *name = f == 0 ? "routine" : fields[f - 1].name;
+            const long long theirs = (long long)other[f]; /* other is in all */
             free(all);
             return fb_handle_fail(h, FB_STATUS_INVALID_ARGUMENT, pos,
                                   "%s: rank %d has %s = %lld, this rank "
                                   "(%d) %lld: every rank must make the "
-                                  "same call", routine, r, name,
-                                  (long long)other[f], s->comm.rank,
-                                  (long long)desc[f]);
+                                  "same call", routine, r, name, theirs,
+                                  s->comm.rank, (long long)desc[f]);
         }
     }
     free(all);
