@@ -1446,7 +1446,7 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
 int main(int argc, char **argv)
 {
     bool quick = false, bench = true, small = false, decode_only = false,
-         stack_only = false;
+         stack_only = false, split_only = false;
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1460,6 +1460,8 @@ int main(int argc, char **argv)
             decode_only = true;
         else if (!strcmp(argv[i], "--stack-probe"))
             stack_only = true;
+        else if (!strcmp(argv[i], "--split-small"))
+            split_only = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1496,6 +1498,21 @@ int main(int argc, char **argv)
            dev.prop.name, dev.prop.major, dev.prop.minor, dev.prop.multiProcessorCount,
            dev.prop.l2CacheSize >> 20, optin >> 10, (unsigned long long)seed);
     fflush(stdout);
+
+    /* --split-small: the TMA decode engine where X is staged in two half
+     * chunks (X past the 72 KiB buffer), at sizes small enough for
+     * compute-sanitizer */
+    if (split_only) {
+        g_decode_engine = 2;
+        check_gemm(dev, GemmCase{FB_DTYPE_BF16, 1, 0, 512, 32, 2048, 1.0f, 0.0f, true, 1,
+                                 FB_ACT_GELU_TANH, 0, NULL},
+                   seed + 1, "gemm_decode_bf16+tma", false);
+        check_mlp(dev, MlpCase{FB_DTYPE_BF16, FB_ACT_SILU, 32, 2048, 1024, 2048, 0, 0, false, NULL},
+                  seed + 2, "mlp_decode_bf16+tma");
+        g_decode_engine = 0;
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
+    }
 
     /* --decode-probe: only the decode engines' variants, timed, and the
      * stacks; --stack-probe: only the stacks */
