@@ -1097,6 +1097,103 @@ static void launch_attr_probe(Device &dev)
     CK(cudaStreamSynchronize(dev.stream));
 }
 
+/* The work ahead of a plan's execution, still writing the execution's
+ * input when that starts: lets the next grid launch at once, waits
+ * `ns` nanoseconds, then copies n elements of src to dst. */
+__global__ void late_writer_k(__nv_bfloat16 *dst, const __nv_bfloat16 *src, size_t n,
+                              unsigned long long ns)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+/* A plan's decode gemm right after a kernel that is still writing its
+ * activations (late_writer_k, which lets it launch at once): the result
+ * must be that of the same call made after a synchronisation, both where
+ * the kernel streams the weights (they may be read early) and where it
+ * streams the activations (few output channels: they must not be). The
+ * decode_early_any knob streams the activations early anyway, which
+ * must show as a difference: the check can fail. */
+static void early_probe(Device &dev)
+{
+    const int64_t k = 2048;
+    struct C { const char *what; int64_t rows, toks; bool weights_stream; int unsafe; };
+    const C cases[] = {{"the kernel streams the weights", 1024, 16, true, 0},
+                       {"the kernel streams the activations", 512, 16, false, 0},
+                       {"the activations streamed early anyway (knob)", 512, 16, false, 1}};
+    for (const C &c : cases) {
+        const int64_t nw = c.weights_stream ? c.rows : c.toks;   /* weight rows */
+        const int64_t nx = c.weights_stream ? c.toks : c.rows;   /* activation rows */
+        __nv_bfloat16 *w, *x, *x_src, *cbuf;
+        CK(cudaMalloc(&w, (size_t)nw * k * 2));
+        CK(cudaMalloc(&x, (size_t)nx * k * 2));
+        CK(cudaMalloc(&x_src, (size_t)nx * k * 2));
+        CK(cudaMalloc(&cbuf, (size_t)c.rows * c.toks * 2));
+        fill_random(FB_DTYPE_BF16, w, (size_t)nw * k, 11, 1.0f / sqrtf((float)k), dev.stream);
+        fill_random(FB_DTYPE_BF16, x_src, (size_t)nx * k, 12, 1.0f, dev.stream);
+        fb_gemm_problem p;
+        memset(&p, 0, sizeof p);
+        p.dtype = FB_DTYPE_BF16;
+        p.transa = 1;
+        p.m = c.rows; p.n = c.toks; p.k = k;
+        p.alpha = 1.0f;
+        fb_gemm_decide(&p);
+        p.a = c.weights_stream ? (void *)w : (void *)x; p.lda = k;
+        p.b = c.weights_stream ? (void *)x : (void *)w; p.ldb = k;
+        p.c = cbuf; p.ldc = c.rows;
+        p.weight_is_a = c.weights_stream ? 1 : 0;
+        fb_fused_env fixed = dev.env;
+        fixed.weights_fixed = 1;
+        std::vector<uint16_t> got((size_t)c.rows * c.toks), want(got.size());
+        char path[96] = "";
+        bool ok = true;
+        for (int round = 0; round < 3 && ok; ++round) {
+            CK(cudaMemsetAsync(x, 0, (size_t)nx * k * 2, dev.stream));
+            CK(cudaStreamSynchronize(dev.stream));
+            late_writer_k<<<8, 256, 0, dev.stream>>>(x, x_src, (size_t)nx * k, 200000ull);
+            fbf_tuning t = {};
+            t.decode_engine = 2;
+            t.decode_early_any = c.unsafe;
+            fb_status st;
+            {
+                Knobs knobs(t);
+                st = fbf_decode_gemm(&fixed, &p, FBF_RUN, path, sizeof path);
+            }
+            CK(cudaStreamSynchronize(dev.stream));
+            CK(cudaGetLastError());
+            CK(cudaMemcpy(got.data(), cbuf, got.size() * 2, cudaMemcpyDeviceToHost));
+            {
+                fbf_tuning t2 = {};
+                t2.decode_engine = 2;
+                Knobs knobs(t2);
+                (void)fbf_decode_gemm(&dev.env, &p, FBF_RUN, NULL, 0);
+            }
+            CK(cudaStreamSynchronize(dev.stream));
+            CK(cudaMemcpy(want.data(), cbuf, want.size() * 2, cudaMemcpyDeviceToHost));
+            ok = st == FB_STATUS_SUCCESS && got == want;
+        }
+        if (c.unsafe) {
+            /* the demonstration: a difference is what is expected */
+            printf("%s early: %s %lld x %lld -> %lld (%s): %s\n", ok ? "WARNING" : "SHOWN",
+                   c.what, (long long)c.toks, (long long)k, (long long)c.rows, path,
+                   ok ? "no difference, so this check could not see the race"
+                      : "the early read differs from the synchronised call, as it must");
+        } else {
+            report(ok, "early: %s, %lld rows, %lld columns, k %lld (%s): the bits of the "
+                       "synchronised call, 3 rounds", c.what, (long long)c.rows,
+                   (long long)c.toks, (long long)k, path);
+        }
+        cudaFree(w); cudaFree(x); cudaFree(x_src); cudaFree(cbuf);
+    }
+}
+
 /* Decode calls stacked back to back (8 in a row, one event pair around
  * the stack), plain against a plan's execution (weights fixed: the TMA
  * kernels launch programmatically and stream the weights early), and one
@@ -1136,6 +1233,7 @@ static void stack_probe(Device &dev, const MlpCase *mc, int gemm_tokens)
             p.transa = 1;
             p.m = out; p.n = gemm_tokens; p.k = k;
             p.alpha = 1.0f;
+            p.weight_is_a = 1;
             fb_gemm_decide(&p);
             p.a = w; p.lda = k;
             p.b = x; p.ldb = k;
@@ -1446,7 +1544,7 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
 int main(int argc, char **argv)
 {
     bool quick = false, bench = true, small = false, decode_only = false,
-         stack_only = false, split_only = false;
+         stack_only = false, split_only = false, early_only = false;
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1462,6 +1560,8 @@ int main(int argc, char **argv)
             stack_only = true;
         else if (!strcmp(argv[i], "--split-small"))
             split_only = true;
+        else if (!strcmp(argv[i], "--early"))
+            early_only = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1502,6 +1602,11 @@ int main(int argc, char **argv)
     /* --split-small: the TMA decode engine where X is staged in two half
      * chunks (X past the 72 KiB buffer), at sizes small enough for
      * compute-sanitizer */
+    if (early_only) {
+        early_probe(dev);
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
+    }
     if (split_only) {
         g_decode_engine = 2;
         check_gemm(dev, GemmCase{FB_DTYPE_BF16, 1, 0, 512, 32, 2048, 1.0f, 0.0f, true, 1,

@@ -1123,6 +1123,13 @@ fb_status fbf_decode_gemm(const fb_fused_env *env, const fb_gemm_problem *p,
     if (rows * ldw >= ((int64_t)1 << 40))
         return FB_STATUS_NOT_SUPPORTED;
     const bool x_vec = xs_k == 1 && aligned16(x) && (xs_t * esz) % 16 == 0;
+    /* A plan's fixed weights may be streamed early (launch_decode_gemm);
+     * where the streamed side is the activations (few output channels,
+     * many tokens), it may not. */
+    fb_fused_env local = *env;
+    if (w != (p->weight_is_a ? p->a : p->b) && FBF_KNOB(decode_early_any) != 1)
+        local.weights_fixed = 0;
+    env = &local;
 
 #define FBF_GEMM_ARGS(T)                                                    \
     GemmArgs<T> a;                                                          \

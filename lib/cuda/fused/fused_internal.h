@@ -40,6 +40,9 @@ typedef struct fbf_tuning {
     int tma_stages;    /* TMA engine: stages in its ring (2..8) */
     int tma_box_cols;  /* TMA engine: columns a box (64, 128, 256) */
     int tma_xs_kb;     /* TMA engine: KiB for the token rows' chunk */
+    int decode_early_any; /* decode gemm in a plan: 1 streams its rows
+                             early even where they are the activations
+                             (wrong: for the selftest to show it) */
     int tma_x_whole;   /* TMA engine: 1 one chunk the whole buffer, staged
                           while every warp waits (0: two half chunks where
                           X does not fit, the next staged in the
