@@ -499,10 +499,10 @@ def chain_table(fb, layers=8):
     """A stack of `layers` decode layers of one shape, each with its own
     weights, called back to back on one stream and timed as a whole (events
     around the stack, median of many stacks): per layer, PyTorch eager, the
-    plain call (cuda) and plans (one per layer). Between stacked calls the
-    GPU never waits for the host, and a plan's kernel may start streaming
-    its weights while the layer ahead finishes (programmatic dependent
-    launch). '% copy': weight bytes a layer over its time, against a
+    plain call (cuda) and plans (one per layer). The host enqueues the
+    whole stack without waiting, and a plan's decode gemm may start
+    streaming its weights while the layer ahead finishes (programmatic
+    dependent launch). '% copy': weight bytes a layer over its time, against a
     device-to-device copy in the same run (bytes read + written)."""
     big = torch.empty(1 << 28, device="cuda", dtype=torch.float32)
     dst = torch.empty_like(big)

@@ -16,6 +16,9 @@
  *  - A plan's first execution captured in a CUDA graph (the fused
  *    families: nothing to allocate or look up), replayed on new inputs,
  *    the same bits as direct executions.
+ *  - Layers back to back without synchronisation (chain): plans, which
+ *    may start before the kernel ahead ends, give the bits of the
+ *    synchronised chain.
  *
  * Prints "1..0 # SKIP no CUDA device" where there is no GPU.
  */
@@ -287,7 +290,7 @@ static void capture(fb_handle h, int mlp, fb_dtype t, int64_t m, int64_t k,
  * wrote, with no synchronisation between them: plans alternate with
  * plain calls (bf16, 16 rows, decode widths, a gated MLP and a gemm a
  * layer), two buffers in turn (each layer overwrites what the layer
- * before read). On Hopper a plan's decode kernel starts streaming its
+ * before read). On Hopper a plan's decode gemm starts streaming its
  * weights before the kernel ahead has finished (programmatic dependent
  * launch); it must still read X only once that kernel is done, and write
  * Y only once that kernel has stopped reading it. Every layer's output
