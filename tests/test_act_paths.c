@@ -23,8 +23,10 @@
 
 static const char *const names[] = {"cpu/small-m-avx512",
                                     "cpu/small-m-avx2",
-                                    "cpu/bf16-avx512bf16", "cpu/f32-small-k",
-                                    "cpu/f32-avx512", "cpu/openblas"};
+                                    "cpu/bf16-amx",
+                                    "cpu/bf16-avx512bf16",
+                                    "cpu/f32-small-k", "cpu/f32-avx512",
+                                    "cpu/openblas"};
 #define NNAMES (int)(sizeof names / sizeof names[0])
 
 enum { M = 32, N = 600, K = 16 };

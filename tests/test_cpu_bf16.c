@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_cpu_bf16.c -- bgemm_bias_act on the CPU's AVX512-BF16 kernel
- * (lib/cpu/cpu_bf16_gemm.c) against the double oracle, with the bf16
- * bound of docs/DESIGN.md's fp32-accumulation CPU target, and the path that ran
- * asserted for every case:
- *  - shapes around the 32 x 12 register block, the 256 x 192 blocks of C
- *    and the k chunks (up to 768); odd and even k; both layouts (bias along
+ * test_cpu_bf16.c -- bgemm_bias_act on the CPU's bf16 kernels
+ * (lib/cpu/cpu_bf16_gemm.c: AMX tiles where the CPU has them, else
+ * AVX512-BF16) against the double oracle, with the bf16 bound of
+ * docs/DESIGN.md's fp32-accumulation CPU target, and the path that ran
+ * asserted for every case. Everything below runs on the kernel the table
+ * picks; where that is AMX, the two sweeps run again with the AVX512-BF16
+ * kernel forced by name (fb_set_implementation), and
+ * tests/cpu_amx_off.sh runs it all with FUSEDBLAS_CPU_NO_AMX=1:
+ *  - shapes around the 32 x 12 register block (AMX: 32 x 32 of tiles, k
+ *    in runs of 32), the 256 x 192 blocks of C and the k chunks (up to
+ *    768; AMX 512); odd and even k; both layouts (bias along
  *    rows and along columns of the normalised C), all transpose pairs,
  *    padded leading dimensions, beta != 0, every activation;
  *  - operands small enough that products or sums could fall below fp32's
@@ -13,7 +18,8 @@
  *    the fp32 panels; scaled operands that stay clear of it do not;
  *  - a denormal bf16 in A or in B (each packing order), met by a huge
  *    value, makes the call decline to the fp32 panels, which get it right;
- *  - FUSEDBLAS_CPU_NO_BF16=1 sends bf16 calls to the fp32 panels;
+ *  - FUSEDBLAS_CPU_NO_BF16=1 sends bf16 calls to the fp32 panels, and
+ *    FUSEDBLAS_CPU_NO_AMX=1 the AMX kernel's to AVX512-BF16's;
  *  - mlp_geglu_forward's prefill kernel (lib/cpu/cpu_bf16_mlp.c) over row
  *    blocks, hidden chunks and k chunks with ragged edges, every gate and
  *    bias pattern; a denormal in X or a weight declines to the fp32 path.
@@ -32,16 +38,20 @@
 #include "packed_check.h"
 #include "tap_child.h"
 
-#define KERNEL_PATH "cpu/bf16-avx512bf16/"
+#define AMX_PATH "cpu/bf16-amx/"
+#define AVX512_PATH "cpu/bf16-avx512bf16/"
 #define FALLBACK_PATH "/f32-panels/"
 
-static const packed_paths paths = {KERNEL_PATH, FALLBACK_PATH};
+/* The kernel the table picks on this CPU (main sets it). */
+static packed_paths paths = {AVX512_PATH, FALLBACK_PATH};
+static char mlp_prefix[64];
 
-static int env_off(void)
+static int env_set(const char *name)
 {
-    const char *v = getenv("FUSEDBLAS_CPU_NO_BF16");
+    const char *v = getenv(name);
     return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
+
 
 /* Shapes (m, n, k of the call). None is the decode form the small-m
  * kernel takes (n <= 32 tokens with m >= 48 after normalisation): every
@@ -121,11 +131,20 @@ static void scaled_operands(const target *cpu)
     }
 }
 
-/* FUSEDBLAS_CPU_NO_BF16=1 (in a child: phase env-switch), then unset. */
+/* FUSEDBLAS_CPU_NO_BF16=1 (in a child: phase env-switch), then unset;
+ * where the kernel is AMX's, FUSEDBLAS_CPU_NO_AMX=1 the same way, which
+ * must run AVX512-BF16's. */
 static void env_switch(const target *cpu)
 {
     packed_env_switch(cpu, FB_DTYPE_BF16, "FUSEDBLAS_CPU_NO_BF16", "1", NULL,
                       &paths);
+}
+
+static void amx_switch(const target *cpu)
+{
+    const packed_paths amx_off = {AMX_PATH, AVX512_PATH};
+    packed_env_switch(cpu, FB_DTYPE_BF16, "FUSEDBLAS_CPU_NO_AMX", "1", NULL,
+                      &amx_off);
 }
 
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
@@ -139,7 +158,7 @@ static void mlp_sweep(const target *cpu, int want_kernel)
         {45, 7, 1, 3}};
     packed_mlp_sweep(cpu, FB_DTYPE_BF16, mlp_shapes,
                      (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]),
-                     KERNEL_PATH "mlp-", want_kernel);
+                     mlp_prefix, want_kernel);
 }
 
 /* A denormal in X or in one of the weights: the kernel declines. */
@@ -155,7 +174,7 @@ static void mlp_denormals(const target *cpu)
          * (each is at least 30 x 40). */
         dt_set_bits(FB_DTYPE_BF16, tbuf_data(bufs[which]), 33,
                     BF16_DENORMAL);
-        packed_mlp_run(cpu, &d, KERNEL_PATH "mlp-", 0);
+        packed_mlp_run(cpu, &d, mlp_prefix, 0);
         mlp_data_free(&d);
     }
 }
@@ -174,10 +193,10 @@ static void mlp_tiny_h(const target *cpu)
         dt_set(FB_DTYPE_BF16, bg, j, -80.0);
     mlp_check(&d, cpu, 1, NULL);
     const char *path = fb_handle_last_path(cpu->handle);
-    tap_ok(strncmp(path, KERNEL_PATH "mlp-", strlen(KERNEL_PATH "mlp-")) == 0 &&
+    tap_ok(strncmp(path, mlp_prefix, strlen(mlp_prefix)) == 0 &&
                strstr(path, "/fp32-down-chunks=2") != NULL,
-           "path %s for the MLP with H near 2^-109 (want " KERNEL_PATH
-           "mlp-.../fp32-down-chunks=2)", path);
+           "path %s for the MLP with H near 2^-109 (want %s"
+           ".../fp32-down-chunks=2)", path, mlp_prefix);
     mlp_data_free(&d);
 }
 
@@ -186,26 +205,39 @@ int main(int argc, char **argv)
     const char *phase = tap_child_init(argc, argv);
     tap_begin("test_cpu_bf16");
     target cpu = target_cpu();
-    if (phase != NULL) {
-        if (!tap_in_phase("env-switch"))
-            tap_bail("unknown phase %s", phase);
-        env_switch(&cpu);
-        fb_destroy(cpu.handle);
-        return tap_end();
-    }
-    const int off = env_off();
-    /* Does this CPU run the kernel? A call's path says. */
+    const int off = env_set("FUSEDBLAS_CPU_NO_BF16");
+    /* Which kernel does this CPU run? A call's path says. */
     uint16_t a[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80}, c1[4];
     const fb_status st = gemm_call(
         cpu.handle, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_NO_TRANS, 2,
         2, 2, 1.0f, a, 2, a, 2, 0.0f, c1, 2, NULL, FB_ACT_NONE);
     if (st != FB_STATUS_SUCCESS)
         tap_bail("a 2x2 bgemm_bias_act failed: %s", fb_status_string(st));
+    const packed_paths amx = {AMX_PATH, FALLBACK_PATH};
+    const int on_amx = packed_on_kernel(cpu.handle, &amx);
+    if (on_amx)
+        paths.kernel = AMX_PATH;
+    snprintf(mlp_prefix, sizeof mlp_prefix, "%smlp-", paths.kernel);
+    if (phase != NULL) {
+        /* packed_env_switch's child: which switch it tries, its
+         * environment says. */
+        if (!tap_in_phase("env-switch"))
+            tap_bail("unknown phase %s", phase);
+        if (off)
+            env_switch(&cpu);
+        else
+            amx_switch(&cpu);
+        fb_destroy(cpu.handle);
+        return tap_end();
+    }
     if (!off && !packed_on_kernel(cpu.handle, &paths)) {
         fb_destroy(cpu.handle);
         tap_skip_all("no AVX512-BF16 on this CPU (the bf16 kernel's "
                      "fallback is test_gemm's)");
     }
+    if (env_set("FUSEDBLAS_CPU_NO_AMX") && !off)
+        tap_diag("FUSEDBLAS_CPU_NO_AMX set: the kernel must be "
+                 "AVX512-BF16's");
     if (off)
         tap_diag("FUSEDBLAS_CPU_NO_BF16 set: every call must take the "
                  "fp32 panels");
@@ -218,6 +250,19 @@ int main(int argc, char **argv)
         env_switch(&cpu);
         mlp_denormals(&cpu);
         mlp_tiny_h(&cpu);
+    }
+    if (on_amx) {
+        amx_switch(&cpu);
+        /* The other kernel, forced by name: the sweeps again. */
+        if (fb_set_implementation(cpu.handle, "cpu/bf16-avx512bf16") !=
+            FB_STATUS_SUCCESS)
+            tap_bail("fb_set_implementation(cpu/bf16-avx512bf16) failed");
+        paths.kernel = AVX512_PATH;
+        snprintf(mlp_prefix, sizeof mlp_prefix, "%smlp-", paths.kernel);
+        tap_diag("the sweeps again, cpu/bf16-avx512bf16 forced");
+        packed_sweep(&cpu, FB_DTYPE_BF16, shapes,
+                     (int)(sizeof shapes / sizeof shapes[0]), &paths, 1, 77);
+        mlp_sweep(&cpu, 1);
     }
     fb_destroy(cpu.handle);
     return tap_end();

@@ -18,7 +18,8 @@
  *    FUSEDBLAS_NCCL_LIBRARY naming the marker module (fb_set_nccl_comm
  *    neither loads nor names it);
  *  - a value outside a variable's set (FUSEDBLAS_BACKEND,
- *    FUSEDBLAS_VERBOSE, FUSEDBLAS_CPU_SGEMM, FUSEDBLAS_CPU_NO_BF16) runs
+ *    FUSEDBLAS_VERBOSE, FUSEDBLAS_CPU_SGEMM, FUSEDBLAS_CPU_NO_BF16,
+ *    FUSEDBLAS_CPU_NO_AMX) runs
  *    nothing: fb_create fails, every call on a default handle fails, each
  *    with INVALID_ARGUMENT at position 0 and a message naming the
  *    variable and its value; every valid value (and the empty string)
@@ -441,6 +442,7 @@ static void values(void)
         {"FUSEDBLAS_CPU_SGEMM", "fast"},
         {"FUSEDBLAS_CPU_SGEMM", "OpenBLAS"},
         {"FUSEDBLAS_CPU_NO_BF16", "true"},
+        {"FUSEDBLAS_CPU_NO_AMX", "on"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char set[160], which[64];

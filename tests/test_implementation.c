@@ -21,8 +21,9 @@
 #include "harness.h"
 
 static const char *const cpu_names[] = {
-    "cpu/small-m-avx512", "cpu/small-m-avx2", "cpu/bf16-avx512bf16",
-    "cpu/f32-small-k", "cpu/f32-avx512", "cpu/openblas"};
+    "cpu/small-m-avx512", "cpu/small-m-avx2", "cpu/bf16-amx",
+    "cpu/bf16-avx512bf16", "cpu/f32-small-k", "cpu/f32-avx512",
+    "cpu/openblas"};
 #define NNAMES (int)(sizeof cpu_names / sizeof cpu_names[0])
 
 static int starts_with(const char *s, const char *prefix)

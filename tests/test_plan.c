@@ -181,8 +181,9 @@ static int forced_ms(fb_handle h, int mlp, fb_dtype t, const int64_t *cand,
 static void every_implementation(void)
 {
     static const char *const names[] = {
-        "cpu/small-m-avx512", "cpu/small-m-avx2", "cpu/bf16-avx512bf16",
-        "cpu/f32-small-k", "cpu/f32-avx512", "cpu/openblas"};
+        "cpu/small-m-avx512", "cpu/small-m-avx2", "cpu/bf16-amx",
+        "cpu/bf16-avx512bf16", "cpu/f32-small-k", "cpu/f32-avx512",
+        "cpu/openblas"};
     static const int64_t cand[] = {1, 2, 5, 16, 17, 31, 32, 33, 64, 100,
                                    255, 300};
     const int nc = (int)(sizeof cand / sizeof cand[0]);

@@ -120,6 +120,7 @@ static void read_all(void)
 
     env.verbose = read_switch("FUSEDBLAS_VERBOSE");
     env.cpu_no_bf16 = read_switch("FUSEDBLAS_CPU_NO_BF16");
+    env.cpu_no_amx = read_switch("FUSEDBLAS_CPU_NO_AMX");
 
     static const char *const sgemm[] = {"auto", "own", "packed", "openblas"};
     env.cpu_sgemm = FB_CPU_SGEMM_AUTO;

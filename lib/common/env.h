@@ -35,6 +35,7 @@ typedef struct fb_env {
     fb_backend backend;            /* FUSEDBLAS_BACKEND; auto if unset */
     int verbose;                   /* FUSEDBLAS_VERBOSE: 0 or 1 */
     int cpu_no_bf16;               /* FUSEDBLAS_CPU_NO_BF16: 0 or 1 */
+    int cpu_no_amx;                /* FUSEDBLAS_CPU_NO_AMX: 0 or 1 */
     fb_cpu_sgemm_choice cpu_sgemm; /* FUSEDBLAS_CPU_SGEMM */
     /* FUSEDBLAS_CUDA_MODULE as given, or NULL if unset or empty. A path,
      * not a fixed set of values: the module loader judges it (absolute,

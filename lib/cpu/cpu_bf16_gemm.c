@@ -1,34 +1,36 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cpu_bf16_gemm.c -- gemm_bias_act for bf16 operands on AVX512-BF16.
+ * cpu_bf16_gemm.c -- gemm_bias_act for bf16 operands on one of the bf16
+ * engines (cpu_bf16_kernel.h): AMX's tiles where the CPU and the OS allow
+ * them, else AVX512-BF16's register block. Two entries of the table, one
+ * driver.
  *
- * VDPBF16PS multiplies the two bf16 of one 32-bit word of each operand
- * and adds both products to an fp32 lane: 16 lanes x 2 products per
- * instruction, twice what an fp32 FMA does. So each operand is packed
- * k-pair interleaved: the word for (row i, pair p) holds op(A)(i, 2p) and
- * op(A)(i, 2p + 1); a missing element of an odd k is a zero.
+ * Both instructions multiply the two bf16 of one 32-bit word of each
+ * operand and add both products to an fp32 lane, so each operand is
+ * packed k-pair interleaved: the word for (row i, pair p) holds
+ * op(A)(i, 2p) and op(A)(i, 2p + 1); a missing element of an odd k is a
+ * zero.
  *
- *   op(A): panels of 32 rows; per pair, 32 words (two vectors).
- *   op(B): panels of 12 columns; per pair, 12 words, each broadcast.
+ *   AVX512-BF16: op(A) in panels of 32 rows (per pair, two vectors), op(B)
+ *   of 12 columns (per pair, 12 words, each broadcast); a 32 x 12 block of
+ *   fp32 accumulators (24 vectors), 24 VDPBF16PS per pair.
+ *   AMX: op(A) in the same 32-row panels, op(B) in 16-row tile panels;
+ *   32 x 32 of C in four accumulator tiles (cpu_bf16_amx.c).
  *
- * The register block is 32 x 12 fp32 accumulators (24 vectors): per pair,
- * 2 vector loads, 12 broadcasts, 24 VDPBF16PS, enough independent chains
- * to cover the instruction's latency on two pipes. C (column-major) gets
- * vectors down its columns, which is also where a row-major call's bias
- * runs.
+ * C (column-major) gets vectors down its columns, which is also where a
+ * row-major call's bias runs.
  *
- * VDPBF16PS reads denormal inputs as zero (and a denormal times a huge
- * value is not small), and flushes denormal products and sums, which IEEE
- * fp32 keeps; fb_bf16_products_exact rules those out from the smallest
- * exponents of A and B, which applies() reads before any work (a plan's
- * packed weights carry theirs), so that such a call goes to the next
- * implementation with nothing done. Both operands are then packed whole
- * (threads share the panels; a plan's weights are packed already). C is
- * cut into blocks (about 256 x 192) that each thread finishes in turn:
- * the block's fp32 accumulators (in L2) take the k range in equal chunks
- * of at most 768 (A's chunk in L2, a 12-column B panel in L1), then
- * alpha, beta C, bias and activation are applied while the block is in
- * cache and it is rounded to bf16 once, on the store.
+ * The instructions read denormal inputs as zero (and a denormal times a
+ * huge value is not small), and flush denormal products and sums, which
+ * IEEE fp32 keeps; fb_bf16_products_exact rules those out from the
+ * smallest exponents of A and B, which applies() reads before any work (a
+ * plan's packed weights carry theirs), so that such a call goes to the
+ * next implementation with nothing done. Both operands are then packed
+ * whole (threads share the panels; a plan's weights are packed already).
+ * C is cut into blocks (about 256 x 192) that each thread finishes in
+ * turn: the block's fp32 accumulators (in L2) take the k range in chunks,
+ * then alpha, beta C, bias and activation are applied while the block is
+ * in cache and it is rounded to bf16 once, on the store.
  *
  * (tests/harness.c's bound allows (k + 4) 2^-124 absolute, which would
  * cover the flushes, but the fuzzer's judge allows only 2^-149 per
@@ -48,10 +50,10 @@
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
-/* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
- * columns; fp32 accumulators 256 x 192 x 4 = 192 KiB. */
+/* Block of C per step of a thread: 8 panels of 32 rows, 192 columns;
+ * fp32 accumulators 256 x 192 x 4 = 192 KiB. */
 #define BLOCK_APANELS 8
-#define BLOCK_BPANELS 16
+#define BLOCK_COLS 192
 
 /* Where op(A)'s row 0 and op(B)'s column 0 start, and whether they run
  * along k in storage. */
@@ -94,29 +96,30 @@ typedef struct layout {
     size_t bias_bytes, a_bytes, b_bytes, per_thread;
 } layout;
 
-static layout layout_of(const fb_gemm_problem *p, int threads)
+static layout layout_of(const fb_bf16_engine *e, const fb_gemm_problem *p,
+                        int threads)
 {
     layout l;
-    l.kp = (p->k + 1) / 2;
-    l.apanels = (p->m + FB_BF16_MR - 1) / FB_BF16_MR;
-    l.bpanels = (p->n + FB_BF16_NR - 1) / FB_BF16_NR;
-    l.astride = fb_bf16_panel_elems(l.kp, FB_BF16_MR);
-    l.bstride = fb_bf16_panel_elems(l.kp, FB_BF16_NR);
+    l.kp = fb_bf16_pairs(e, p->k);
+    l.apanels = (p->m + e->mr - 1) / e->mr;
+    l.bpanels = (p->n + e->nr - 1) / e->nr;
+    l.astride = fb_bf16_panel_elems(l.kp, e->mr);
+    l.bstride = fb_bf16_panel_elems(l.kp, e->nr);
     int t = threads > 0 ? threads : 1;
     l.b = fb_packed_blocks(l.apanels, l.bpanels, t, BLOCK_APANELS,
-                           BLOCK_BPANELS);
+                           BLOCK_COLS / e->nr);
     if (t > l.b.mblocks * l.b.nblocks)
         t = (int)(l.b.mblocks * l.b.nblocks);
     l.threads = t;
     /* The bias in fp32; packed A and B; per thread, the block's
      * accumulators and a column of old C. All in 64-byte units. */
     const int64_t bias_len = p->ep.bias_per_row ? p->m : p->n;
-    l.ldacc = l.b.ap * FB_BF16_MR;
+    l.ldacc = l.b.ap * e->mr;
     l.bias_bytes = fb_packed_round64((size_t)bias_len * 4);
     l.a_bytes = fb_packed_round64((size_t)l.apanels * (size_t)l.astride * 2);
     l.b_bytes = fb_packed_round64((size_t)l.bpanels * (size_t)l.bstride * 2);
     l.per_thread = fb_packed_round64(
-        ((size_t)l.ldacc * (size_t)(l.b.bp * FB_BF16_NR) + (size_t)l.ldacc) *
+        ((size_t)l.ldacc * (size_t)(l.b.bp * e->nr) + (size_t)l.ldacc) *
         4);
     return l;
 }
@@ -125,20 +128,29 @@ static layout layout_of(const fb_gemm_problem *p, int threads)
  * panels of the weight operand, 64 bytes on. */
 #define PACK_HEADER 64
 
-static size_t pack_bytes(const fb_gemm_problem *p)
+static size_t pack_bytes(const fb_bf16_engine *e, const fb_gemm_problem *p)
 {
-    const layout l = layout_of(p, 1);
+    const layout l = layout_of(e, p, 1);
     return PACK_HEADER + (p->weight_is_a ? l.a_bytes : l.b_bytes);
 }
 
-static int pack_weights(const fb_gemm_problem *p, int threads, void *dst)
+/* Panels [q0, q1) of op(A) (a) or op(B). */
+static int pack_side(const fb_bf16_engine *e, int a,
+                     const fb_bf16_operand *x, int64_t rows, int64_t k,
+                     int64_t q0, int64_t q1, uint16_t *dst)
 {
-    const layout l = layout_of(p, 1);
+    return a ? fb_bf16_pack_a(e, x, rows, k, q0, q1, dst)
+             : fb_bf16_pack_b(e, x, rows, k, q0, q1, dst);
+}
+
+static void pack(const fb_bf16_engine *e, const fb_gemm_problem *p,
+                 int threads, void *dst)
+{
+    const layout l = layout_of(e, p, 1);
     fb_bf16_operand opa, opb;
     operands(p, &opa, &opb);
     const fb_bf16_operand *w = p->weight_is_a ? &opa : &opb;
     const int64_t rows = p->weight_is_a ? p->m : p->n;
-    const int r = p->weight_is_a ? FB_BF16_MR : FB_BF16_NR;
     const int64_t panels = p->weight_is_a ? l.apanels : l.bpanels;
     uint16_t *out = (uint16_t *)((char *)dst + PACK_HEADER);
     int emin = 255;
@@ -146,23 +158,20 @@ static int pack_weights(const fb_gemm_problem *p, int threads, void *dst)
     reduction(min : emin)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int e = fb_bf16_pack(w, rows, p->k, r, panels * tid / nt,
-                                   panels * (tid + 1) / nt, out);
-        emin = e < emin ? e : emin;
+        const int f = pack_side(e, p->weight_is_a, w, rows, p->k,
+                                panels * tid / nt, panels * (tid + 1) / nt,
+                                out);
+        emin = f < emin ? f : emin;
     }
-    return emin;
-}
-
-static void pack(const fb_gemm_problem *p, int threads, void *dst)
-{
-    *(int *)dst = pack_weights(p, threads, dst);
+    *(int *)dst = emin;
 }
 
 /* The smallest exponent fields of op(A) and op(B): the packed weights'
  * as packing found it, the rest read now. */
-static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
+static int applies(const fb_bf16_engine *e, const fb_cpu_call *c,
+                   const fb_gemm_problem *p)
 {
-    if (p->dtype != FB_DTYPE_BF16 || !p->multiply || !fb_cpu_bf16_available())
+    if (p->dtype != FB_DTYPE_BF16 || !p->multiply || !e->available())
         return 0;
     fb_bf16_operand opa, opb;
     operands(p, &opa, &opb);
@@ -179,25 +188,26 @@ static int applies(const fb_cpu_call *c, const fb_gemm_problem *p)
                        : fb_bf16_min_field(&opb, p->n, p->k, c->threads);
     if (fb_bf16_products_exact(ea, eb))
         return 1;
-    fb_log(c->h, "bf16 kernel: smallest exponent fields %d (A), %d (B): "
-                 "VDPBF16PS could flush; another implementation instead",
-           ea, eb);
+    fb_log(c->h, "%s: smallest exponent fields %d (A), %d (B): the bf16 "
+                 "products could flush; another implementation instead",
+           e->name, ea, eb);
     return 0;
 }
 
-static size_t workspace(const fb_gemm_problem *p, int threads, int packed)
+static size_t workspace(const fb_bf16_engine *e, const fb_gemm_problem *p,
+                        int threads, int packed)
 {
-    const layout l = layout_of(p, threads);
+    const layout l = layout_of(e, p, threads);
     return l.bias_bytes + (packed && p->weight_is_a ? 0 : l.a_bytes) +
            (packed && !p->weight_is_a ? 0 : l.b_bytes) +
            l.per_thread * (size_t)l.threads;
 }
 
-static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
-                     char *path, size_t len)
+static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
+                     const fb_gemm_problem *p, char *path, size_t len)
 {
     const int64_t m = p->m, n = p->n, k = p->k;
-    const layout l = layout_of(p, c->threads);
+    const layout l = layout_of(e, p, c->threads);
     const fb_packed_blocking b = l.b;
     const int64_t nblk = b.mblocks * b.nblocks;
     const int t = l.threads;
@@ -230,37 +240,64 @@ static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         if (!pa)
-            (void)fb_bf16_pack(&opa, m, k, FB_BF16_MR,
-                               l.apanels * tid / nt,
-                               l.apanels * (tid + 1) / nt, apack);
+            (void)fb_bf16_pack_a(e, &opa, m, k, l.apanels * tid / nt,
+                                 l.apanels * (tid + 1) / nt, apack);
         if (!pb)
-            (void)fb_bf16_pack(&opb, n, k, FB_BF16_NR,
-                               l.bpanels * tid / nt,
-                               l.bpanels * (tid + 1) / nt, bpack);
+            (void)fb_bf16_pack_b(e, &opb, n, k, l.bpanels * tid / nt,
+                                 l.bpanels * (tid + 1) / nt, bpack);
 #pragma omp barrier
         float *acc = (float *)(thread_ws + l.per_thread * (size_t)tid);
-        float *old = acc + l.ldacc * b.bp * FB_BF16_NR;
+        float *old = acc + l.ldacc * b.bp * e->nr;
         /* Contiguous runs of blocks, row blocks fastest: consecutive
          * blocks share their B panels. */
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
         for (int64_t q = lo; q < hi; q++) {
             const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
-            const fb_packed_block blk = fb_packed_block_at(
-                &b, bi, bj, m, n, FB_BF16_MR, FB_BF16_NR);
-            fb_bf16_block(ap + blk.pa0 * l.astride, l.astride, blk.na,
-                          bp + blk.pb0 * l.bstride, l.bstride, blk.nb, l.kp,
-                          p->alpha, 0, acc, l.ldacc);
+            const fb_packed_block blk =
+                fb_packed_block_at(&b, bi, bj, m, n, e->mr, e->nr);
+            e->block(ap + blk.pa0 * l.astride, l.astride, blk.na,
+                     bp + blk.pb0 * l.bstride, l.bstride, blk.nb, l.kp,
+                     p->alpha, 0, acc, l.ldacc);
             finish_block(p, bias32, acc, l.ldacc, blk.i0, blk.j0, blk.rows,
                          blk.cols, old);
         }
     }
-    snprintf(path, len, "cpu/bf16-avx512bf16/%dx%d/blocks=%lldx%lld/"
-             "threads=%d", FB_BF16_MR, FB_BF16_NR,
-             (long long)(b.ap * FB_BF16_MR), (long long)(b.bp * FB_BF16_NR),
-             t);
+    snprintf(path, len, "%s/%dx%d/blocks=%lldx%lld/threads=%d", e->name,
+             e->mr, e->nr, (long long)(b.ap * e->mr),
+             (long long)(b.bp * e->nr), t);
     return FB_STATUS_SUCCESS;
 }
 
-const fb_cpu_gemm_impl fb_cpu_gemm_bf16 = {
-    "cpu/bf16-avx512bf16", FB_CPU_OWN_THREADS, applies, workspace,
-    pack_bytes, pack, run};
+/* The table's two entries: the driver above on each engine. */
+#define ENTRY(entry, engine, name)                                                 \
+    static int entry##_applies(const fb_cpu_call *c,                           \
+                               const fb_gemm_problem *p)                       \
+    {                                                                          \
+        return applies(&engine, c, p);                                         \
+    }                                                                          \
+    static size_t entry##_workspace(const fb_gemm_problem *p, int threads,     \
+                                    int packed)                                \
+    {                                                                          \
+        return workspace(&engine, p, threads, packed);                         \
+    }                                                                          \
+    static size_t entry##_pack_bytes(const fb_gemm_problem *p)                 \
+    {                                                                          \
+        return pack_bytes(&engine, p);                                         \
+    }                                                                          \
+    static void entry##_pack(const fb_gemm_problem *p, int threads,            \
+                             void *dst)                                        \
+    {                                                                          \
+        pack(&engine, p, threads, dst);                                        \
+    }                                                                          \
+    static fb_status entry##_run(const fb_cpu_call *c,                         \
+                                 const fb_gemm_problem *p, char *path,         \
+                                 size_t len)                                   \
+    {                                                                          \
+        return run(&engine, c, p, path, len);                                  \
+    }                                                                          \
+    const fb_cpu_gemm_impl entry = {                                           \
+        name, FB_CPU_OWN_THREADS, entry##_applies, entry##_workspace,          \
+        entry##_pack_bytes, entry##_pack, entry##_run};
+
+ENTRY(fb_cpu_gemm_bf16_amx, fb_bf16_amx, "cpu/bf16-amx")
+ENTRY(fb_cpu_gemm_bf16, fb_bf16_avx512, "cpu/bf16-avx512bf16")

@@ -12,9 +12,11 @@
  *    nn.Linear's weights and inputs): the word for pair p of row i is
  *    already the p-th 32-bit word of the row; 16 rows x 16 words are
  *    loaded and transposed in registers (the usual 16 x 16 transpose:
- *    32-bit, 64-bit, then 128-bit lane shuffles).
+ *    32-bit, 64-bit, then 128-bit lane shuffles), or stored as loaded
+ *    where the panel is in tile rows.
  *  - across k: the rows for k = 2p and 2p + 1 are loaded side by side and
- *    interleaved by one 16-bit permute.
+ *    interleaved by one 16-bit permute (then, for tile rows, 16 pairs are
+ *    transposed).
  * Loads are masked at the edges (rows past the matrix, the element past an
  * odd k read as zero), so nothing outside the operand is touched. Every
  * loaded vector also updates the smallest exponent field among its
@@ -37,6 +39,10 @@
 #define FB_BF16_TARGET                                                         \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
+
+/* The register block: rows of op(A) by columns of op(B). */
+#define FB_BF16_MR 32
+#define FB_BF16_NR 12
 
 /* Most k pairs per pass over a block: A's chunk (MR x 768 bf16 = 48 KiB
  * per panel) stays in L2, B's (NR x 768 = 18 KiB) in L1. 768 takes the
@@ -86,6 +92,42 @@ int fb_cpu_bf16_available(void)
     return !fb_env_get()->cpu_no_bf16;
 }
 
+#if defined(FB_BF16_X86)
+/* fb_cpu_bf16_min_field's answer, 32 elements at a time: the smallest
+ * magnitude minus one (zero wraps to 0xffff), as 16-bit lanes. */
+FB_BF16_TARGET static int min_field_avx512(const uint16_t *x, int64_t lines,
+                                           int64_t len, int64_t ld)
+{
+    const __m512i mag = _mm512_set1_epi16(0x7fff);
+    const __m512i one = _mm512_set1_epi16(1);
+    __m512i lo = _mm512_set1_epi16(-1);
+    const int64_t tail = len % 32;
+    const __mmask32 tmask = (__mmask32)((1ull << tail) - 1u);
+    for (int64_t i = 0; i < lines; i++) {
+        const uint16_t *row = x + i * ld;
+        int64_t l = 0;
+        for (; l + 32 <= len; l += 32)
+            lo = _mm512_min_epu16(
+                lo, _mm512_sub_epi16(
+                        _mm512_and_si512(_mm512_loadu_si512(row + l), mag),
+                        one));
+        if (tail)
+            lo = _mm512_mask_min_epu16(
+                lo, tmask, lo,
+                _mm512_sub_epi16(
+                    _mm512_and_si512(_mm512_maskz_loadu_epi16(tmask, row + l),
+                                     mag),
+                    one));
+    }
+    uint16_t lanes[32];
+    _mm512_storeu_si512(lanes, lo);
+    unsigned m = 0xffff;
+    for (int i = 0; i < 32; i++)
+        m = lanes[i] < m ? lanes[i] : m;
+    return m >= 0x7fff ? 255 : (int)((m + 1) >> 7);
+}
+#endif
+
 int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
                       int threads)
 {
@@ -95,14 +137,25 @@ int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
     int lo = 255;
     if (x->base == NULL || lines <= 0 || len <= 0)
         return lo; /* no values (a plan's X, not known yet) */
+#if defined(FB_BF16_X86)
+    const int vector = cpu_has_avx512bf16();
+#else
+    const int vector = 0;
+#endif
 #pragma omp parallel for num_threads(threads) schedule(static) \
     reduction(min : lo) if (threads > 1 && lines * len >= ((int64_t)1 << 16))
     for (int64_t i = 0; i < lines; i += 64) {
         const int64_t n = lines - i < 64 ? lines - i : 64;
-        const int f = fb_cpu_bf16_min_field(
-            (const uint16_t *)x->base + i * x->ld, n, len, x->ld);
+        const uint16_t *base = (const uint16_t *)x->base + i * x->ld;
+#if defined(FB_BF16_X86)
+        const int f = vector ? min_field_avx512(base, n, len, x->ld)
+                             : fb_cpu_bf16_min_field(base, n, len, x->ld);
+#else
+        const int f = fb_cpu_bf16_min_field(base, n, len, x->ld);
+#endif
         lo = f < lo ? f : lo;
     }
+    (void)vector;
     return lo;
 }
 
@@ -133,22 +186,23 @@ FB_BF16_TARGET static inline int exponent_min_reduce(__m512i emin)
 }
 
 /* One panel, rows running along k: rows [i0, i0 + nrows) (nrows <= R may
- * be short: the rest are zero words), all kp pairs. */
+ * be short: the rest are zero words), kpt pairs (zero words past k). In
+ * tile rows (R = 16) each run of 16 pairs is stored as loaded. */
 FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
                                        int64_t nrows, int64_t k, int r,
-                                       uint16_t *dst)
+                                       int64_t kpt, int tiles, uint16_t *dst)
 {
-    const int64_t kp = (k + 1) / 2;
     __m512i emin = _mm512_set1_epi16(255);
     for (int g = 0; g < r; g += 16) {
         /* Words of this group of 16 rows that belong in the panel. */
         const int width = r - g < 16 ? r - g : 16;
         const __mmask16 keep = (__mmask16)((1u << width) - 1u);
         const int64_t live = nrows - g < 0 ? 0 : nrows - g;
-        for (int64_t p0 = 0; p0 < kp; p0 += 16) {
+        for (int64_t p0 = 0; p0 < kpt; p0 += 16) {
             const int64_t e = k - 2 * p0; /* elements left in a row */
-            const __mmask32 emask = e >= 32 ? ~(__mmask32)0
-                                            : (__mmask32)((1u << e) - 1u);
+            const __mmask32 emask = e >= 32  ? ~(__mmask32)0
+                                    : e <= 0 ? 0
+                                             : (__mmask32)((1u << e) - 1u);
             __m512i v[16];
             #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) {
@@ -157,9 +211,14 @@ FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
                                 : _mm512_setzero_si512();
                 emin = exponent_min(emin, v[i]);
             }
-            fb_transpose16x16_epi32(v);
-            const int64_t pairs = kp - p0 < 16 ? kp - p0 : 16;
             uint16_t *out = dst + 2 * (p0 * r + g);
+            if (tiles) {
+                for (int i = 0; i < 16; i++)
+                    _mm512_storeu_si512(out + 32 * i, v[i]);
+                continue;
+            }
+            fb_transpose16x16_epi32(v);
+            const int64_t pairs = kpt - p0 < 16 ? kpt - p0 : 16;
             for (int64_t c = 0; c < pairs; c++)
                 _mm512_mask_storeu_epi32(out + 2 * c * r, keep, v[c]);
         }
@@ -169,10 +228,11 @@ FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
 
 /* One panel, rows running across k: row i of pair p is src[i + l * ld]
  * for l = 2p, 2p + 1. All R (<= 32) rows of a pair come from one vector
- * per l, so each cache line of the operand is read once. */
+ * per l, so each cache line of the operand is read once. kpt pairs (zero
+ * words past k); in tile rows (R = 16), each run of 16 pairs transposed. */
 FB_BF16_TARGET static int pack_across_k(const uint16_t *src, int64_t ld,
                                         int64_t nrows, int64_t k, int r,
-                                        uint16_t *dst)
+                                        int64_t kpt, int tiles, uint16_t *dst)
 {
     const int64_t kp = (k + 1) / 2;
     /* Words 0..15 of the result, then 16..31: (first[i], second[i]),
@@ -189,17 +249,30 @@ FB_BF16_TARGET static int pack_across_k(const uint16_t *src, int64_t ld,
                                        : (__mmask32)((1u << live) - 1u);
     const __mmask16 keep = (__mmask16)(r >= 16 ? 0xffffu : (1u << r) - 1u);
     __m512i emin = _mm512_set1_epi16(255);
-    for (int64_t p = 0; p < kp; p++) {
-        const uint16_t *s0 = src + 2 * p * ld;
-        const __m512i first = _mm512_maskz_loadu_epi16(rmask, s0);
-        const __m512i second = 2 * p + 1 < k
-                                   ? _mm512_maskz_loadu_epi16(rmask, s0 + ld)
-                                   : _mm512_setzero_si512();
+    __m512i run[16];
+    for (int64_t p = 0; p < kpt; p++) {
+        __m512i first = _mm512_setzero_si512(), second = first;
+        if (p < kp) {
+            const uint16_t *s0 = src + 2 * p * ld;
+            first = _mm512_maskz_loadu_epi16(rmask, s0);
+            if (2 * p + 1 < k)
+                second = _mm512_maskz_loadu_epi16(rmask, s0 + ld);
+        }
         emin = exponent_min(emin, first);
         emin = exponent_min(emin, second);
+        const __m512i lo = _mm512_permutex2var_epi16(first, lo_idx, second);
+        if (tiles) {
+            run[p % 16] = lo;
+            if (p % 16 == 15) {
+                fb_transpose16x16_epi32(run);
+                uint16_t *out = dst + 2 * (p - 15) * r;
+                for (int i = 0; i < 16; i++)
+                    _mm512_storeu_si512(out + 32 * i, run[i]);
+            }
+            continue;
+        }
         uint16_t *out = dst + 2 * p * r;
-        _mm512_mask_storeu_epi32(
-            out, keep, _mm512_permutex2var_epi16(first, lo_idx, second));
+        _mm512_mask_storeu_epi32(out, keep, lo);
         if (r > 16)
             _mm512_mask_storeu_epi32(
                 out + 32, (__mmask16)((1u << (r - 16)) - 1u),
@@ -208,24 +281,41 @@ FB_BF16_TARGET static int pack_across_k(const uint16_t *src, int64_t ld,
     return exponent_min_reduce(emin);
 }
 
-int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
-                 int64_t q0, int64_t q1, uint16_t *dst)
+/* Panels [q0, q1) of r rows, kpt pairs each. */
+static int pack_panels(const fb_bf16_operand *x, int64_t rows, int64_t k,
+                       int r, int64_t kpt, int tiles, int64_t q0, int64_t q1,
+                       uint16_t *dst)
 {
-    const int64_t kp = (k + 1) / 2;
     int emin = 255, e;
     for (int64_t q = q0; q < q1; q++) {
         const int64_t i0 = q * r;
         const int64_t nrows = rows - i0 < r ? rows - i0 : r;
-        uint16_t *out = dst + q * fb_bf16_panel_elems(kp, r);
+        uint16_t *out = dst + q * fb_bf16_panel_elems(kpt, r);
         if (x->k_contiguous)
             e = pack_along_k((const uint16_t *)x->base + i0 * x->ld, x->ld,
-                             nrows, k, r, out);
+                             nrows, k, r, kpt, tiles, out);
         else
             e = pack_across_k((const uint16_t *)x->base + i0, x->ld, nrows,
-                              k, r, out);
+                              k, r, kpt, tiles, out);
         emin = e < emin ? e : emin;
     }
     return emin;
+}
+
+int fb_bf16_pack_a(const fb_bf16_engine *e, const fb_bf16_operand *x,
+                   int64_t rows, int64_t k, int64_t q0, int64_t q1,
+                   uint16_t *dst)
+{
+    return pack_panels(x, rows, k, e->mr, fb_bf16_pairs(e, k), 0, q0, q1,
+                       dst);
+}
+
+int fb_bf16_pack_b(const fb_bf16_engine *e, const fb_bf16_operand *x,
+                   int64_t rows, int64_t k, int64_t q0, int64_t q1,
+                   uint16_t *dst)
+{
+    return pack_panels(x, rows, k, e->nr, fb_bf16_pairs(e, k),
+                       e->b_tile_rows, q0, q1, dst);
 }
 
 /* ---- the register block ------------------------------------------------- */
@@ -265,10 +355,10 @@ FB_BF16_TARGET static void kernel_32x12(int64_t np, const uint16_t *a,
     }
 }
 
-void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
-                   const uint16_t *b, int64_t bstride, int64_t nb,
-                   int64_t np, float alpha, int accumulate, float *acc,
-                   int64_t ldacc)
+static void block_32x12(const uint16_t *a, int64_t astride, int64_t na,
+                        const uint16_t *b, int64_t bstride, int64_t nb,
+                        int64_t np, float alpha, int accumulate, float *acc,
+                        int64_t ldacc)
 {
     /* Equal chunks of at most KC_PAIRS: no short last chunk. */
     const int64_t nchunks = (np + KC_PAIRS - 1) / KC_PAIRS;
@@ -318,19 +408,28 @@ FB_BF16_TARGET void fb_bf16_from_f32(const float *src, uint16_t *dst,
     }
 }
 
-#else /* not x86-64: fb_cpu_bf16_available() is 0, nothing calls these */
+#else /* not x86-64: no engine is available, nothing calls these */
 
-int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
-                 int64_t q0, int64_t q1, uint16_t *dst)
+int fb_bf16_pack_a(const fb_bf16_engine *e, const fb_bf16_operand *x,
+                   int64_t rows, int64_t k, int64_t q0, int64_t q1,
+                   uint16_t *dst)
 {
-    (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
+    (void)e, (void)x, (void)rows, (void)k, (void)q0, (void)q1, (void)dst;
     return 0;
 }
 
-void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
-                   const uint16_t *b, int64_t bstride, int64_t nb,
-                   int64_t np, float alpha, int accumulate, float *acc,
-                   int64_t ldacc)
+int fb_bf16_pack_b(const fb_bf16_engine *e, const fb_bf16_operand *x,
+                   int64_t rows, int64_t k, int64_t q0, int64_t q1,
+                   uint16_t *dst)
+{
+    (void)e, (void)x, (void)rows, (void)k, (void)q0, (void)q1, (void)dst;
+    return 0;
+}
+
+static void block_32x12(const uint16_t *a, int64_t astride, int64_t na,
+                        const uint16_t *b, int64_t bstride, int64_t nb,
+                        int64_t np, float alpha, int accumulate, float *acc,
+                        int64_t ldacc)
 {
     (void)a, (void)astride, (void)na, (void)b, (void)bstride, (void)nb;
     (void)np, (void)alpha, (void)accumulate, (void)acc, (void)ldacc;
@@ -342,3 +441,7 @@ void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n)
 }
 
 #endif
+
+const fb_bf16_engine fb_bf16_avx512 = {"cpu/bf16-avx512bf16", FB_BF16_MR,
+                                       FB_BF16_NR, 1, 0,
+                                       fb_cpu_bf16_available, block_32x12};

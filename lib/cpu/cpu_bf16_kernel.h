@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cpu_bf16_kernel.h -- the pieces of the AVX512-BF16 GEMM that the gemm
- * and MLP drivers share: k-pair interleaved packing, the 32 x 12 register
- * block run over a block of panels, and small helpers.
+ * cpu_bf16_kernel.h -- the pieces of the bf16 GEMMs that the gemm and MLP
+ * drivers share: the two engines (AVX512-BF16's register block, AMX's tile
+ * block), k-pair interleaved packing, and small helpers.
  *
- * A packed panel of R rows (R = FB_BF16_MR for op(A), FB_BF16_NR for
- * op(B)) holds, for each pair p of k, R 32-bit words; word r is
+ * A packed panel of R rows (the engine's mr for op(A), nr for op(B))
+ * holds, for each pair p of k, R 32-bit words; word r is
  * (X(r, 2p), X(r, 2p + 1)), the second a zero past an odd k, and rows past
- * the matrix are zero words. A panel of kp pairs is kp * 2R bf16.
- * Everything here but fb_bf16_min_field must only be called when
- * fb_cpu_bf16_available().
+ * the matrix are zero words. The engine's kpad rounds the pairs up (zero
+ * words past k): a panel of kp pairs is kp * 2R bf16. AMX's op(B) panels
+ * (16 rows) hold the same words in another order: for each run of 16
+ * pairs, row r's 16 words in turn (a tile's rows, 32 k each).
+ * Everything here but fb_bf16_min_field must only be called when the
+ * engine is available.
  */
 #ifndef FB_CPU_BF16_KERNEL_H
 #define FB_CPU_BF16_KERNEL_H
@@ -26,18 +29,58 @@ typedef struct fb_bf16_operand {
     int k_contiguous;
 } fb_bf16_operand;
 
+/* A kernel over packed panels: block() is
+ *   acc (column-major, ldacc, na * mr rows x nb * nr columns) <-
+ *     alpha * ((accumulate ? acc : 0) + sum over np pairs of A B)
+ * where A is na packed mr-panels starting at a, astride bf16 apart, and B
+ * nb packed nr-panels at b, bstride apart (each already offset to its
+ * first pair, a multiple of kpad). np is a multiple of kpad; ldacc of
+ * 16. */
+typedef struct fb_bf16_engine {
+    const char *name; /* the implementation's: "cpu/bf16-..." */
+    int mr, nr, kpad;
+    int b_tile_rows;  /* op(B)'s panels in tile rows (AMX) */
+    int (*available)(void);
+    void (*block)(const uint16_t *a, int64_t astride, int64_t na,
+                  const uint16_t *b, int64_t bstride, int64_t nb,
+                  int64_t np, float alpha, int accumulate, float *acc,
+                  int64_t ldacc);
+} fb_bf16_engine;
+
+/* VDPBF16PS: a 32 x 12 register block (cpu_bf16_kernel.c). */
+extern const fb_bf16_engine fb_bf16_avx512;
+/* AMX TDPBF16PS: 2 x 2 tiles of 16 x 16 (cpu_bf16_amx.c). */
+extern const fb_bf16_engine fb_bf16_amx;
+
+/* Non-zero if this CPU can run AMX's bf16 tiles, the OS saves their
+ * state and gave this process leave to use them (asked once), and neither
+ * FUSEDBLAS_CPU_NO_BF16 nor FUSEDBLAS_CPU_NO_AMX is 1. */
+int fb_cpu_amx_available(void);
+
+/* Pairs of a packed panel of an operand of depth k. */
+static inline int64_t fb_bf16_pairs(const fb_bf16_engine *e, int64_t k)
+{
+    const int64_t kp = (k + 1) / 2;
+    return (kp + e->kpad - 1) / e->kpad * e->kpad;
+}
+
 /* bf16 elements of one packed panel of R rows and kp pairs. */
 static inline int64_t fb_bf16_panel_elems(int64_t kp, int r)
 {
     return kp * 2 * r;
 }
 
-/* Pack panels [q0, q1) of R rows (R is FB_BF16_MR or FB_BF16_NR) of the
- * rows x k operand x into dst (panel q at q * fb_bf16_panel_elems).
- * Returns the smallest exponent field (0..255; 0: a denormal) among the
- * non-zero elements read, 255 if there were none. */
-int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
-                 int64_t q0, int64_t q1, uint16_t *dst);
+/* Pack panels [q0, q1) of the rows x k operand x, as op(A) (e->mr rows)
+ * or op(B) (e->nr) of engine e, into dst (panel q at q *
+ * fb_bf16_panel_elems(fb_bf16_pairs(e, k), r)). Returns the smallest
+ * exponent field (0..255; 0: a denormal) among the non-zero elements
+ * read, 255 if there were none. */
+int fb_bf16_pack_a(const fb_bf16_engine *e, const fb_bf16_operand *x,
+                   int64_t rows, int64_t k, int64_t q0, int64_t q1,
+                   uint16_t *dst);
+int fb_bf16_pack_b(const fb_bf16_engine *e, const fb_bf16_operand *x,
+                   int64_t rows, int64_t k, int64_t q0, int64_t q1,
+                   uint16_t *dst);
 
 /* The smallest exponent field among the non-zero elements of the rows x k
  * operand x, as fb_bf16_pack would return it, without packing: on up to
@@ -45,7 +88,8 @@ int fb_bf16_pack(const fb_bf16_operand *x, int64_t rows, int64_t k, int r,
 int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
                       int threads);
 
-/* Whether VDPBF16PS computes A B exactly as IEEE fp32 arithmetic would,
+/* Whether VDPBF16PS (or AMX's TDPBF16PS, which follows the same rules)
+ * computes A B exactly as IEEE fp32 arithmetic would,
  * given the smallest exponent fields ea, eb of A's and B's non-zero
  * elements. It reads denormal inputs as zero and flushes denormal
  * products and sums to zero; IEEE keeps them (gradual underflow), and
@@ -60,16 +104,6 @@ static inline int fb_bf16_products_exact(int ea, int eb)
 {
     return ea > 0 && eb > 0 && ea + eb >= 142;
 }
-
-/* acc (column-major, ldacc, na * MR rows x nb * NR columns) <-
- *   alpha * ((accumulate ? acc : 0) + sum over np pairs of A B)
- * where A is na packed MR-panels starting at a, astride bf16 apart, and B
- * nb packed NR-panels at b, bstride apart (each already offset to its
- * first pair). ldacc is a multiple of 16. */
-void fb_bf16_block(const uint16_t *a, int64_t astride, int64_t na,
-                   const uint16_t *b, int64_t bstride, int64_t nb,
-                   int64_t np, float alpha, int accumulate, float *acc,
-                   int64_t ldacc);
 
 /* dst[i] = src[i] rounded to bf16 (nearest even, NaN kept quiet,
  * denormals kept): the same bits as fb_cpu_from_f32, 16 at a time. */

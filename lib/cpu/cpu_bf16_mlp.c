@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cpu_bf16_mlp.c -- mlp_geglu_forward for bf16 on the AVX512-BF16 kernel
- * (cpu_bf16_kernel.h), for the prefill shapes: more rows than the decode
- * kernel takes.
+ * cpu_bf16_mlp.c -- mlp_geglu_forward for bf16 on a bf16 engine
+ * (cpu_bf16_kernel.h: AMX, else AVX512-BF16; two entries of the table,
+ * one driver), for the prefill shapes: more rows than the decode kernel
+ * takes.
  *
  *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
  *
  * Where the gate or up projection could meet VDPBF16PS's flushing
  * (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a denormal,
- * the call is not this kernel's: applies() finds it from the smallest
+ * the call is not this driver's: applies() finds it from the smallest
  * exponent fields before any work, and the next implementation runs it.
  * All three weights (unless a plan packed them already) and X are packed
  * once, k-pair interleaved, by all threads together. Threads then take
- * blocks of at most 96 rows from a queue (cpu_packed_blocking.h). For
+ * blocks of at most 8 panels of X (96 or 128 rows) from a queue (cpu_packed_blocking.h). For
  * one row block and one chunk of the hidden width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, 96 KiB each, in L2
  *   H = act_g(G + bg) .* (U + bu)            in place, while in cache
@@ -38,14 +39,14 @@
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
-/* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
- * 32-row panels of Wg, Wu). */
+/* Rows per block (in panels of X: the engine's nr rows) and hidden
+ * columns per chunk (256: whole panels of Wg and Wu, 32 rows each). */
 #define ROW_PANELS 8
-#define HIDDEN_PANELS 8
-#define MB (ROW_PANELS * FB_BF16_NR)
-#define HC (HIDDEN_PANELS * FB_BF16_MR)
+#define HC 256
 
 typedef struct mlp_packed {
+    const fb_bf16_engine *e;
+    int64_t mb;                        /* rows of a block at most */
     const uint16_t *x, *wg, *wu, *wd;
     int64_t xstride, wstride, dstride; /* bf16 between panels */
     int64_t dpanels;                   /* 32-row panels of Wd */
@@ -55,9 +56,9 @@ typedef struct mlp_packed {
 
 /* Per-thread buffers, in floats where not said. */
 typedef struct mlp_scratch {
-    float *g, *u;     /* HC x MB, ld HC */
-    float *y;         /* dpanels * 32 x MB, ld dpanels * 32 */
-    uint16_t *h;      /* MB rows of HC bf16 */
+    float *g, *u;     /* HC x mb, ld HC */
+    float *y;         /* dpanels * 32 x mb, ld dpanels * 32 */
+    uint16_t *h;      /* mb rows of HC bf16 */
     uint16_t *hpack;  /* the packed H: ROW_PANELS panels */
 } mlp_scratch;
 
@@ -88,17 +89,18 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                          const mlp_scratch *s, int64_t r0, int64_t rows)
 {
     int64_t slow = 0;
-    const int64_t kp = (p->k + 1) / 2, ldy = pk->dpanels * FB_BF16_MR;
-    const int64_t xpanels = (rows + FB_BF16_NR - 1) / FB_BF16_NR;
-    const uint16_t *xb = pk->x + (r0 / FB_BF16_NR) * pk->xstride;
+    const fb_bf16_engine *e = pk->e;
+    const int64_t kp = fb_bf16_pairs(e, p->k), ldy = pk->dpanels * e->mr;
+    const int64_t xpanels = (rows + e->nr - 1) / e->nr;
+    const uint16_t *xb = pk->x + (r0 / e->nr) * pk->xstride;
     for (int64_t h0 = 0; h0 < p->h; h0 += HC) {
         const int64_t hc = p->h - h0 < HC ? p->h - h0 : HC;
-        const int64_t na = (hc + FB_BF16_MR - 1) / FB_BF16_MR;
-        const int64_t q0 = h0 / FB_BF16_MR;
-        fb_bf16_block(pk->wg + q0 * pk->wstride, pk->wstride, na, xb,
-                      pk->xstride, xpanels, kp, 1.0f, 0, s->g, HC);
-        fb_bf16_block(pk->wu + q0 * pk->wstride, pk->wstride, na, xb,
-                      pk->xstride, xpanels, kp, 1.0f, 0, s->u, HC);
+        const int64_t na = (hc + e->mr - 1) / e->mr;
+        const int64_t q0 = h0 / e->mr;
+        e->block(pk->wg + q0 * pk->wstride, pk->wstride, na, xb, pk->xstride,
+                 xpanels, kp, 1.0f, 0, s->g, HC);
+        e->block(pk->wu + q0 * pk->wstride, pk->wstride, na, xb, pk->xstride,
+                 xpanels, kp, 1.0f, 0, s->u, HC);
         for (int64_t t = 0; t < rows; t++) {
             float *g = s->g + t * HC;
             fb_cpu_gate(g, s->u + t * HC, pk->bg ? pk->bg + h0 : NULL,
@@ -107,17 +109,16 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
         }
         /* H is op(B) of the down projection, k = the chunk's width. */
         const fb_bf16_operand hop = {s->h, HC, 1};
-        const int eh = fb_bf16_pack(&hop, rows, hc, FB_BF16_NR, 0, xpanels,
-                                    s->hpack);
+        const int eh = fb_bf16_pack_b(e, &hop, rows, hc, 0, xpanels, s->hpack);
         if (!fb_bf16_products_exact(eh, pk->emin_wd)) {
             down_f32(p, s->h, h0, hc, rows, s->y, ldy);
             slow++;
             continue;
         }
-        const int64_t hp = (hc + 1) / 2;
-        fb_bf16_block(pk->wd + (h0 / 2) * 2 * FB_BF16_MR, pk->dstride,
-                      pk->dpanels, s->hpack, fb_bf16_panel_elems(hp, FB_BF16_NR),
-                      xpanels, hp, 1.0f, h0 > 0, s->y, ldy);
+        const int64_t hp = fb_bf16_pairs(e, hc);
+        e->block(pk->wd + (h0 / 2) * 2 * e->mr, pk->dstride, pk->dpanels,
+                 s->hpack, fb_bf16_panel_elems(hp, e->nr), xpanels, hp, 1.0f,
+                 h0 > 0, s->y, ldy);
     }
     for (int64_t t = 0; t < rows; t++) {
         float *y = s->y + t * ldy;
@@ -137,31 +138,33 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
 typedef struct layout {
     int threads;
     fb_row_queue queue;
-    int64_t kp, hp, xpanels, wpanels, dpanels;
+    int64_t mb, kp, hp, xpanels, wpanels, dpanels;
     size_t bias_bytes, x_bytes, w_bytes, d_bytes, acc_bytes, y_bytes,
         h_bytes, per_thread;
 } layout;
 
-static layout layout_of(const fb_mlp_problem *p, int threads)
+static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
+                        int threads)
 {
     layout l;
-    l.kp = (p->k + 1) / 2, l.hp = (p->h + 1) / 2;
-    l.xpanels = (p->m + FB_BF16_NR - 1) / FB_BF16_NR;
-    l.wpanels = (p->h + FB_BF16_MR - 1) / FB_BF16_MR;
-    l.dpanels = (p->n + FB_BF16_MR - 1) / FB_BF16_MR;
+    l.mb = ROW_PANELS * e->nr;
+    l.kp = fb_bf16_pairs(e, p->k), l.hp = fb_bf16_pairs(e, p->h);
+    l.xpanels = (p->m + e->nr - 1) / e->nr;
+    l.wpanels = (p->h + e->mr - 1) / e->mr;
+    l.dpanels = (p->n + e->mr - 1) / e->mr;
     /* Fewer rows per block when there are too few for every thread. */
     l.threads = threads;
     l.queue = fb_row_queue_make(l.xpanels, ROW_PANELS, &l.threads);
-    const int64_t xstride = fb_bf16_panel_elems(l.kp, FB_BF16_NR);
-    const int64_t wstride = fb_bf16_panel_elems(l.kp, FB_BF16_MR);
-    const int64_t dstride = fb_bf16_panel_elems(l.hp, FB_BF16_MR);
+    const int64_t xstride = fb_bf16_panel_elems(l.kp, e->nr);
+    const int64_t wstride = fb_bf16_panel_elems(l.kp, e->mr);
+    const int64_t dstride = fb_bf16_panel_elems(l.hp, e->mr);
     l.bias_bytes = fb_packed_round64((size_t)(2 * p->h + p->n) * 4);
     l.x_bytes = fb_packed_round64((size_t)(l.xpanels * xstride) * 2);
     l.w_bytes = fb_packed_round64((size_t)(l.wpanels * wstride) * 2);
     l.d_bytes = fb_packed_round64((size_t)(l.dpanels * dstride) * 2);
-    l.acc_bytes = (size_t)HC * MB * 4;
-    l.y_bytes = (size_t)(l.dpanels * FB_BF16_MR) * MB * 4;
-    l.h_bytes = (size_t)MB * HC * 2;
+    l.acc_bytes = (size_t)HC * l.mb * 4;
+    l.y_bytes = (size_t)(l.dpanels * e->mr) * l.mb * 4;
+    l.h_bytes = (size_t)l.mb * HC * 2;
     l.per_thread = 2 * l.acc_bytes + l.y_bytes + 2 * l.h_bytes;
     return l;
 }
@@ -170,15 +173,16 @@ static layout layout_of(const fb_mlp_problem *p, int threads)
  * Wd, then their panels, 64 bytes on. */
 #define PACK_HEADER 64
 
-static size_t pack_bytes(const fb_mlp_problem *p)
+static size_t pack_bytes(const fb_bf16_engine *e, const fb_mlp_problem *p)
 {
-    const layout l = layout_of(p, 1);
+    const layout l = layout_of(e, p, 1);
     return PACK_HEADER + 2 * l.w_bytes + l.d_bytes;
 }
 
-static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
+static size_t workspace(const fb_bf16_engine *e, const fb_mlp_problem *p,
+                        int threads, int packed)
 {
-    const layout l = layout_of(p, threads);
+    const layout l = layout_of(e, p, threads);
     return l.bias_bytes + l.x_bytes +
            (packed ? 0 : 2 * l.w_bytes + l.d_bytes) +
            l.per_thread * (size_t)l.threads;
@@ -195,23 +199,24 @@ static void weight_operands(const fb_mlp_problem *p, fb_bf16_operand *g,
 
 /* Each thread its share of the weights' panels; the smallest exponent
  * fields found, in e[3]. */
-static void pack_share(const fb_mlp_problem *p, const layout *l, int tid,
-                       int nt, uint16_t *wgq, uint16_t *wuq, uint16_t *wdq,
-                       int e[3])
+static void pack_share(const fb_bf16_engine *en, const fb_mlp_problem *p,
+                       const layout *l, int tid, int nt, uint16_t *wgq,
+                       uint16_t *wuq, uint16_t *wdq, int e[3])
 {
     fb_bf16_operand gop, uop, dop;
     weight_operands(p, &gop, &uop, &dop);
-    e[0] = fb_bf16_pack(&gop, p->h, p->k, FB_BF16_MR, l->wpanels * tid / nt,
-                        l->wpanels * (tid + 1) / nt, wgq);
-    e[1] = fb_bf16_pack(&uop, p->h, p->k, FB_BF16_MR, l->wpanels * tid / nt,
-                        l->wpanels * (tid + 1) / nt, wuq);
-    e[2] = fb_bf16_pack(&dop, p->n, p->h, FB_BF16_MR, l->dpanels * tid / nt,
-                        l->dpanels * (tid + 1) / nt, wdq);
+    e[0] = fb_bf16_pack_a(en, &gop, p->h, p->k, l->wpanels * tid / nt,
+                          l->wpanels * (tid + 1) / nt, wgq);
+    e[1] = fb_bf16_pack_a(en, &uop, p->h, p->k, l->wpanels * tid / nt,
+                          l->wpanels * (tid + 1) / nt, wuq);
+    e[2] = fb_bf16_pack_a(en, &dop, p->n, p->h, l->dpanels * tid / nt,
+                          l->dpanels * (tid + 1) / nt, wdq);
 }
 
-static void pack(const fb_mlp_problem *p, int threads, void *dst)
+static void pack(const fb_bf16_engine *en, const fb_mlp_problem *p,
+                 int threads, void *dst)
 {
-    const layout l = layout_of(p, 1);
+    const layout l = layout_of(en, p, 1);
     uint16_t *wgq = (uint16_t *)((char *)dst + PACK_HEADER);
     uint16_t *wuq = (uint16_t *)((char *)wgq + l.w_bytes);
     uint16_t *wdq = (uint16_t *)((char *)wuq + l.w_bytes);
@@ -220,8 +225,8 @@ static void pack(const fb_mlp_problem *p, int threads, void *dst)
     reduction(min : eg, eu, ed)
     {
         int e[3];
-        pack_share(p, &l, omp_get_thread_num(), omp_get_num_threads(), wgq,
-                   wuq, wdq, e);
+        pack_share(en, p, &l, omp_get_thread_num(), omp_get_num_threads(),
+                   wgq, wuq, wdq, e);
         eg = e[0] < eg ? e[0] : eg;
         eu = e[1] < eu ? e[1] : eu;
         ed = e[2] < ed ? e[2] : ed;
@@ -230,14 +235,15 @@ static void pack(const fb_mlp_problem *p, int threads, void *dst)
     fields[0] = eg, fields[1] = eu, fields[2] = ed;
 }
 
-/* Where the gate or up projection could meet VDPBF16PS's flushing
- * (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a
- * denormal, the call is not this kernel's: found from the smallest
+/* Where the gate or up projection could meet the bf16 products'
+ * flushing (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a
+ * denormal, the call is not this driver's: found from the smallest
  * exponent fields (the packed weights carry theirs) before any work. */
-static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
+static int applies(const fb_bf16_engine *en, const fb_cpu_call *c,
+                   const fb_mlp_problem *p)
 {
     if (p->dtype != FB_DTYPE_BF16 || p->m <= MIN_ROWS || p->k <= 0 ||
-        p->h <= 0 || !fb_cpu_bf16_available())
+        p->h <= 0 || !en->available())
         return 0;
     /* A plan being made (no X yet): X is judged at each call, the weights
      * once they are packed. */
@@ -258,25 +264,26 @@ static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
     if (fb_bf16_products_exact(ex, e[0]) &&
         fb_bf16_products_exact(ex, e[1]) && e[2] > 0)
         return 1;
-    fb_log(c->h, "bf16 MLP kernel: smallest exponent fields %d (X), %d "
-                 "(Wg), %d (Wu), %d (Wd): VDPBF16PS could flush; another "
-                 "implementation instead", ex, e[0], e[1], e[2]);
+    fb_log(c->h, "%s MLP: smallest exponent fields %d (X), %d (Wg), %d "
+                 "(Wu), %d (Wd): the bf16 products could flush; another "
+                 "implementation instead", en->name, ex, e[0], e[1], e[2]);
     return 0;
 }
 
-static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
-                     char *path, size_t len)
+static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
+                     const fb_mlp_problem *p, char *path, size_t len)
 {
     const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
-    layout l = layout_of(p, c->threads);
+    layout l = layout_of(e, p, c->threads);
     const int t = l.threads;
-    const int64_t mb = l.queue.most * FB_BF16_NR;
+    const int64_t mb = l.queue.most * e->nr;
     const int packed = c->packed != NULL;
 
     mlp_packed pk;
-    pk.xstride = fb_bf16_panel_elems(l.kp, FB_BF16_NR);
-    pk.wstride = fb_bf16_panel_elems(l.kp, FB_BF16_MR);
-    pk.dstride = fb_bf16_panel_elems(l.hp, FB_BF16_MR);
+    pk.e = e, pk.mb = l.mb;
+    pk.xstride = fb_bf16_panel_elems(l.kp, e->nr);
+    pk.wstride = fb_bf16_panel_elems(l.kp, e->mr);
+    pk.dstride = fb_bf16_panel_elems(l.hp, e->mr);
     pk.dpanels = l.dpanels;
     char *ws = c->ws;
     float *b32 = (float *)ws;
@@ -302,12 +309,12 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
 #pragma omp parallel num_threads(t) if (t > 1) reduction(min : ed)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        (void)fb_bf16_pack(&xop, m, k, FB_BF16_NR, l.xpanels * tid / nt,
-                           l.xpanels * (tid + 1) / nt, xq);
+        (void)fb_bf16_pack_b(e, &xop, m, k, l.xpanels * tid / nt,
+                             l.xpanels * (tid + 1) / nt, xq);
         if (!packed) {
-            int e[3];
-            pack_share(p, &l, tid, nt, wgq, wuq, wdq, e);
-            ed = e[2];
+            int f[3];
+            pack_share(e, p, &l, tid, nt, wgq, wuq, wdq, f);
+            ed = f[2];
         }
     }
     pk.emin_wd = packed ? ((const int *)c->packed)[2] : ed;
@@ -321,20 +328,48 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
         s.u = (float *)(mine + l.acc_bytes);
         s.y = (float *)(mine + 2 * l.acc_bytes);
         s.h = (uint16_t *)(mine + 2 * l.acc_bytes + l.y_bytes);
-        s.hpack = s.h + MB * HC;
+        s.hpack = s.h + l.mb * HC;
         int64_t r0, rows;
-        while ((rows = fb_row_queue_take(&l.queue, FB_BF16_NR, m, &r0)) > 0)
+        while ((rows = fb_row_queue_take(&l.queue, e->nr, m, &r0)) > 0)
             slow += row_block(p, &pk, &s, r0, rows);
     }
     char slow_note[48] = "";
     if (slow > 0)
         snprintf(slow_note, sizeof slow_note, "/fp32-down-chunks=%lld",
                  (long long)slow);
-    snprintf(path, len, "cpu/bf16-avx512bf16/mlp-rows/mb=%lld/hc=%d/"
-             "threads=%d%s", (long long)mb, HC, t, slow_note);
+    snprintf(path, len, "%s/mlp-rows/mb=%lld/hc=%d/threads=%d%s", e->name,
+             (long long)mb, HC, t, slow_note);
     return FB_STATUS_SUCCESS;
 }
 
-const fb_cpu_mlp_impl fb_cpu_mlp_bf16 = {
-    "cpu/bf16-avx512bf16", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
-    pack, run};
+/* The table's two entries: the driver above on each engine. */
+#define ENTRY(entry, engine, name)                                             \
+    static int entry##_applies(const fb_cpu_call *c, const fb_mlp_problem *p)  \
+    {                                                                          \
+        return applies(&engine, c, p);                                         \
+    }                                                                          \
+    static size_t entry##_workspace(const fb_mlp_problem *p, int threads,      \
+                                    int packed)                                \
+    {                                                                          \
+        return workspace(&engine, p, threads, packed);                         \
+    }                                                                          \
+    static size_t entry##_pack_bytes(const fb_mlp_problem *p)                  \
+    {                                                                          \
+        return pack_bytes(&engine, p);                                         \
+    }                                                                          \
+    static void entry##_pack(const fb_mlp_problem *p, int threads, void *dst)  \
+    {                                                                          \
+        pack(&engine, p, threads, dst);                                        \
+    }                                                                          \
+    static fb_status entry##_run(const fb_cpu_call *c,                         \
+                                 const fb_mlp_problem *p, char *path,          \
+                                 size_t len)                                   \
+    {                                                                          \
+        return run(&engine, c, p, path, len);                                  \
+    }                                                                          \
+    const fb_cpu_mlp_impl entry = {                                            \
+        name, FB_CPU_OWN_THREADS, entry##_applies, entry##_workspace,          \
+        entry##_pack_bytes, entry##_pack, entry##_run};
+
+ENTRY(fb_cpu_mlp_bf16_amx, fb_bf16_amx, "cpu/bf16-amx")
+ENTRY(fb_cpu_mlp_bf16, fb_bf16_avx512, "cpu/bf16-avx512bf16")

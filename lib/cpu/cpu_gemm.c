@@ -5,6 +5,7 @@
  *
  *   cpu/small-m-avx512   the decode form (few tokens), weights streamed
  *   cpu/small-m-avx2     the same on AVX2 + FMA + F16C, without AVX-512
+ *   cpu/bf16-amx         bf16 on AMX tiles (TDPBF16PS), packed operands
  *   cpu/bf16-avx512bf16  bf16 on VDPBF16PS, packed operands
  *   cpu/f32-small-k      fp32 with k <= 512, op(B) read in place
  *   cpu/f32-avx512       other fp32 on our AVX-512F kernel
@@ -22,8 +23,9 @@
 #include "cpu_impl.h"
 
 const fb_cpu_gemm_impl *const fb_cpu_gemm_impls[] = {
-    &fb_cpu_gemm_small_m, &fb_cpu_gemm_small_m_avx2, &fb_cpu_gemm_bf16,
-    &fb_cpu_gemm_small_k, &fb_cpu_gemm_f32, &fb_cpu_gemm_openblas, NULL};
+    &fb_cpu_gemm_small_m, &fb_cpu_gemm_small_m_avx2, &fb_cpu_gemm_bf16_amx,
+    &fb_cpu_gemm_bf16, &fb_cpu_gemm_small_k, &fb_cpu_gemm_f32,
+    &fb_cpu_gemm_openblas, NULL};
 
 int fb_cpu_knows(const char *name)
 {

@@ -70,13 +70,15 @@ extern const fb_cpu_mlp_impl *const fb_cpu_mlp_impls[];
 /* The entries (their files say how each works). */
 extern const fb_cpu_gemm_impl fb_cpu_gemm_small_m;  /* cpu_small_m_gemm.c */
 extern const fb_cpu_gemm_impl fb_cpu_gemm_small_m_avx2; /* the same file */
-extern const fb_cpu_gemm_impl fb_cpu_gemm_bf16;     /* cpu_bf16_gemm.c */
+extern const fb_cpu_gemm_impl fb_cpu_gemm_bf16_amx; /* cpu_bf16_gemm.c */
+extern const fb_cpu_gemm_impl fb_cpu_gemm_bf16;     /* the same file */
 extern const fb_cpu_gemm_impl fb_cpu_gemm_small_k;  /* cpu_f32_small_k.c */
 extern const fb_cpu_gemm_impl fb_cpu_gemm_f32;      /* cpu_f32_gemm.c */
 extern const fb_cpu_gemm_impl fb_cpu_gemm_openblas; /* cpu_blas_gemm.c */
 extern const fb_cpu_mlp_impl fb_cpu_mlp_small_m;    /* cpu_small_m_mlp.c */
 extern const fb_cpu_mlp_impl fb_cpu_mlp_small_m_avx2; /* the same file */
-extern const fb_cpu_mlp_impl fb_cpu_mlp_bf16;       /* cpu_bf16_mlp.c */
+extern const fb_cpu_mlp_impl fb_cpu_mlp_bf16_amx;   /* cpu_bf16_mlp.c */
+extern const fb_cpu_mlp_impl fb_cpu_mlp_bf16;       /* the same file */
 extern const fb_cpu_mlp_impl fb_cpu_mlp_small_k;    /* cpu_f32_mlp_small_k.c */
 extern const fb_cpu_mlp_impl fb_cpu_mlp_f32;        /* cpu_f32_mlp.c */
 extern const fb_cpu_mlp_impl fb_cpu_mlp_openblas;   /* cpu_blas_mlp.c */

@@ -6,6 +6,7 @@
  *
  *   cpu/small-m-avx512   the decode shape (m <= 32), weights streamed once
  *   cpu/small-m-avx2     the same on AVX2 + FMA + F16C, without AVX-512
+ *   cpu/bf16-amx         bf16 on AMX tiles (TDPBF16PS), packed operands
  *   cpu/bf16-avx512bf16  bf16 on VDPBF16PS, packed weights
  *   cpu/f32-small-k      fp32 with k, h <= 512 (the tiny MLPs)
  *   cpu/f32-avx512       other fp32 on our AVX-512F kernel
@@ -23,8 +24,8 @@
 #include "cpu_impl.h"
 
 const fb_cpu_mlp_impl *const fb_cpu_mlp_impls[] = {
-    &fb_cpu_mlp_small_m, &fb_cpu_mlp_small_m_avx2, &fb_cpu_mlp_bf16,
-    &fb_cpu_mlp_small_k, &fb_cpu_mlp_f32, &fb_cpu_mlp_openblas, NULL};
+    &fb_cpu_mlp_small_m, &fb_cpu_mlp_small_m_avx2, &fb_cpu_mlp_bf16_amx,
+    &fb_cpu_mlp_bf16, &fb_cpu_mlp_small_k, &fb_cpu_mlp_f32, &fb_cpu_mlp_openblas, NULL};
 
 const fb_cpu_mlp_impl *fb_cpu_mlp_choose(fb_cpu_call *c,
                                          const fb_mlp_problem *p,
