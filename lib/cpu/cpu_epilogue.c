@@ -65,9 +65,12 @@ static inline float fb_expf(float x)
 }
 
 /* x * sigmoid(z) in the overflow-safe form x / (1 + exp(-z)); -0 at
- * x = -Inf, the limit (see the top). */
+ * x = -Inf, the limit (see the top). Above z = 30, 1 + exp(-z) rounds to
+ * 1: z is lowered to 30 there, so exp makes no denormal (slow on Intel
+ * cores), as cpu_act_avx512.h does. */
 static inline float fb_x_sigmoid(float x, float z)
 {
+    z = z > 30.0f ? 30.0f : z;
     const float y = x / (1.0f + fb_expf(-z));
     return x == -INFINITY ? -0.0f : y;
 }
