@@ -78,18 +78,23 @@ static int cpu_has_avx512bf16(void)
 #endif
 }
 
-int fb_cpu_bf16_available(void)
+/* cpu_has_avx512bf16, asked once: CPUID is slow in a virtual machine (an
+ * exit to the hypervisor), and calls ask often. A benign race between
+ * first callers, made well defined. */
+static int cpu_runs_avx512bf16(void)
 {
-    /* A benign race between first callers, made well defined. */
     static int cached = -1;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v < 0) {
         v = cpu_has_avx512bf16();
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
-    if (!v)
-        return 0;
-    return !fb_env_get()->cpu_no_bf16;
+    return v;
+}
+
+int fb_cpu_bf16_available(void)
+{
+    return cpu_runs_avx512bf16() && !fb_env_get()->cpu_no_bf16;
 }
 
 #if defined(FB_BF16_X86)
@@ -138,7 +143,7 @@ int fb_bf16_min_field(const fb_bf16_operand *x, int64_t rows, int64_t k,
     if (x->base == NULL || lines <= 0 || len <= 0)
         return lo; /* no values (a plan's X, not known yet) */
 #if defined(FB_BF16_X86)
-    const int vector = cpu_has_avx512bf16();
+    const int vector = cpu_runs_avx512bf16();
 #else
     const int vector = 0;
 #endif
