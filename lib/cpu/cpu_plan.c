@@ -2,21 +2,22 @@
 /*
  * cpu_plan.c -- plans on the CPU backend: the implementation for every m
  * decided once, the weights packed once into the layout of each
- * implementation chosen, the workspace reserved for the largest m.
+ * implementation chosen, the workspace reserved (in the handle, whose
+ * plans share it) for the largest m.
  *
  * At creation the table is walked for each m (plan_segments.h) on the
  * plan's problem without X, where the entries judge by shape and CPU;
  * the entries chosen pack their weights, and are asked again with them
  * (the bf16 entries then read the weights' exponent fields that packing
  * found): one that does not take its weights after all (a denormal,
- * which VDPBF16PS would read as zero) is left out, and the walk done
- * again without it.
+ * which the bf16 instructions would read as zero) is left out, and the
+ * walk done again without it.
  *
  * At execution the chosen entry runs with the packed weights and the
- * plan's workspace. Its applies is asked again, on X: only the bf16
- * entries look at X, and where they do not take it (values VDPBF16PS
- * would flush) the call goes down the table as an unplanned call would,
- * reading the weights where they lie and taking the handle's workspace.
+ * reserved workspace. Its applies is asked again, on X: only the bf16
+ * entries look at X, and where they do not take it (values the bf16
+ * instructions would flush) the call goes down the table as an unplanned
+ * call would, reading the weights where they lie.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "config.h"
@@ -38,8 +39,6 @@ struct fb_cpu_plan {
                           creation): the workspace is sized for them */
     fb_plan_segments segs; /* table index per m; -1 none takes it */
     void *packed[MAX_IMPLS];
-    void *ws;
-    size_t ws_bytes;
 };
 
 /* ---- the two tables, seen alike ------------------------------------------ */
@@ -175,7 +174,6 @@ void fb_cpu_plan_destroy(fb_cpu_plan *pl)
         return;
     for (int i = 0; i < MAX_IMPLS; i++)
         free(pl->packed[i]);
-    free(pl->ws);
     free(pl);
 }
 
@@ -262,12 +260,19 @@ fb_status fb_cpu_plan_create(fb_handle h, const fb_gemm_problem *g,
             free(pl->packed[i]);
             pl->packed[i] = NULL;
         }
-    if (ws > 0 && posix_memalign(&pl->ws, 64, ws) != 0) {
+    /* The workspace is reserved in the handle, which only grows it: the
+     * handle's plans share one buffer (the sum of their sizes would be
+     * mostly cold), and reserved means mapped: the pages are touched now,
+     * so that no execution pays for their first use (a page fault per 4
+     * KiB, dear in a virtual machine). */
+    void *wsp = ws > 0 ? fb_handle_workspace(h, ws) : NULL;
+    if (ws > 0 && wsp == NULL) {
         fb_cpu_plan_destroy(pl);
         snprintf(msg, len, "cannot allocate %zu bytes of workspace", ws);
         return FB_STATUS_ALLOC_FAILED;
     }
-    pl->ws_bytes = ws;
+    if (ws > 0)
+        memset(wsp, 0, ws);
     *out = pl;
     return FB_STATUS_SUCCESS;
 }
@@ -280,12 +285,11 @@ const char *fb_cpu_plan_impl(const fb_cpu_plan *pl, int64_t m)
 
 /* ---- execution ---------------------------------------------------------- */
 
-/* The call's workspace: the plan's, or the handle's where an entry needs
- * more (a fallback entry, or thread counts beyond the plan's). */
-static void *workspace_for(fb_handle h, const fb_cpu_plan *pl, size_t bytes)
+/* The call's workspace: the handle's, which creation grew to the plan's
+ * needs (only an entry the plan did not size for, a fallback or thread
+ * counts beyond the plan's, may have it grow now). */
+static void *workspace_for(fb_handle h, size_t bytes)
 {
-    if (bytes <= pl->ws_bytes)
-        return pl->ws;
     return fb_handle_workspace(h, bytes);
 }
 
@@ -310,7 +314,7 @@ fb_status fb_cpu_plan_gemm(fb_handle h, const fb_cpu_plan *pl,
         return fb_cpu_gemm(h, p, NULL, path, len);
     }
     const size_t bytes = im->workspace(p, c.threads, c.packed != NULL);
-    if (bytes > 0 && (c.ws = workspace_for(h, pl, bytes)) == NULL) {
+    if (bytes > 0 && (c.ws = workspace_for(h, bytes)) == NULL) {
         snprintf(path, len, "%s: cannot allocate %zu bytes of workspace",
                  im->name, bytes);
         return FB_STATUS_ALLOC_FAILED;
@@ -339,7 +343,7 @@ fb_status fb_cpu_plan_mlp(fb_handle h, const fb_cpu_plan *pl,
         return fb_cpu_mlp(h, p, NULL, path, len);
     }
     const size_t bytes = im->workspace(p, c.threads, c.packed != NULL);
-    if (bytes > 0 && (c.ws = workspace_for(h, pl, bytes)) == NULL) {
+    if (bytes > 0 && (c.ws = workspace_for(h, bytes)) == NULL) {
         snprintf(path, len, "%s: cannot allocate %zu bytes of workspace",
                  im->name, bytes);
         return FB_STATUS_ALLOC_FAILED;
