@@ -45,7 +45,7 @@
 
 /* k pairs per pass over a block: two B panels (16 KiB each) stay in L1
  * while the A panels stream by from L2. */
-#define KC_PAIRS 256
+#define KC_PAIRS 128
 
 #if defined(FB_AMX)
 

@@ -27,7 +27,7 @@
  * plan's packed weights carry theirs), so that such a call goes to the
  * next implementation with nothing done. Both operands are then packed
  * whole (threads share the panels; a plan's weights are packed already).
- * C is cut into blocks (about 256 x 192) that each thread finishes in
+ * C is cut into blocks (about 256 x 192 or 256) that each thread finishes in
  * turn: the block's fp32 accumulators (in L2) take the k range in chunks,
  * then alpha, beta C, bias and activation are applied while the block is
  * in cache and it is rounded to bf16 once, on the store.
@@ -50,10 +50,11 @@
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
-/* Block of C per step of a thread: 8 panels of 32 rows, 192 columns;
- * fp32 accumulators 256 x 192 x 4 = 192 KiB. */
+/* Block of C per step of a thread, in panels: 8 x 32 rows, 16 x 12
+ * columns (AVX512-BF16) or 16 x 16 (AMX); fp32 accumulators of 192 or
+ * 256 KiB. */
 #define BLOCK_APANELS 8
-#define BLOCK_COLS 192
+#define BLOCK_BPANELS 16
 
 /* Where op(A)'s row 0 and op(B)'s column 0 start, and whether they run
  * along k in storage. */
@@ -107,7 +108,7 @@ static layout layout_of(const fb_bf16_engine *e, const fb_gemm_problem *p,
     l.bstride = fb_bf16_panel_elems(l.kp, e->nr);
     int t = threads > 0 ? threads : 1;
     l.b = fb_packed_blocks(l.apanels, l.bpanels, t, BLOCK_APANELS,
-                           BLOCK_COLS / e->nr);
+                           BLOCK_BPANELS);
     if (t > l.b.mblocks * l.b.nblocks)
         t = (int)(l.b.mblocks * l.b.nblocks);
     l.threads = t;
