@@ -71,7 +71,7 @@ FB_AVX512_INLINE __m512 fb_zmm_zero_at_minus_inf(__m512 x, __m512 y)
  * a GEMM, took 2.5 ns an element). */
 FB_AVX512_INLINE __m512 fb_zmm_x_over_1p_exp(__m512 x, __m512 w)
 {
-    w = _mm512_max_ps(w, _mm512_set1_ps(-30.0f));
+    w = _mm512_max_ps(_mm512_set1_ps(-30.0f), w);
     return fb_zmm_zero_at_minus_inf(
         x, _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f),
                                           fb_zmm_exp(w))));

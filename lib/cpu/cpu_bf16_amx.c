@@ -90,11 +90,13 @@ FB_AMX_TARGET static void configure(void)
     _tile_loadconfig(&cfg);
 }
 
-/* acc columns [0, 32) (two B panels at b0, b1) by rows [0, 32) (the A
- * panel at a) <- (load ? acc : 0) + kb runs of 16 pairs. */
+/* acc columns [0, 32) (two B panels at b0, b1: runs of 16 pairs brun
+ * bf16 apart, rows bld bytes apart) by rows [0, 32) (the A panel at a)
+ * <- (load ? acc : 0) + kb runs of 16 pairs. */
 FB_AMX_TARGET static void tiles_2x2(const uint16_t *a, const uint16_t *b0,
-                                    const uint16_t *b1, int64_t kb,
-                                    float *c, int64_t ldc, int load)
+                                    const uint16_t *b1, int64_t brun,
+                                    size_t bld, int64_t kb, float *c,
+                                    int64_t ldc, int load)
 {
     const size_t cs = (size_t)ldc * 4;
     float *c1 = c + 16 * ldc;
@@ -110,12 +112,12 @@ FB_AMX_TARGET static void tiles_2x2(const uint16_t *a, const uint16_t *b0,
         _tile_zero(3);
     }
     for (int64_t q = 0; q < kb; q++) {
-        _tile_loadd(4, b0 + q * 512, 64);
+        _tile_loadd(4, b0 + q * brun, bld);
         _tile_loadd(6, a + q * 1024, 128);
         _tile_loadd(7, a + q * 1024 + 32, 128);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, b1 + q * 512, 64);
+        _tile_loadd(5, b1 + q * brun, bld);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
@@ -127,8 +129,8 @@ FB_AMX_TARGET static void tiles_2x2(const uint16_t *a, const uint16_t *b0,
 
 /* The same for one B panel: acc columns [0, 16). */
 FB_AMX_TARGET static void tiles_1x2(const uint16_t *a, const uint16_t *b0,
-                                    int64_t kb, float *c, int64_t ldc,
-                                    int load)
+                                    int64_t brun, size_t bld, int64_t kb,
+                                    float *c, int64_t ldc, int load)
 {
     const size_t cs = (size_t)ldc * 4;
     if (load) {
@@ -139,7 +141,7 @@ FB_AMX_TARGET static void tiles_1x2(const uint16_t *a, const uint16_t *b0,
         _tile_zero(1);
     }
     for (int64_t q = 0; q < kb; q++) {
-        _tile_loadd(4, b0 + q * 512, 64);
+        _tile_loadd(4, b0 + q * brun, bld);
         _tile_loadd(6, a + q * 1024, 128);
         _tile_loadd(7, a + q * 1024 + 32, 128);
         _tile_dpbf16ps(0, 4, 6);
@@ -161,11 +163,14 @@ FB_AMX_TARGET static void scale(float *acc, int64_t ldacc, int64_t rows,
         }
 }
 
-FB_AMX_TARGET static void block(const uint16_t *a, int64_t astride,
-                                int64_t na, const uint16_t *b,
-                                int64_t bstride, int64_t nb, int64_t np,
-                                float alpha, int accumulate, float *acc,
-                                int64_t ldacc)
+/* The engine's block, B's panels bstride bf16 apart, each in runs of 16
+ * pairs brun bf16 apart whose 16 rows are bld bytes apart: packed tile
+ * rows (512, 64) or a row-major matrix read in place (32, its ld). */
+FB_AMX_TARGET static void block_on(const uint16_t *a, int64_t astride,
+                                   int64_t na, const uint16_t *b,
+                                   int64_t bstride, int64_t brun, size_t bld,
+                                   int64_t nb, int64_t np, float alpha,
+                                   int accumulate, float *acc, int64_t ldacc)
 {
     configure();
     /* Equal chunks of at most KC_PAIRS, whole runs of 16 pairs. */
@@ -176,15 +181,16 @@ FB_AMX_TARGET static void block(const uint16_t *a, int64_t astride,
         const int64_t rc = runs - r0 < kc ? runs - r0 : kc;
         const int load = accumulate || r0 > 0;
         for (int64_t jb = 0; jb < nb; jb += 2) {
-            const uint16_t *b0 = b + jb * bstride + r0 * 512;
+            const uint16_t *b0 = b + jb * bstride + r0 * brun;
             float *cj = acc + jb * 16 * ldacc;
             for (int64_t ia = 0; ia < na; ia++) {
                 const uint16_t *ai = a + ia * astride + r0 * 1024;
                 if (jb + 1 < nb)
-                    tiles_2x2(ai, b0, b0 + bstride, rc, cj + ia * 32, ldacc,
-                              load);
+                    tiles_2x2(ai, b0, b0 + bstride, brun, bld, rc,
+                              cj + ia * 32, ldacc, load);
                 else
-                    tiles_1x2(ai, b0, rc, cj + ia * 32, ldacc, load);
+                    tiles_1x2(ai, b0, brun, bld, rc, cj + ia * 32, ldacc,
+                              load);
             }
         }
     }
@@ -194,6 +200,23 @@ FB_AMX_TARGET static void block(const uint16_t *a, int64_t astride,
             memset(acc + j * ldacc, 0, (size_t)na * 32 * sizeof(float));
     if (alpha != 1.0f)
         scale(acc, ldacc, na * 32, nb * 16, alpha);
+}
+
+static void block(const uint16_t *a, int64_t astride, int64_t na,
+                  const uint16_t *b, int64_t bstride, int64_t nb, int64_t np,
+                  float alpha, int accumulate, float *acc, int64_t ldacc)
+{
+    block_on(a, astride, na, b, bstride, 512, 64, nb, np, alpha, accumulate,
+             acc, ldacc);
+}
+
+static void block_rows(const uint16_t *a, int64_t astride, int64_t na,
+                       const uint16_t *b, int64_t ldb, int64_t nb,
+                       int64_t np, float alpha, int accumulate, float *acc,
+                       int64_t ldacc)
+{
+    block_on(a, astride, na, b, 16 * ldb, 32, (size_t)ldb * 2, nb, np, alpha,
+             accumulate, acc, ldacc);
 }
 
 int fb_cpu_amx_available(void)
@@ -220,6 +243,7 @@ static void block(const uint16_t *a, int64_t astride, int64_t na,
     (void)a, (void)astride, (void)na, (void)b, (void)bstride, (void)nb;
     (void)np, (void)alpha, (void)accumulate, (void)acc, (void)ldacc;
 }
+#define block_rows block
 
 int fb_cpu_amx_available(void)
 {
@@ -228,5 +252,5 @@ int fb_cpu_amx_available(void)
 
 #endif
 
-const fb_bf16_engine fb_bf16_amx = {"cpu/bf16-amx", 32, 16, 16, 1,
-                                    fb_cpu_amx_available, block};
+const fb_bf16_engine fb_bf16_amx = {
+    "cpu/bf16-amx", 32, 16, 16, 1, fb_cpu_amx_available, block, block_rows};

@@ -79,13 +79,14 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
             fb_cpu_to_f32(FB_DTYPE_BF16, cj, old, mb);
             fb_f32_axpy(mb, p->beta, old, col);
         }
-        if (bias32 == NULL)
-            fb_cpu_bias_act(col, NULL, mb, p->ep.act);
-        else if (p->ep.bias_per_row)
-            fb_cpu_bias_act(col, bias32 + i0, mb, p->ep.act);
+        if (bias32 == NULL && p->ep.act == FB_ACT_NONE)
+            fb_bf16_from_f32(col, cj, mb);
+        else if (bias32 == NULL || p->ep.bias_per_row)
+            fb_bf16_bias_act_store(col, bias32 ? bias32 + i0 : NULL, 0.0f,
+                                   mb, p->ep.act, cj);
         else
-            fb_cpu_scalar_bias_act(col, bias32[j0 + j], mb, p->ep.act);
-        fb_bf16_from_f32(col, cj, mb);
+            fb_bf16_bias_act_store(col, NULL, bias32[j0 + j], mb, p->ep.act,
+                                   cj);
     }
 }
 

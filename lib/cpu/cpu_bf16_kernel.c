@@ -34,6 +34,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include "cpu_act_avx512.h"
 #include "cpu_avx512_transpose.h"
 #define FB_BF16_X86 1
 #define FB_BF16_TARGET                                                         \
@@ -382,10 +383,19 @@ static void block_32x12(const uint16_t *a, int64_t astride, int64_t na,
     }
 }
 
-/* Round to nearest even by integer arithmetic (VCVTNEPS2BF16 would flush
- * denormal results); a NaN keeps its sign and top payload, made quiet. */
+/* Round to nearest even; a NaN keeps its sign and top payload, made
+ * quiet. VCVTNEPS2BF16 does that in one instruction but reads a denormal
+ * as zero: a vector with a denormal (rare) is rounded by integer
+ * arithmetic instead, with the same bits otherwise. */
 FB_BF16_TARGET static inline __m256i round_bf16(__m512i u)
 {
+    const __m512 x = _mm512_castsi512_ps(u);
+    const __m512 mag = _mm512_abs_ps(x);
+    const __mmask16 denormal =
+        _mm512_cmp_ps_mask(mag, _mm512_set1_ps(0x1p-126f), _CMP_LT_OQ) &
+        _mm512_cmp_ps_mask(mag, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    if (!denormal)
+        return (__m256i)_mm512_cvtneps_pbh(x);
     const __m512i one = _mm512_set1_epi32(1);
     const __m512i half = _mm512_set1_epi32(0x7fff);
     const __m512i top = _mm512_srli_epi32(u, 16);
@@ -411,6 +421,99 @@ FB_BF16_TARGET void fb_bf16_from_f32(const float *src, uint16_t *dst,
         _mm256_mask_storeu_epi16(dst + i, m,
                                  round_bf16(_mm512_maskz_loadu_epi32(m, src + i)));
     }
+}
+
+/* The activation as cpu_epilogue.c's AVX-512 loops compute it. */
+#define FB_BF16_FOR_EACH_ACT(act, CALL)                                        \
+    switch (act) {                                                             \
+    case FB_ACT_NONE: CALL(FB_ACT_NONE); break;                                \
+    case FB_ACT_RELU: CALL(FB_ACT_RELU); break;                                \
+    case FB_ACT_GELU_TANH: CALL(FB_ACT_GELU_TANH); break;                      \
+    case FB_ACT_GELU_ERF: CALL(FB_ACT_GELU_ERF); break;                        \
+    case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
+    }
+
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16")))
+void bias_act_store_loop(const float *x, const float *bias, float b, int64_t n,
+                         fb_activation act, uint16_t *dst)
+{
+    const __m512 bv = _mm512_set1_ps(b);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
+                                           : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 add = bias != NULL ? _mm512_maskz_loadu_ps(live, bias + i)
+                                        : bv;
+        const __m512 v =
+            _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add);
+        _mm256_mask_storeu_epi16(
+            dst + i, live, round_bf16(_mm512_castps_si512(fb_zmm_act(v, act))));
+    }
+}
+
+FB_BF16_TARGET void fb_bf16_bias_act_store(const float *x, const float *bias,
+                                           float b, int64_t n,
+                                           fb_activation act, uint16_t *dst)
+{
+#define CALL(A) bias_act_store_loop(x, bias, b, n, A, dst)
+    FB_BF16_FOR_EACH_ACT(act, CALL)
+#undef CALL
+}
+
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16")))
+__m256i gate_store_loop(const float *g, const float *u, const float *bg,
+                        const float *bu, int64_t n, fb_activation act,
+                        uint16_t *h, __m256i emin)
+{
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
+                                           : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 gv = _mm512_maskz_loadu_ps(live, g + i);
+        __m512 uv = _mm512_maskz_loadu_ps(live, u + i);
+        if (bg != NULL)
+            gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(live, bg + i));
+        if (bu != NULL)
+            uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(live, bu + i));
+        const __m256i r = round_bf16(_mm512_castps_si512(
+            _mm512_mul_ps(fb_zmm_act(gv, act), uv)));
+        _mm256_mask_storeu_epi16(h + i, live, r);
+        /* The smallest exponent field of the non-zero live results. */
+        const __mmask16 nz =
+            _mm256_mask_test_epi16_mask(live, r, _mm256_set1_epi16(0x7fff));
+        const __m256i field = _mm256_and_si256(_mm256_srli_epi16(r, 7),
+                                               _mm256_set1_epi16(0xff));
+        emin = _mm256_mask_min_epu16(emin, nz, emin, field);
+    }
+    return emin;
+}
+
+FB_BF16_TARGET int fb_bf16_gate_store(const float *g, const float *u,
+                                      const float *bg, const float *bu,
+                                      int64_t n, int64_t npad,
+                                      fb_activation act, uint16_t *h)
+{
+    /* fb_cpu_gate reads one missing bias of two as zeros. */
+    static const float zeros[16] = {0};
+    __m256i emin = _mm256_set1_epi16(255);
+    if ((bg == NULL) != (bu == NULL)) {
+        for (int64_t i = 0; i < n; i += 16) {
+            const int64_t c = n - i < 16 ? n - i : 16;
+            int e = fb_bf16_gate_store(g + i, u + i, bg ? bg + i : zeros,
+                                       bu ? bu + i : zeros, c, c, act, h + i);
+            emin = _mm256_min_epu16(emin, _mm256_set1_epi16((short)e));
+        }
+    } else {
+#define CALL(A) emin = gate_store_loop(g, u, bg, bu, n, A, h, emin)
+        FB_BF16_FOR_EACH_ACT(act, CALL)
+#undef CALL
+    }
+    if (npad > n)
+        memset(h + n, 0, (size_t)(npad - n) * sizeof *h);
+    uint16_t lanes[16];
+    _mm256_storeu_si256((__m256i *)lanes, emin);
+    int e = 255;
+    for (int i = 0; i < 16; i++)
+        e = lanes[i] < e ? lanes[i] : e;
+    return e;
 }
 
 #else /* not x86-64: no engine is available, nothing calls these */
@@ -445,8 +548,23 @@ void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n)
     (void)src, (void)dst, (void)n;
 }
 
+void fb_bf16_bias_act_store(const float *x, const float *bias, float b,
+                            int64_t n, fb_activation act, uint16_t *dst)
+{
+    (void)x, (void)bias, (void)b, (void)n, (void)act, (void)dst;
+}
+
+int fb_bf16_gate_store(const float *g, const float *u, const float *bg,
+                       const float *bu, int64_t n, int64_t npad,
+                       fb_activation act, uint16_t *h)
+{
+    (void)g, (void)u, (void)bg, (void)bu, (void)n, (void)npad, (void)act;
+    (void)h;
+    return 255;
+}
+
 #endif
 
-const fb_bf16_engine fb_bf16_avx512 = {"cpu/bf16-avx512bf16", FB_BF16_MR,
-                                       FB_BF16_NR, 1, 0,
-                                       fb_cpu_bf16_available, block_32x12};
+const fb_bf16_engine fb_bf16_avx512 = {
+    "cpu/bf16-avx512bf16", FB_BF16_MR, FB_BF16_NR, 1, 0,
+    fb_cpu_bf16_available, block_32x12, NULL};

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cpu_bf16_gemm.h"
+#include "fusedblas.h"
 
 /* A bf16 matrix read as rows i (the panel dimension) by k: element (i, l)
  * is base[i * ld + l] when k_contiguous, else base[i + l * ld]. */
@@ -45,6 +46,13 @@ typedef struct fb_bf16_engine {
                   const uint16_t *b, int64_t bstride, int64_t nb,
                   int64_t np, float alpha, int accumulate, float *acc,
                   int64_t ldacc);
+    /* block with B not packed: rows of a row-major bf16 matrix (ldb
+     * elements apart, 16 rows a panel, k past its end zeros up to a
+     * multiple of 2 kpad), read in place; NULL where the engine cannot. */
+    void (*block_rows)(const uint16_t *a, int64_t astride, int64_t na,
+                       const uint16_t *b, int64_t ldb, int64_t nb,
+                       int64_t np, float alpha, int accumulate, float *acc,
+                       int64_t ldacc);
 } fb_bf16_engine;
 
 /* VDPBF16PS: a 32 x 12 register block (cpu_bf16_kernel.c). */
@@ -108,5 +116,19 @@ static inline int fb_bf16_products_exact(int ea, int eb)
 /* dst[i] = src[i] rounded to bf16 (nearest even, NaN kept quiet,
  * denormals kept): the same bits as fb_cpu_from_f32, 16 at a time. */
 void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n);
+
+/* dst[i] = act(x[i] + (bias ? bias[i] : b)) rounded to bf16: the bits of
+ * fb_cpu_bias_act (bias, or NULL with b = 0 and an activation) or
+ * fb_cpu_scalar_bias_act (b) then fb_bf16_from_f32, in one pass. */
+void fb_bf16_bias_act_store(const float *x, const float *bias, float b,
+                            int64_t n, fb_activation act, uint16_t *dst);
+
+/* h[i] = act(g[i] + bg[i]) * (u[i] + bu[i]) rounded to bf16 for i < n
+ * (bg, bu may be NULL), zeros for n <= i < npad: the bits of fb_cpu_gate
+ * then fb_bf16_from_f32, in one pass. Returns the smallest exponent field
+ * among the non-zero h (255 if none). */
+int fb_bf16_gate_store(const float *g, const float *u, const float *bg,
+                       const float *bu, int64_t n, int64_t npad,
+                       fb_activation act, uint16_t *h);
 
 #endif /* FB_CPU_BF16_KERNEL_H */

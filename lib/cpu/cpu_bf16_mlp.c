@@ -101,30 +101,46 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                  xpanels, kp, 1.0f, 0, s->g, HC);
         e->block(pk->wu + q0 * pk->wstride, pk->wstride, na, xb, pk->xstride,
                  xpanels, kp, 1.0f, 0, s->u, HC);
+        /* H in bf16, rows of HC, the chunk's width padded with zeros to
+         * whole pairs of the engine; its smallest exponent field. */
+        const int64_t hp = fb_bf16_pairs(e, hc);
+        int eh = 255;
         for (int64_t t = 0; t < rows; t++) {
-            float *g = s->g + t * HC;
-            fb_cpu_gate(g, s->u + t * HC, pk->bg ? pk->bg + h0 : NULL,
-                        pk->bu ? pk->bu + h0 : NULL, hc, p->gate_act);
-            fb_bf16_from_f32(g, s->h + t * HC, hc);
+            const int f = fb_bf16_gate_store(
+                s->g + t * HC, s->u + t * HC, pk->bg ? pk->bg + h0 : NULL,
+                pk->bu ? pk->bu + h0 : NULL, hc, 2 * hp, p->gate_act,
+                s->h + t * HC);
+            eh = f < eh ? f : eh;
         }
-        /* H is op(B) of the down projection, k = the chunk's width. */
-        const fb_bf16_operand hop = {s->h, HC, 1};
-        const int eh = fb_bf16_pack_b(e, &hop, rows, hc, 0, xpanels, s->hpack);
         if (!fb_bf16_products_exact(eh, pk->emin_wd)) {
             down_f32(p, s->h, h0, hc, rows, s->y, ldy);
             slow++;
             continue;
         }
-        const int64_t hp = fb_bf16_pairs(e, hc);
-        e->block(pk->wd + (h0 / 2) * 2 * e->mr, pk->dstride, pk->dpanels,
-                 s->hpack, fb_bf16_panel_elems(hp, e->nr), xpanels, hp, 1.0f,
-                 h0 > 0, s->y, ldy);
+        const uint16_t *wd = pk->wd + (h0 / 2) * 2 * e->mr;
+        if (e->block_rows != NULL) {
+            /* H is read in place; the rows of its last panel past the
+             * block's are zeros. */
+            for (int64_t t = rows; t < xpanels * e->nr; t++)
+                memset(s->h + t * HC, 0, (size_t)(2 * hp) * sizeof *s->h);
+            e->block_rows(wd, pk->dstride, pk->dpanels, s->h, HC, xpanels,
+                          hp, 1.0f, h0 > 0, s->y, ldy);
+            continue;
+        }
+        /* H is op(B) of the down projection, k = the chunk's width. */
+        const fb_bf16_operand hop = {s->h, HC, 1};
+        (void)fb_bf16_pack_b(e, &hop, rows, hc, 0, xpanels, s->hpack);
+        e->block(wd, pk->dstride, pk->dpanels, s->hpack,
+                 fb_bf16_panel_elems(hp, e->nr), xpanels, hp, 1.0f, h0 > 0,
+                 s->y, ldy);
     }
     for (int64_t t = 0; t < rows; t++) {
         float *y = s->y + t * ldy;
+        uint16_t *out = (uint16_t *)p->y + (r0 + t) * p->ldy;
         if (pk->bd != NULL)
-            fb_cpu_bias_act(y, pk->bd, p->n, FB_ACT_NONE);
-        fb_bf16_from_f32(y, (uint16_t *)p->y + (r0 + t) * p->ldy, p->n);
+            fb_bf16_bias_act_store(y, pk->bd, 0.0f, p->n, FB_ACT_NONE, out);
+        else
+            fb_bf16_from_f32(y, out, p->n);
     }
     return slow;
 }
