@@ -62,15 +62,17 @@ typedef struct mlp_scratch {
     uint16_t *hpack;  /* the packed H: ROW_PANELS panels */
 } mlp_scratch;
 
-/* y (column t: token t, ldy) (+)= Wd[:, h0 .. h0 + hc) h^T in fp32,
- * IEEE: the products of two bf16 are exact, one rounding per sum. */
-static void down_f32(const fb_mlp_problem *p, const uint16_t *h, int64_t h0,
-                     int64_t hc, int64_t rows, float *y, int64_t ldy)
+/* y's rows [j0, j1) (column t: token t, ldy) (+)= Wd[j0 .. j1, h0 .. h0 +
+ * hc) h^T in fp32, h's rows ldh apart; IEEE: the products of two bf16
+ * are exact, one rounding per sum. */
+static void down_f32(const fb_mlp_problem *p, const uint16_t *h, int64_t ldh,
+                     int64_t h0, int64_t hc, int64_t rows, int64_t j0,
+                     int64_t j1, float *y, int64_t ldy)
 {
     const uint16_t *wd = (const uint16_t *)p->wd + h0;
     for (int64_t t = 0; t < rows; t++)
-        for (int64_t j = 0; j < p->n; j++) {
-            const uint16_t *w = wd + j * p->h, *x = h + t * HC;
+        for (int64_t j = j0; j < j1; j++) {
+            const uint16_t *w = wd + j * p->h, *x = h + t * ldh;
             float acc = h0 > 0 ? y[t * ldy + j] : 0.0f;
             for (int64_t l = 0; l < hc; l++) {
                 uint32_t a = (uint32_t)x[l] << 16, b = (uint32_t)w[l] << 16;
@@ -113,7 +115,7 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
             eh = f < eh ? f : eh;
         }
         if (!fb_bf16_products_exact(eh, pk->emin_wd)) {
-            down_f32(p, s->h, h0, hc, rows, s->y, ldy);
+            down_f32(p, s->h, HC, h0, hc, rows, 0, p->n, s->y, ldy);
             slow++;
             continue;
         }
@@ -146,18 +148,28 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
 }
 
 /* Rows of X the decode kernel takes first (cpu_small_m_mlp.c); fewer are
- * not this kernel's. */
+ * not the AVX512-BF16 engine's. AMX takes any number when forced by name
+ * (the decode kernel comes first in the table): with weights packed once,
+ * on the AMX Xeon, it ran 16 rows of 4096 -> 11008 -> 4096 in 10.5 ms
+ * against the decode kernel's 21.4 (docs/cpu-kernels.md). */
 #define MIN_ROWS 16
 
 /* The call's sizes: the biases in fp32, packed X, packed Wg, Wu and Wd,
  * then per thread G, U, Y's accumulators, H and H packed. */
 typedef struct layout {
     int threads;
+    int wide;  /* the hidden-split form (run_wide) */
     fb_row_queue queue;
     int64_t mb, kp, hp, xpanels, wpanels, dpanels;
     size_t bias_bytes, x_bytes, w_bytes, d_bytes, acc_bytes, y_bytes,
         h_bytes, per_thread;
+    size_t shared_bytes; /* wide: all of H, Y's accumulators, the chunks'
+                            exponent fields */
 } layout;
+
+/* Rows at most for the hidden-split form (AMX): so few that row blocks
+ * would leave threads idle or have each stream every weight. */
+#define WIDE_ROWS 256
 
 static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
                         int threads)
@@ -168,9 +180,12 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
     l.xpanels = (p->m + e->nr - 1) / e->nr;
     l.wpanels = (p->h + e->mr - 1) / e->mr;
     l.dpanels = (p->n + e->mr - 1) / e->mr;
+    l.wide = e->block_rows != NULL && threads > 1 && p->m <= WIDE_ROWS;
     /* Fewer rows per block when there are too few for every thread. */
     l.threads = threads;
     l.queue = fb_row_queue_make(l.xpanels, ROW_PANELS, &l.threads);
+    if (l.wide)
+        l.threads = threads;
     const int64_t xstride = fb_bf16_panel_elems(l.kp, e->nr);
     const int64_t wstride = fb_bf16_panel_elems(l.kp, e->mr);
     const int64_t dstride = fb_bf16_panel_elems(l.hp, e->mr);
@@ -182,6 +197,18 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
     l.y_bytes = (size_t)(l.dpanels * e->mr) * l.mb * 4;
     l.h_bytes = (size_t)l.mb * HC * 2;
     l.per_thread = 2 * l.acc_bytes + l.y_bytes + 2 * l.h_bytes;
+    l.shared_bytes = 0;
+    if (l.wide) {
+        const int64_t cols = l.xpanels * e->nr;
+        const int64_t chunks = (p->h + HC - 1) / HC;
+        l.acc_bytes = fb_packed_round64((size_t)HC * (size_t)cols * 4);
+        l.per_thread = 2 * l.acc_bytes;
+        l.h_bytes = fb_packed_round64((size_t)cols * (size_t)(2 * l.hp) * 2);
+        l.y_bytes = fb_packed_round64((size_t)(l.dpanels * e->mr) *
+                                      (size_t)cols * 4);
+        l.shared_bytes = l.h_bytes + l.y_bytes +
+                         fb_packed_round64((size_t)chunks * sizeof(int));
+    }
     return l;
 }
 
@@ -200,7 +227,7 @@ static size_t workspace(const fb_bf16_engine *e, const fb_mlp_problem *p,
 {
     const layout l = layout_of(e, p, threads);
     return l.bias_bytes + l.x_bytes +
-           (packed ? 0 : 2 * l.w_bytes + l.d_bytes) +
+           (packed ? 0 : 2 * l.w_bytes + l.d_bytes) + l.shared_bytes +
            l.per_thread * (size_t)l.threads;
 }
 
@@ -258,7 +285,8 @@ static void pack(const fb_bf16_engine *en, const fb_mlp_problem *p,
 static int applies(const fb_bf16_engine *en, const fb_cpu_call *c,
                    const fb_mlp_problem *p)
 {
-    if (p->dtype != FB_DTYPE_BF16 || p->m <= MIN_ROWS || p->k <= 0 ||
+    if (p->dtype != FB_DTYPE_BF16 ||
+        (en->block_rows == NULL && p->m <= MIN_ROWS) || p->k <= 0 ||
         p->h <= 0 || !en->available())
         return 0;
     /* A plan being made (no X yet): X is judged at each call, the weights
@@ -284,6 +312,85 @@ static int applies(const fb_bf16_engine *en, const fb_cpu_call *c,
                  "(Wu), %d (Wd): the bf16 products could flush; another "
                  "implementation instead", en->name, ex, e[0], e[1], e[2]);
     return 0;
+}
+
+/* The hidden-split form, for few rows (AMX, more than one thread): all
+ * rows at once, the threads splitting the weights instead of the rows, so
+ * that each weight is read once. Each thread takes a share of the hidden
+ * chunks: G and U, the gate, H (bf16, into one H for all) and the chunk's
+ * smallest exponent field. Then each takes a share of Wd's panels (rows of
+ * Y) and runs every chunk in order on them, as the row blocks do: the same
+ * sums in the same order, so the same bits. */
+static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
+                        const layout *l, char *shared, char *thread_ws)
+{
+    const fb_bf16_engine *e = pk->e;
+    const int64_t m = p->m, cols = l->xpanels * e->nr;
+    const int64_t chunks = (p->h + HC - 1) / HC;
+    const int64_t hstride = 2 * l->hp, ldy = l->dpanels * e->mr;
+    uint16_t *hall = (uint16_t *)shared;
+    float *yacc = (float *)(shared + l->h_bytes);
+    int *fields = (int *)(shared + l->h_bytes + l->y_bytes);
+    int64_t slow = 0;
+#pragma omp parallel num_threads(l->threads)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        float *g = (float *)(thread_ws + l->per_thread * (size_t)tid);
+        float *u = (float *)((char *)g + l->acc_bytes);
+        for (int64_t c = chunks * tid / nt; c < chunks * (tid + 1) / nt;
+             c++) {
+            const int64_t h0 = c * HC;
+            const int64_t hc = p->h - h0 < HC ? p->h - h0 : HC;
+            const int64_t na = (hc + e->mr - 1) / e->mr, q0 = h0 / e->mr;
+            e->block(pk->wg + q0 * pk->wstride, pk->wstride, na, pk->x,
+                     pk->xstride, l->xpanels, l->kp, 1.0f, 0, g, HC);
+            e->block(pk->wu + q0 * pk->wstride, pk->wstride, na, pk->x,
+                     pk->xstride, l->xpanels, l->kp, 1.0f, 0, u, HC);
+            const int64_t width = 2 * fb_bf16_pairs(e, hc);
+            int eh = 255;
+            for (int64_t t = 0; t < m; t++) {
+                const int f = fb_bf16_gate_store(
+                    g + t * HC, u + t * HC, pk->bg ? pk->bg + h0 : NULL,
+                    pk->bu ? pk->bu + h0 : NULL, hc, width, p->gate_act,
+                    hall + t * hstride + h0);
+                eh = f < eh ? f : eh;
+            }
+            for (int64_t t = m; t < cols; t++)
+                memset(hall + t * hstride + h0, 0, (size_t)width * 2);
+            fields[c] = eh;
+        }
+#pragma omp barrier
+        const int64_t d0 = l->dpanels * tid / nt;
+        const int64_t d1 = l->dpanels * (tid + 1) / nt;
+        const int64_t j0 = d0 * e->mr;
+        const int64_t j1 = d1 * e->mr < p->n ? d1 * e->mr : p->n;
+        for (int64_t c = 0; c < chunks && d1 > d0; c++) {
+            const int64_t h0 = c * HC;
+            const int64_t hc = p->h - h0 < HC ? p->h - h0 : HC;
+            if (!fb_bf16_products_exact(fields[c], pk->emin_wd)) {
+                down_f32(p, hall + h0, hstride, h0, hc, m, j0, j1, yacc,
+                         ldy);
+                continue;
+            }
+            e->block_rows(pk->wd + d0 * pk->dstride + (h0 / 2) * 2 * e->mr,
+                          pk->dstride, d1 - d0, hall + h0, hstride,
+                          l->xpanels, fb_bf16_pairs(e, hc), 1.0f, c > 0,
+                          yacc + j0, ldy);
+        }
+        for (int64_t t = 0; t < m && j1 > j0; t++) {
+            uint16_t *out = (uint16_t *)p->y + t * p->ldy + j0;
+            const float *y = yacc + t * ldy + j0;
+            if (pk->bd != NULL)
+                fb_bf16_bias_act_store(y, pk->bd + j0, 0.0f, j1 - j0,
+                                       FB_ACT_NONE, out);
+            else
+                fb_bf16_from_f32(y, out, j1 - j0);
+        }
+    }
+    /* The chunks whose down projection ran in fp32. */
+    for (int64_t c = 0; c < chunks; c++)
+        slow += !fb_bf16_products_exact(fields[c], pk->emin_wd);
+    return slow;
 }
 
 static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
@@ -314,7 +421,8 @@ static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
     uint16_t *wgq = (uint16_t *)wbase;
     uint16_t *wuq = (uint16_t *)(wbase + l.w_bytes);
     uint16_t *wdq = (uint16_t *)(wbase + 2 * l.w_bytes);
-    char *thread_ws = packed ? cur : cur + 2 * l.w_bytes + l.d_bytes;
+    char *shared = packed ? cur : cur + 2 * l.w_bytes + l.d_bytes;
+    char *thread_ws = shared + l.shared_bytes;
     pk.x = xq, pk.wg = wgq, pk.wu = wuq, pk.wd = wdq;
     const fb_bf16_operand xop = {p->x, p->ldx, 1};
     int ed = 255;
@@ -334,6 +442,16 @@ static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
         }
     }
     pk.emin_wd = packed ? ((const int *)c->packed)[2] : ed;
+    if (l.wide) {
+        slow = run_wide(p, &pk, &l, shared, thread_ws);
+        char note[48] = "";
+        if (slow > 0)
+            snprintf(note, sizeof note, "/fp32-down-chunks=%lld",
+                     (long long)slow);
+        snprintf(path, len, "%s/mlp-wide/rows=%lld/hc=%d/threads=%d%s",
+                 e->name, (long long)(l.xpanels * e->nr), HC, t, note);
+        return FB_STATUS_SUCCESS;
+    }
 
 #pragma omp parallel num_threads(t) if (t > 1) reduction(+ : slow)
     {
