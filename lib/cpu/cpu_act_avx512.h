@@ -140,5 +140,39 @@ FB_AVX512_INLINE __m512 fb_zmm_act(__m512 x, fb_activation act)
     return x;
 }
 
+/* The lanes live of a run of n from i: all 16, or the tail's. */
+FB_AVX512_INLINE __mmask16 fb_zmm_live(int64_t n, int64_t i)
+{
+    return n - i >= 16 ? (__mmask16)0xffffu
+                       : (__mmask16)((1u << (n - i)) - 1u);
+}
+
+/* act(x[i..] + (bias ? bias[i..] : bv)) on the live lanes. */
+FB_AVX512_INLINE __m512 fb_zmm_bias_act_at(const float *x, const float *bias,
+                                           __m512 bv, int64_t i,
+                                           __mmask16 live, fb_activation act)
+{
+    const __m512 add =
+        bias != NULL ? _mm512_maskz_loadu_ps(live, bias + i) : bv;
+    return fb_zmm_act(
+        _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add), act);
+}
+
+/* act(g[i..] + bg[i..]) * (u[i..] + bu[i..]) on the live lanes, a NULL
+ * bias adding nothing. */
+FB_AVX512_INLINE __m512 fb_zmm_gate_at(const float *g, const float *u,
+                                       const float *bg, const float *bu,
+                                       int64_t i, __mmask16 live,
+                                       fb_activation act)
+{
+    __m512 gv = _mm512_maskz_loadu_ps(live, g + i);
+    __m512 uv = _mm512_maskz_loadu_ps(live, u + i);
+    if (bg != NULL)
+        gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(live, bg + i));
+    if (bu != NULL)
+        uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(live, bu + i));
+    return _mm512_mul_ps(fb_zmm_act(gv, act), uv);
+}
+
 #endif /* x86-64 GCC or Clang */
 #endif /* FB_CPU_ACT_AVX512_H */

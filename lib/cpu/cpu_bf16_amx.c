@@ -91,23 +91,26 @@ FB_AMX_TARGET static void configure(void)
 }
 
 /* acc columns [0, 32) (two B panels at b0, b1: runs of 16 pairs brun
- * bf16 apart, rows bld bytes apart) by rows [0, 32) (the A panel at a)
- * <- (load ? acc : 0) + kb runs of 16 pairs. */
-FB_AMX_TARGET static void tiles_2x2(const uint16_t *a, const uint16_t *b0,
-                                    const uint16_t *b1, int64_t brun,
-                                    size_t bld, int64_t kb, float *c,
-                                    int64_t ldc, int load)
+ * bf16 apart, rows bld bytes apart), or [0, 16) where b1 is NULL, by rows
+ * [0, 32) (the A panel at a) <- (load ? acc : 0) + kb runs of 16 pairs.
+ * Tiles 0-3 accumulate, 4-5 hold B's rows, 6-7 A's pairs. */
+FB_AMX_TARGET static void tiles(const uint16_t *a, const uint16_t *b0,
+                                const uint16_t *b1, int64_t brun, size_t bld,
+                                int64_t kb, float *c, int64_t ldc, int load)
 {
     const size_t cs = (size_t)ldc * 4;
     float *c1 = c + 16 * ldc;
     if (load) {
         _tile_loadd(0, c, cs);
         _tile_loadd(1, c + 16, cs);
-        _tile_loadd(2, c1, cs);
-        _tile_loadd(3, c1 + 16, cs);
     } else {
         _tile_zero(0);
         _tile_zero(1);
+    }
+    if (b1 != NULL && load) {
+        _tile_loadd(2, c1, cs);
+        _tile_loadd(3, c1 + 16, cs);
+    } else if (b1 != NULL) {
         _tile_zero(2);
         _tile_zero(3);
     }
@@ -117,38 +120,18 @@ FB_AMX_TARGET static void tiles_2x2(const uint16_t *a, const uint16_t *b0,
         _tile_loadd(7, a + q * 1024 + 32, 128);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
+        if (b1 == NULL)
+            continue;
         _tile_loadd(5, b1 + q * brun, bld);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
     _tile_stored(0, c, cs);
     _tile_stored(1, c + 16, cs);
-    _tile_stored(2, c1, cs);
-    _tile_stored(3, c1 + 16, cs);
-}
-
-/* The same for one B panel: acc columns [0, 16). */
-FB_AMX_TARGET static void tiles_1x2(const uint16_t *a, const uint16_t *b0,
-                                    int64_t brun, size_t bld, int64_t kb,
-                                    float *c, int64_t ldc, int load)
-{
-    const size_t cs = (size_t)ldc * 4;
-    if (load) {
-        _tile_loadd(0, c, cs);
-        _tile_loadd(1, c + 16, cs);
-    } else {
-        _tile_zero(0);
-        _tile_zero(1);
+    if (b1 != NULL) {
+        _tile_stored(2, c1, cs);
+        _tile_stored(3, c1 + 16, cs);
     }
-    for (int64_t q = 0; q < kb; q++) {
-        _tile_loadd(4, b0 + q * brun, bld);
-        _tile_loadd(6, a + q * 1024, 128);
-        _tile_loadd(7, a + q * 1024 + 32, 128);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-    }
-    _tile_stored(0, c, cs);
-    _tile_stored(1, c + 16, cs);
 }
 
 /* acc's rows [0, rows) of columns [0, cols) times alpha. */
@@ -185,12 +168,8 @@ FB_AMX_TARGET static void block_on(const uint16_t *a, int64_t astride,
             float *cj = acc + jb * 16 * ldacc;
             for (int64_t ia = 0; ia < na; ia++) {
                 const uint16_t *ai = a + ia * astride + r0 * 1024;
-                if (jb + 1 < nb)
-                    tiles_2x2(ai, b0, b0 + bstride, brun, bld, rc,
-                              cj + ia * 32, ldacc, load);
-                else
-                    tiles_1x2(ai, b0, brun, bld, rc, cj + ia * 32, ldacc,
-                              load);
+                tiles(ai, b0, jb + 1 < nb ? b0 + bstride : NULL, brun, bld,
+                      rc, cj + ia * 32, ldacc, load);
             }
         }
     }

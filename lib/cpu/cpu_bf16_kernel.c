@@ -439,14 +439,11 @@ void bias_act_store_loop(const float *x, const float *bias, float b, int64_t n,
 {
     const __m512 bv = _mm512_set1_ps(b);
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
-                                           : (__mmask16)((1u << (n - i)) - 1u);
-        const __m512 add = bias != NULL ? _mm512_maskz_loadu_ps(live, bias + i)
-                                        : bv;
-        const __m512 v =
-            _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add);
+        const __mmask16 live = fb_zmm_live(n, i);
         _mm256_mask_storeu_epi16(
-            dst + i, live, round_bf16(_mm512_castps_si512(fb_zmm_act(v, act))));
+            dst + i, live,
+            round_bf16(_mm512_castps_si512(
+                fb_zmm_bias_act_at(x, bias, bv, i, live, act))));
     }
 }
 
@@ -465,16 +462,9 @@ __m256i gate_store_loop(const float *g, const float *u, const float *bg,
                         uint16_t *h, __m256i emin)
 {
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
-                                           : (__mmask16)((1u << (n - i)) - 1u);
-        __m512 gv = _mm512_maskz_loadu_ps(live, g + i);
-        __m512 uv = _mm512_maskz_loadu_ps(live, u + i);
-        if (bg != NULL)
-            gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(live, bg + i));
-        if (bu != NULL)
-            uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(live, bu + i));
+        const __mmask16 live = fb_zmm_live(n, i);
         const __m256i r = round_bf16(_mm512_castps_si512(
-            _mm512_mul_ps(fb_zmm_act(gv, act), uv)));
+            fb_zmm_gate_at(g, u, bg, bu, i, live, act)));
         _mm256_mask_storeu_epi16(h + i, live, r);
         /* The smallest exponent field of the non-zero live results. */
         const __mmask16 nz =

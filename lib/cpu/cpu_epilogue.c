@@ -241,12 +241,9 @@ FB_AVX512_INLINE void zmm_bias_act_loop(const float *x, float *dst,
 {
     const __m512 bv = _mm512_set1_ps(b);
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
-                                           : (__mmask16)((1u << (n - i)) - 1u);
-        const __m512 add = bias != NULL ? _mm512_maskz_loadu_ps(live, bias + i)
-                                        : bv;
-        const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add);
-        _mm512_mask_storeu_ps(dst + i, live, fb_zmm_act(v, act));
+        const __mmask16 live = fb_zmm_live(n, i);
+        _mm512_mask_storeu_ps(dst + i, live,
+                              fb_zmm_bias_act_at(x, bias, bv, i, live, act));
     }
 }
 
@@ -256,16 +253,9 @@ FB_AVX512_INLINE void zmm_gate_loop(float *g, const float *u, const float *bg,
                                     fb_activation act)
 {
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 live = n - i >= 16 ? (__mmask16)0xffffu
-                                           : (__mmask16)((1u << (n - i)) - 1u);
-        __m512 gv = _mm512_maskz_loadu_ps(live, g + i);
-        __m512 uv = _mm512_maskz_loadu_ps(live, u + i);
-        if (bg != NULL)
-            gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(live, bg + i));
-        if (bu != NULL)
-            uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(live, bu + i));
+        const __mmask16 live = fb_zmm_live(n, i);
         _mm512_mask_storeu_ps(g + i, live,
-                              _mm512_mul_ps(fb_zmm_act(gv, act), uv));
+                              fb_zmm_gate_at(g, u, bg, bu, i, live, act));
     }
 }
 
