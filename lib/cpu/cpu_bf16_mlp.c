@@ -7,20 +7,23 @@
  *
  *   H = act_g(X Wg^T + bg) .* (X Wu^T + bu),   Y = H Wd^T + bd
  *
- * Where the gate or up projection could meet VDPBF16PS's flushing
- * (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a denormal,
- * the call is not this driver's: applies() finds it from the smallest
- * exponent fields before any work, and the next implementation runs it.
- * All three weights (unless a plan packed them already) and X are packed
- * once, k-pair interleaved, by all threads together. Threads then take
- * blocks of at most 8 panels of X (96 or 128 rows) from a queue (cpu_packed_blocking.h). For
- * one row block and one chunk of the hidden width (256):
- *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, 96 KiB each, in L2
- *   H = act_g(G + bg) .* (U + bu)            in place, while in cache
- *   H rounded to bf16 (as a framework that stores H does) and packed
- *   Y_b^T += Wd_c H^T                        fp32 accumulators, n x 96
+ * Where the gate or up projection could meet the bf16 instructions'
+ * flushing (fb_bf16_products_exact on X and Wg, X and Wu), or Wd holds a
+ * denormal, the call is not this driver's: applies() finds it from the
+ * smallest exponent fields before any work, and the next implementation
+ * runs it. All three weights (unless a plan packed them already) and X
+ * are packed once, k-pair interleaved, by all threads together. Threads
+ * then take blocks of at most 8 panels of X (96 or 128 rows) from a queue
+ * (cpu_packed_blocking.h). For one row block and one chunk of the hidden
+ * width (256):
+ *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, in L2
+ *   H = act_g(G + bg) .* (U + bu)            rounded to bf16 (as a
+ *                                            framework that stores H does)
+ *   Y_b^T += Wd_c H^T                        fp32 accumulators, n x rows
  * and when the chunks are done, Y_b = Y_b + bd, rounded to bf16 on the
- * store. Each row block streams the packed weights from L3 once.
+ * store. Each row block streams the packed weights from L3 once. On AMX,
+ * with 256 rows or fewer, the threads split the weights instead of the
+ * rows (run_wide), so that each weight is read once.
  *
  * H is only known chunk by chunk: a chunk whose H is too small for the
  * kernel against Wd (a gate far in its negative tail: silu(-80) is about
