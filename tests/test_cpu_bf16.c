@@ -147,7 +147,8 @@ static void amx_switch(const target *cpu)
                       &amx_off);
 }
 
-/* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
+/* (m, k, h, n) around the 12-row panels and 96-row blocks of X (AMX: 16
+ * rows, the hidden-split form up to 256 rows, blocks of 512 beyond), the
  * 32-row panels and 256-wide chunks of the hidden width, the 768-deep k
  * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
 static void mlp_sweep(const target *cpu, int want_kernel)
@@ -155,7 +156,7 @@ static void mlp_sweep(const target *cpu, int want_kernel)
     static const int64_t mlp_shapes[][4] = {
         {33, 13, 45, 23},  {36, 2, 32, 32},    {97, 37, 257, 61},
         {200, 64, 300, 33}, {40, 1025, 70, 40}, {193, 100, 513, 97},
-        {45, 7, 1, 3}};
+        {45, 7, 1, 3},     {601, 40, 300, 33}};
     packed_mlp_sweep(cpu, FB_DTYPE_BF16, mlp_shapes,
                      (int)(sizeof mlp_shapes / sizeof mlp_shapes[0]),
                      mlp_prefix, want_kernel);

@@ -66,9 +66,8 @@ FB_AVX512_INLINE __m512 fb_zmm_zero_at_minus_inf(__m512 x, __m512 y)
 
 /* x / (1 + exp(w)): x sigmoid(-w), overflow-safe; -0 at x = -Inf. Below
  * w = -30, 1 + exp(w) rounds to 1: w is raised to -30 there, so that
- * exp never makes a denormal (each of which costs a microcode assist,
- * ~100 cycles, on Intel cores: a large positive x, the usual case after
- * a GEMM, took 2.5 ns an element). */
+ * exp never makes a denormal (each costs a microcode assist on Intel
+ * cores, and a large positive x is common after a GEMM). */
 FB_AVX512_INLINE __m512 fb_zmm_x_over_1p_exp(__m512 x, __m512 w)
 {
     w = _mm512_max_ps(_mm512_set1_ps(-30.0f), w);

@@ -13,9 +13,9 @@
  * smallest exponent fields before any work, and the next implementation
  * runs it. All three weights (unless a plan packed them already) and X
  * are packed once, k-pair interleaved, by all threads together. Threads
- * then take blocks of at most 8 panels of X (96 or 128 rows) from a queue
- * (cpu_packed_blocking.h). For one row block and one chunk of the hidden
- * width (256):
+ * then take blocks of X's rows (at most 96 on AVX512-BF16, 512 on AMX)
+ * from a queue (cpu_packed_blocking.h). For one row block and one chunk of
+ * the hidden width (256):
  *   G^T = Wg_c X_b^T, U^T = Wu_c X_b^T       fp32, in L2
  *   H = act_g(G + bg) .* (U + bu)            rounded to bf16 (as a
  *                                            framework that stores H does)
@@ -42,9 +42,15 @@
 #include "cpu_packed_blocking.h"
 #include "log.h"
 
-/* Rows per block (in panels of X: the engine's nr rows) and hidden
- * columns per chunk (256: whole panels of Wg and Wu, 32 rows each). */
-#define ROW_PANELS 8
+/* Rows per block, in panels of X (the engine's nr rows): 8 (96 rows) on
+ * AVX512-BF16; 32 (512 rows) on AMX, whose blocks are fast enough that
+ * streaming the weights once per block is what costs (docs/cpu-kernels.md
+ * has the measurements). Hidden columns per chunk: 256, whole panels of
+ * Wg and Wu (32 rows each). */
+static int row_panels(const fb_bf16_engine *e)
+{
+    return e->block_rows != NULL ? 32 : 8;
+}
 #define HC 256
 
 typedef struct mlp_packed {
@@ -62,7 +68,7 @@ typedef struct mlp_scratch {
     float *g, *u;     /* HC x mb, ld HC */
     float *y;         /* dpanels * 32 x mb, ld dpanels * 32 */
     uint16_t *h;      /* mb rows of HC bf16 */
-    uint16_t *hpack;  /* the packed H: ROW_PANELS panels */
+    uint16_t *hpack;  /* the packed H: a block's panels */
 } mlp_scratch;
 
 /* y's rows [j0, j1) (column t: token t, ldy) (+)= Wd[j0 .. j1, h0 .. h0 +
@@ -152,9 +158,8 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
 
 /* Rows of X the decode kernel takes first (cpu_small_m_mlp.c); fewer are
  * not the AVX512-BF16 engine's. AMX takes any number when forced by name
- * (the decode kernel comes first in the table): with weights packed once,
- * on the AMX Xeon, it ran 16 rows of 4096 -> 11008 -> 4096 in 10.5 ms
- * against the decode kernel's 21.4 (docs/cpu-kernels.md). */
+ * (the decode kernel comes first in the table; docs/cpu-kernels.md has
+ * AMX at decode sizes). */
 #define MIN_ROWS 16
 
 /* The call's sizes: the biases in fp32, packed X, packed Wg, Wu and Wd,
@@ -178,7 +183,7 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
                         int threads)
 {
     layout l;
-    l.mb = ROW_PANELS * e->nr;
+    l.mb = row_panels(e) * e->nr;
     l.kp = fb_bf16_pairs(e, p->k), l.hp = fb_bf16_pairs(e, p->h);
     l.xpanels = (p->m + e->nr - 1) / e->nr;
     l.wpanels = (p->h + e->mr - 1) / e->mr;
@@ -186,7 +191,7 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
     l.wide = e->block_rows != NULL && threads > 1 && p->m <= WIDE_ROWS;
     /* Fewer rows per block when there are too few for every thread. */
     l.threads = threads;
-    l.queue = fb_row_queue_make(l.xpanels, ROW_PANELS, &l.threads);
+    l.queue = fb_row_queue_make(l.xpanels, row_panels(e), &l.threads);
     if (l.wide)
         l.threads = threads;
     const int64_t xstride = fb_bf16_panel_elems(l.kp, e->nr);
