@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_bf16_kernel.h"
+#include "cpu_epilogue.h"
 #include "cpu_small_m.h"
 #include "env.h"
 
@@ -423,16 +424,6 @@ FB_BF16_TARGET void fb_bf16_from_f32(const float *src, uint16_t *dst,
     }
 }
 
-/* The activation as cpu_epilogue.c's AVX-512 loops compute it. */
-#define FB_BF16_FOR_EACH_ACT(act, CALL)                                        \
-    switch (act) {                                                             \
-    case FB_ACT_NONE: CALL(FB_ACT_NONE); break;                                \
-    case FB_ACT_RELU: CALL(FB_ACT_RELU); break;                                \
-    case FB_ACT_GELU_TANH: CALL(FB_ACT_GELU_TANH); break;                      \
-    case FB_ACT_GELU_ERF: CALL(FB_ACT_GELU_ERF); break;                        \
-    case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
-    }
-
 static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16")))
 void bias_act_store_loop(const float *x, const float *bias, float b, int64_t n,
                          fb_activation act, uint16_t *dst)
@@ -452,7 +443,7 @@ FB_BF16_TARGET void fb_bf16_bias_act_store(const float *x, const float *bias,
                                            fb_activation act, uint16_t *dst)
 {
 #define CALL(A) bias_act_store_loop(x, bias, b, n, A, dst)
-    FB_BF16_FOR_EACH_ACT(act, CALL)
+    FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
 }
 
@@ -493,7 +484,7 @@ FB_BF16_TARGET int fb_bf16_gate_store(const float *g, const float *u,
         }
     } else {
 #define CALL(A) emin = gate_store_loop(g, u, bg, bu, n, A, h, emin)
-        FB_BF16_FOR_EACH_ACT(act, CALL)
+        FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
     }
     if (npad > n)

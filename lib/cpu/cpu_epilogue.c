@@ -170,14 +170,6 @@ FB_INLINE void loop_gate_nobias(float *g, const float *u, int64_t n,
 #define FB_CLONES
 #endif
 
-#define FB_FOR_EACH_ACT(act, CALL)                                             \
-    switch (act) {                                                             \
-    case FB_ACT_NONE: CALL(FB_ACT_NONE); break;                                \
-    case FB_ACT_RELU: CALL(FB_ACT_RELU); break;                                \
-    case FB_ACT_GELU_TANH: CALL(FB_ACT_GELU_TANH); break;                      \
-    case FB_ACT_GELU_ERF: CALL(FB_ACT_GELU_ERF); break;                        \
-    case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
-    }
 
 FB_CLONES static void bias_act_clones(float *x, const float *bias, int64_t n,
                      fb_activation act)

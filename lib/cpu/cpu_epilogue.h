@@ -8,6 +8,17 @@
 #include <stdint.h>
 #include "fusedblas.h"
 
+/* CALL(A) with the activation A a constant, so that each loop it names is
+ * compiled once per activation, the switch outside it. */
+#define FB_FOR_EACH_ACT(act, CALL)                                             \
+    switch (act) {                                                             \
+    case FB_ACT_NONE: CALL(FB_ACT_NONE); break;                                \
+    case FB_ACT_RELU: CALL(FB_ACT_RELU); break;                                \
+    case FB_ACT_GELU_TANH: CALL(FB_ACT_GELU_TANH); break;                      \
+    case FB_ACT_GELU_ERF: CALL(FB_ACT_GELU_ERF); break;                        \
+    case FB_ACT_SILU: CALL(FB_ACT_SILU); break;                                \
+    }
+
 /* x[i] = act(x[i] + bias[i]) for i < n; bias may be NULL. */
 void fb_cpu_bias_act(float *x, const float *bias, int64_t n,
                      fb_activation act);
