@@ -21,7 +21,9 @@
  *    edges, every gate and bias pattern; the same shapes under
  *    FUSEDBLAS_CPU_SGEMM=openblas on OpenBLAS's path (which auto no
  *    longer takes where AVX-512F runs); and auto, with k and h past the
- *    small-k kernel's, on the kernel.
+ *    small-k kernel's, on the kernel;
+ *  - the MLP's two forms (row blocks; the threads splitting the hidden
+ *    width) give the same bits: one thread against two.
  * On a CPU without AVX-512F (valgrind's too) the program skips.
  */
 #define _GNU_SOURCE /* setenv */
@@ -62,11 +64,13 @@ static void env_switch(const target *cpu)
 
 /* (m, k, h, n) around the 12-row panels and 96-row blocks of X, the
  * 32-row panels and 256-wide chunks of the hidden width, the 384-deep k
- * chunks, odd k and h. m > 32 (up to there, the decode kernel's). */
+ * chunks, odd k and h; with two threads, up to 256 rows in the
+ * hidden-split form, 301 rows in row blocks. m > 32 (up to there, the
+ * decode kernel's). */
 static const int64_t mlp_shapes[][4] = {
     {33, 13, 45, 23},   {36, 2, 32, 32},   {97, 37, 257, 61},
     {200, 64, 300, 33}, {40, 385, 70, 40}, {193, 100, 513, 97},
-    {45, 7, 1, 3}};
+    {45, 7, 1, 3},      {301, 40, 300, 33}};
 #define N_MLP_SHAPES ((int)(sizeof mlp_shapes / sizeof mlp_shapes[0]))
 
 /* The kernel as forced by the program, OpenBLAS's path when asked for,
@@ -95,6 +99,72 @@ static void mlp_sweep(const target *cpu)
     tap_rerun("mlp-auto", unset, 300);
 }
 
+/* One MLP on a handle of `threads` threads: its Y (a copy the caller
+ * frees) and the path that ran. */
+static unsigned char *mlp_on_threads(const mlp_data *d, int threads,
+                                     char *path, size_t len)
+{
+    fb_handle h = NULL;
+    if (fb_create(&h) != FB_STATUS_SUCCESS ||
+        fb_set_backend(h, FB_BACKEND_CPU) != FB_STATUS_SUCCESS ||
+        fb_set_threads(h, threads) != FB_STATUS_SUCCESS)
+        tap_bail("a handle of %d threads", threads);
+    const mlp_case *c = &d->c;
+    tbuf y = d->Y;
+    y.img = malloc(y.bytes);
+    if (y.img == NULL)
+        tap_bail("out of memory");
+    memcpy(y.img, d->Y.img, y.bytes);
+    const fb_status st = mlp_geglu_forward(
+        h, c->dtype, c->act, c->m, c->k, c->h, c->n, tbuf_data(&d->X),
+        c->ldx, tbuf_data(&d->Wg),
+        (c->biases & MLP_BG) ? tbuf_data(&d->bg) : NULL, tbuf_data(&d->Wu),
+        (c->biases & MLP_BU) ? tbuf_data(&d->bu) : NULL, tbuf_data(&d->Wd),
+        (c->biases & MLP_BD) ? tbuf_data(&d->bd) : NULL, tbuf_data(&y),
+        c->ldy);
+    snprintf(path, len, "%s", st == FB_STATUS_SUCCESS
+                                  ? fb_handle_last_path(h)
+                                  : fb_status_string(st));
+    fb_destroy(h);
+    return y.img;
+}
+
+/* The hidden-split form (two threads: up to 256 rows, or packed weights
+ * of 64 MiB and more, 300 rows then in two groups) against row blocks
+ * (one thread): the same sums in the same order, so the same bits,
+ * guards included. Skipped with fewer than two threads (the form needs
+ * them). */
+static void mlp_forms_agree(void)
+{
+    static const int64_t form_shapes[][4] = {
+        {256, 600, 700, 50}, {33, 385, 513, 97}, {130, 64, 256, 40},
+        {97, 37, 257, 61},   {300, 2048, 4096, 40}};
+    for (int s = 0; s < 5; s++) {
+        const int64_t *sh = form_shapes[s];
+        mlp_case c = packed_mlp_case(FB_DTYPE_F32, sh[0], sh[1], sh[2], sh[3],
+                                     all_acts[s % N_ACTS], (unsigned)(s * 3 % 8),
+                                     s % 2);
+        mlp_data d;
+        mlp_data_make(&d, &c);
+        char one[160], two[160];
+        unsigned char *y1 = mlp_on_threads(&d, 1, one, sizeof one);
+        unsigned char *y2 = mlp_on_threads(&d, 2, two, sizeof two);
+        if (strstr(two, "/threads=2") == NULL)
+            tap_skip("m %lld: two threads did not run (%s)", (long long)sh[0],
+                     two);
+        else
+            tap_ok(strstr(one, "mlp-rows/") != NULL &&
+                       strstr(two, "mlp-wide/") != NULL &&
+                       memcmp(y1, y2, d.Y.bytes) == 0,
+                   "f32 MLP %lld,%lld,%lld,%lld: %s and %s give the same "
+                   "bits", (long long)sh[0], (long long)sh[1],
+                   (long long)sh[2], (long long)sh[3], one, two);
+        free(y1);
+        free(y2);
+        mlp_data_free(&d);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *phase = tap_child_init(argc, argv);
@@ -118,6 +188,7 @@ int main(int argc, char **argv)
     packed_special_inputs(&cpu, FB_DTYPE_F32, &paths);
     env_switch(&cpu);
     mlp_sweep(&cpu);
+    mlp_forms_agree();
     fb_destroy(cpu.handle);
     return tap_end();
 }

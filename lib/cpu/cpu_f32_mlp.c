@@ -19,6 +19,13 @@
  * and when the chunks are done, Y_b = Y_b + bd, stored. H is never
  * written to memory in full; each row block streams the packed weights
  * from L3 once.
+ *
+ * With more than one thread, few rows or large weights (run_wide, where
+ * wide_form says), the threads split the weights instead, on groups of
+ * up to 264 rows: row blocks would be too few to share, or each would
+ * stream every weight again from memory.
+ * The sums are the row blocks' in the same order, so the bits are the
+ * same.
  */
 #include "config.h"
 #include <omp.h>
@@ -100,6 +107,26 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
 /* Rows of X the decode kernel takes first (cpu_small_m_mlp.c). */
 #define MIN_ROWS 16
 
+/* The hidden-split form (run_wide) runs with more than one thread where
+ * row blocks would be too few to share (up to WIDE_ROWS rows), or where
+ * the packed weights are so large (WIDE_BYTES or more) that streaming
+ * them again for every 96-row block costs more than the form's barriers,
+ * and each thread has two hidden chunks or more. It takes the rows in
+ * groups of at most GROUP_PANELS panels (264 rows), each streaming every
+ * weight once (docs/cpu-kernels.md). */
+#define WIDE_ROWS 256
+#define WIDE_BYTES ((size_t)64 << 20)
+#define GROUP_PANELS 22
+
+static int wide_form(const fb_mlp_problem *p, int threads,
+                     size_t weight_bytes)
+{
+    const int64_t chunks = (p->h + HC - 1) / HC;
+    return threads > 1 &&
+           (p->m <= WIDE_ROWS ||
+            (weight_bytes >= WIDE_BYTES && chunks >= 2 * threads));
+}
+
 static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
     return p->dtype == FB_DTYPE_F32 && p->m > MIN_ROWS && p->k > 0 &&
@@ -107,12 +134,17 @@ static int applies(const fb_cpu_call *c, const fb_mlp_problem *p)
 }
 
 /* The call's sizes: packed X, packed Wg, Wu and Wd, then per thread G,
- * U, H packed and Y's accumulators. */
+ * U, H packed and Y's accumulators; or for the hidden-split form, all of
+ * H packed and all of Y's accumulators, shared, and per thread G and U
+ * for every row. */
 typedef struct layout {
     int threads;
+    int wide;
     fb_row_queue queue;
     int64_t xpanels, wpanels, dpanels;
     size_t x_bytes, w_bytes, d_bytes, acc_bytes, y_bytes, per_thread;
+    size_t h_bytes, shared_bytes;
+    int64_t group_panels; /* wide: panels of X per group */
 } layout;
 
 static layout layout_of(const fb_mlp_problem *p, int threads)
@@ -133,6 +165,20 @@ static layout layout_of(const fb_mlp_problem *p, int threads)
     l.acc_bytes = (size_t)HC * MB * 4;
     l.y_bytes = (size_t)y_ld(l.dpanels) * MB * 4;
     l.per_thread = 3 * l.acc_bytes + l.y_bytes;
+    l.h_bytes = l.shared_bytes = 0;
+    l.wide = wide_form(p, threads, 2 * l.w_bytes + l.d_bytes);
+    if (l.wide) {
+        const int64_t groups = (l.xpanels + GROUP_PANELS - 1) / GROUP_PANELS;
+        l.group_panels = (l.xpanels + groups - 1) / groups;
+        const size_t cols = (size_t)(l.group_panels * FB_F32_NR);
+        l.threads = threads;
+        l.acc_bytes = fb_packed_round64((size_t)HC * cols * 4);
+        l.per_thread = 2 * l.acc_bytes;
+        l.h_bytes = fb_packed_round64(
+            (size_t)(l.group_panels * fb_f32_panel_elems(p->h, FB_F32_NR)) * 4);
+        l.y_bytes = fb_packed_round64((size_t)y_ld(l.dpanels) * cols * 4);
+        l.shared_bytes = l.h_bytes + l.y_bytes;
+    }
     return l;
 }
 
@@ -140,7 +186,7 @@ static size_t workspace(const fb_mlp_problem *p, int threads, int packed)
 {
     const layout l = layout_of(p, threads);
     return l.x_bytes + (packed ? 0 : 2 * l.w_bytes + l.d_bytes) +
-           l.per_thread * (size_t)l.threads;
+           l.shared_bytes + l.per_thread * (size_t)l.threads;
 }
 
 static size_t pack_bytes(const fb_mlp_problem *p)
@@ -180,6 +226,73 @@ static void pack(const fb_mlp_problem *p, int threads, void *dst)
     pack_share(p, &l, omp_get_thread_num(), omp_get_num_threads(), dst);
 }
 
+/* The hidden-split form, on groups of at most GROUP_PANELS panels of X
+ * in turn. Each thread takes a share of the hidden chunks (G and U, the
+ * gate, H packed into its depth range of every panel of the group's H),
+ * then a share of Wd's panels, on which it runs the whole depth of H: the
+ * same FMAs in the same order as the row blocks' chunk after chunk. */
+static void run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
+                     const layout *l, char *shared, char *thread_ws)
+{
+    const int64_t m = p->m, hid = p->h, ldy = y_ld(l->dpanels);
+    const int64_t chunks = (hid + HC - 1) / HC;
+    const int64_t hstride = fb_f32_panel_elems(hid, FB_F32_NR);
+    const int64_t gp = l->group_panels;
+    float *hall = (float *)shared;
+    float *yacc = (float *)(shared + l->h_bytes);
+#pragma omp parallel num_threads(l->threads)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        float *g = (float *)(thread_ws + l->per_thread * (size_t)tid);
+        float *u = (float *)((char *)g + l->acc_bytes);
+        const fb_f32_operand hop = {g, HC, 1};
+        const int64_t d0 = l->dpanels * tid / nt;
+        const int64_t d1 = l->dpanels * (tid + 1) / nt;
+        const int64_t j0 = d0 * FB_F32_MR;
+        const int64_t j1 = d1 * FB_F32_MR < p->n ? d1 * FB_F32_MR : p->n;
+        for (int64_t x0 = 0; x0 < l->xpanels; x0 += gp) {
+            const int64_t np = l->xpanels - x0 < gp ? l->xpanels - x0 : gp;
+            const int64_t r0 = x0 * FB_F32_NR;
+            const int64_t rows = m - r0 < np * FB_F32_NR ? m - r0
+                                                         : np * FB_F32_NR;
+            const float *xg = pk->x + x0 * pk->xstride;
+            for (int64_t c = chunks * tid / nt; c < chunks * (tid + 1) / nt;
+                 c++) {
+                const int64_t h0 = c * HC;
+                const int64_t hc = hid - h0 < HC ? hid - h0 : HC;
+                const int64_t na = (hc + FB_F32_MR - 1) / FB_F32_MR;
+                const int64_t q0 = h0 / FB_F32_MR;
+                fb_f32_block(pk->wg + q0 * pk->wstride, pk->wstride, na, xg,
+                             pk->xstride, np, p->k, 1.0f, 0, g, HC);
+                fb_f32_block(pk->wu + q0 * pk->wstride, pk->wstride, na, xg,
+                             pk->xstride, np, p->k, 1.0f, 0, u, HC);
+                for (int64_t t = 0; t < rows; t++)
+                    fb_cpu_gate(g + t * HC, u + t * HC,
+                                p->bg ? (const float *)p->bg + h0 : NULL,
+                                p->bu ? (const float *)p->bu + h0 : NULL,
+                                hc, p->gate_act);
+                for (int64_t q = 0; q < np; q++)
+                    fb_f32_pack(&hop, rows, hc, FB_F32_NR, q, q + 1,
+                                hall + q * hstride + h0 * FB_F32_NR);
+            }
+#pragma omp barrier
+            if (d1 > d0) {
+                fb_f32_block_ordered(pk->wd + d0 * pk->dstride, pk->dstride,
+                                     d1 - d0, hall, hstride, np, hid, 1.0f,
+                                     0, yacc + j0, ldy, 1);
+                for (int64_t t = 0; t < rows; t++)
+                    fb_cpu_bias_act_store(
+                        (float *)p->y + (r0 + t) * p->ldy + j0,
+                        yacc + t * ldy + j0,
+                        p->bd ? (const float *)p->bd + j0 : NULL, j1 - j0,
+                        FB_ACT_NONE);
+            }
+            /* The next group's H overwrites this one's. */
+#pragma omp barrier
+        }
+    }
+}
+
 static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
                      char *path, size_t len)
 {
@@ -198,23 +311,33 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     float *xq = (float *)cur;
     cur += l.x_bytes;
     char *w = packed ? (char *)c->packed : cur;
-    char *thread_ws = packed ? cur : cur + 2 * l.w_bytes + l.d_bytes;
+    char *shared = packed ? cur : cur + 2 * l.w_bytes + l.d_bytes;
+    char *thread_ws = shared + l.shared_bytes;
     pk.x = xq, pk.wg = (const float *)w;
     pk.wu = (const float *)(w + l.w_bytes);
     pk.wd = (const float *)(w + 2 * l.w_bytes);
     const fb_f32_operand xop = {p->x, p->ldx, 1};
 
+    /* X and, unless packed, the weights, by all threads together; then
+     * every thread may read every panel. */
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Each thread packs its share of X's panels and, unless packed,
-         * of the weights'; then every thread may read every panel. */
         const int64_t x0 = l.xpanels * tid / nt;
         fb_f32_pack(&xop, m, k, FB_F32_NR, x0, l.xpanels * (tid + 1) / nt,
                     xq + x0 * pk.xstride);
         if (!packed)
             pack_share(p, &l, tid, nt, w);
-#pragma omp barrier
+    }
+    if (l.wide) {
+        run_wide(p, &pk, &l, shared, thread_ws);
+        snprintf(path, len, "cpu/f32-avx512/mlp-wide/rows=%lld/hc=%d/threads=%d",
+                 (long long)(l.group_panels * FB_F32_NR), HC, t);
+        return FB_STATUS_SUCCESS;
+    }
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num();
         char *mine = thread_ws + l.per_thread * (size_t)tid;
         mlp_scratch s;
         s.g = (float *)mine;

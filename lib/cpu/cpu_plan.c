@@ -245,10 +245,12 @@ fb_status fb_cpu_plan_create(fb_handle h, const fb_gemm_problem *g,
         used[i] = 1;
         const int64_t lo = s > 0 ? pl->segs.hi[s - 1] + 1 : 1;
         const int64_t hi = pl->segs.hi[s];
-        /* Every m of the short segments (the decode kernels' sizes move
-         * with m and the threads), the ends of the long ones. */
-        for (int64_t m = lo; m <= hi; m = m < lo + 64 || m == hi - 1 ? m + 1
-                                                                     : hi - 1) {
+        /* Every m of a segment's first 1024, where sizes move with m
+         * and not always up (the decode kernels' geometry, the MLPs'
+         * hidden-split forms up to 256 rows), then its last two. */
+        for (int64_t m = lo; m <= hi; m = m < lo + 1024 || m == hi - 1
+                                              ? m + 1
+                                              : hi - 1) {
             const size_t b = workspace_at(h, pl, i, m);
             ws = b > ws ? b : ws;
             if (m == hi)
