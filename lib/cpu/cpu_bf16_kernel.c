@@ -448,29 +448,33 @@ FB_BF16_TARGET void fb_bf16_bias_act_store(const float *x, const float *bias,
 }
 
 static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16")))
-__m256i gate_store_loop(const float *g, const float *u, const float *bg,
-                        const float *bu, int64_t n, fb_activation act,
-                        uint16_t *h, __m256i emin)
+__m256i gate_store_loop(const float *g, const float *u, int64_t ldgu,
+                        const float *bg, const float *bu, int64_t n,
+                        int64_t rows, fb_activation act, uint16_t *h,
+                        int64_t ldh, __m256i emin)
 {
-    for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 live = fb_zmm_live(n, i);
-        const __m256i r = round_bf16(_mm512_castps_si512(
-            fb_zmm_gate_at(g, u, bg, bu, i, live, act)));
-        _mm256_mask_storeu_epi16(h + i, live, r);
-        /* The smallest exponent field of the non-zero live results. */
-        const __mmask16 nz =
-            _mm256_mask_test_epi16_mask(live, r, _mm256_set1_epi16(0x7fff));
-        const __m256i field = _mm256_and_si256(_mm256_srli_epi16(r, 7),
-                                               _mm256_set1_epi16(0xff));
-        emin = _mm256_mask_min_epu16(emin, nz, emin, field);
-    }
+    for (int64_t t = 0; t < rows; t++)
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 live = fb_zmm_live(n, i);
+            const __m256i r = round_bf16(_mm512_castps_si512(fb_zmm_gate_at(
+                g + t * ldgu, u + t * ldgu, bg, bu, i, live, act)));
+            _mm256_mask_storeu_epi16(h + t * ldh + i, live, r);
+            /* The smallest exponent field of the non-zero live results. */
+            const __mmask16 nz = _mm256_mask_test_epi16_mask(
+                live, r, _mm256_set1_epi16(0x7fff));
+            const __m256i field = _mm256_and_si256(
+                _mm256_srli_epi16(r, 7), _mm256_set1_epi16(0xff));
+            emin = _mm256_mask_min_epu16(emin, nz, emin, field);
+        }
     return emin;
 }
 
 FB_BF16_TARGET int fb_bf16_gate_store(const float *g, const float *u,
-                                      const float *bg, const float *bu,
-                                      int64_t n, int64_t npad,
-                                      fb_activation act, uint16_t *h)
+                                      int64_t ldgu, const float *bg,
+                                      const float *bu, int64_t n,
+                                      int64_t npad, int64_t rows,
+                                      fb_activation act, uint16_t *h,
+                                      int64_t ldh)
 {
     /* fb_cpu_gate reads one missing bias of two as zeros. */
     static const float zeros[16] = {0};
@@ -478,17 +482,20 @@ FB_BF16_TARGET int fb_bf16_gate_store(const float *g, const float *u,
     if ((bg == NULL) != (bu == NULL)) {
         for (int64_t i = 0; i < n; i += 16) {
             const int64_t c = n - i < 16 ? n - i : 16;
-            int e = fb_bf16_gate_store(g + i, u + i, bg ? bg + i : zeros,
-                                       bu ? bu + i : zeros, c, c, act, h + i);
+            int e = fb_bf16_gate_store(g + i, u + i, ldgu, bg ? bg + i : zeros,
+                                       bu ? bu + i : zeros, c, c, rows, act,
+                                       h + i, ldh);
             emin = _mm256_min_epu16(emin, _mm256_set1_epi16((short)e));
         }
     } else {
-#define CALL(A) emin = gate_store_loop(g, u, bg, bu, n, A, h, emin)
+#define CALL(A)                                                              \
+    emin = gate_store_loop(g, u, ldgu, bg, bu, n, rows, A, h, ldh, emin)
         FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
     }
     if (npad > n)
-        memset(h + n, 0, (size_t)(npad - n) * sizeof *h);
+        for (int64_t t = 0; t < rows; t++)
+            memset(h + t * ldh + n, 0, (size_t)(npad - n) * sizeof *h);
     uint16_t lanes[16];
     _mm256_storeu_si256((__m256i *)lanes, emin);
     int e = 255;
@@ -535,12 +542,13 @@ void fb_bf16_bias_act_store(const float *x, const float *bias, float b,
     (void)x, (void)bias, (void)b, (void)n, (void)act, (void)dst;
 }
 
-int fb_bf16_gate_store(const float *g, const float *u, const float *bg,
-                       const float *bu, int64_t n, int64_t npad,
-                       fb_activation act, uint16_t *h)
+int fb_bf16_gate_store(const float *g, const float *u, int64_t ldgu,
+                       const float *bg, const float *bu, int64_t n,
+                       int64_t npad, int64_t rows, fb_activation act,
+                       uint16_t *h, int64_t ldh)
 {
-    (void)g, (void)u, (void)bg, (void)bu, (void)n, (void)npad, (void)act;
-    (void)h;
+    (void)g, (void)u, (void)ldgu, (void)bg, (void)bu, (void)n, (void)npad;
+    (void)rows, (void)act, (void)h, (void)ldh;
     return 255;
 }
 

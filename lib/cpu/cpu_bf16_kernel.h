@@ -123,12 +123,14 @@ void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n);
 void fb_bf16_bias_act_store(const float *x, const float *bias, float b,
                             int64_t n, fb_activation act, uint16_t *dst);
 
-/* h[i] = act(g[i] + bg[i]) * (u[i] + bu[i]) rounded to bf16 for i < n
- * (bg, bu may be NULL), zeros for n <= i < npad: the bits of fb_cpu_gate
- * then fb_bf16_from_f32, in one pass. Returns the smallest exponent field
- * among the non-zero h (255 if none). */
-int fb_bf16_gate_store(const float *g, const float *u, const float *bg,
-                       const float *bu, int64_t n, int64_t npad,
-                       fb_activation act, uint16_t *h);
+/* For each row t < rows: h[t ldh + i] = act(g[t ldgu + i] + bg[i]) *
+ * (u[t ldgu + i] + bu[i]) rounded to bf16 for i < n (bg, bu may be NULL),
+ * zeros for n <= i < npad: the bits of fb_cpu_gate then fb_bf16_from_f32,
+ * in one pass. Returns the smallest exponent field among the non-zero h
+ * (255 if none). */
+int fb_bf16_gate_store(const float *g, const float *u, int64_t ldgu,
+                       const float *bg, const float *bu, int64_t n,
+                       int64_t npad, int64_t rows, fb_activation act,
+                       uint16_t *h, int64_t ldh);
 
 #endif /* FB_CPU_BF16_KERNEL_H */

@@ -115,14 +115,10 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
         /* H in bf16, rows of HC, the chunk's width padded with zeros to
          * whole pairs of the engine; its smallest exponent field. */
         const int64_t hp = fb_bf16_pairs(e, hc);
-        int eh = 255;
-        for (int64_t t = 0; t < rows; t++) {
-            const int f = fb_bf16_gate_store(
-                s->g + t * HC, s->u + t * HC, pk->bg ? pk->bg + h0 : NULL,
-                pk->bu ? pk->bu + h0 : NULL, hc, 2 * hp, p->gate_act,
-                s->h + t * HC);
-            eh = f < eh ? f : eh;
-        }
+        const int eh = fb_bf16_gate_store(
+            s->g, s->u, HC, pk->bg ? pk->bg + h0 : NULL,
+            pk->bu ? pk->bu + h0 : NULL, hc, 2 * hp, rows, p->gate_act, s->h,
+            HC);
         if (!fb_bf16_products_exact(eh, pk->emin_wd)) {
             down_f32(p, s->h, HC, h0, hc, rows, 0, p->n, s->y, ldy);
             slow++;
@@ -355,14 +351,10 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
             e->block(pk->wu + q0 * pk->wstride, pk->wstride, na, pk->x,
                      pk->xstride, l->xpanels, l->kp, 1.0f, 0, u, HC);
             const int64_t width = 2 * fb_bf16_pairs(e, hc);
-            int eh = 255;
-            for (int64_t t = 0; t < m; t++) {
-                const int f = fb_bf16_gate_store(
-                    g + t * HC, u + t * HC, pk->bg ? pk->bg + h0 : NULL,
-                    pk->bu ? pk->bu + h0 : NULL, hc, width, p->gate_act,
-                    hall + t * hstride + h0);
-                eh = f < eh ? f : eh;
-            }
+            const int eh = fb_bf16_gate_store(
+                g, u, HC, pk->bg ? pk->bg + h0 : NULL,
+                pk->bu ? pk->bu + h0 : NULL, hc, width, m, p->gate_act,
+                hall + h0, hstride);
             for (int64_t t = m; t < cols; t++)
                 memset(hall + t * hstride + h0, 0, (size_t)width * 2);
             fields[c] = eh;
