@@ -72,22 +72,15 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
                          int64_t mb, int64_t nb, float *old)
 {
     uint16_t *c = (uint16_t *)p->c + i0 + j0 * p->ldc;
-    for (int64_t j = 0; j < nb; j++) {
-        float *col = acc + j * ldacc;
-        uint16_t *cj = c + j * p->ldc;
-        if (p->beta != 0.0f) {
-            fb_cpu_to_f32(FB_DTYPE_BF16, cj, old, mb);
-            fb_f32_axpy(mb, p->beta, old, col);
+    if (p->beta != 0.0f)
+        for (int64_t j = 0; j < nb; j++) {
+            fb_cpu_to_f32(FB_DTYPE_BF16, c + j * p->ldc, old, mb);
+            fb_f32_axpy(mb, p->beta, old, acc + j * ldacc);
         }
-        if (bias32 == NULL && p->ep.act == FB_ACT_NONE)
-            fb_bf16_from_f32(col, cj, mb);
-        else if (bias32 == NULL || p->ep.bias_per_row)
-            fb_bf16_bias_act_store(col, bias32 ? bias32 + i0 : NULL, 0.0f,
-                                   mb, p->ep.act, cj);
-        else
-            fb_bf16_bias_act_store(col, NULL, bias32[j0 + j], mb, p->ep.act,
-                                   cj);
-    }
+    const int rows = bias32 != NULL && p->ep.bias_per_row;
+    fb_bf16_bias_act_store(acc, ldacc, rows ? bias32 + i0 : NULL,
+                           bias32 != NULL && !rows ? bias32 + j0 : NULL, mb,
+                           nb, p->ep.act, c, p->ldc);
 }
 
 /* The call's blocking and workspace. */

@@ -425,24 +425,34 @@ FB_BF16_TARGET void fb_bf16_from_f32(const float *src, uint16_t *dst,
 }
 
 static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16")))
-void bias_act_store_loop(const float *x, const float *bias, float b, int64_t n,
-                         fb_activation act, uint16_t *dst)
+void bias_act_store_loop(const float *x, int64_t ldx, const float *bias,
+                         const float *bcol, int64_t n, int64_t cols,
+                         fb_activation act, uint16_t *dst, int64_t ldd)
 {
-    const __m512 bv = _mm512_set1_ps(b);
-    for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 live = fb_zmm_live(n, i);
-        _mm256_mask_storeu_epi16(
-            dst + i, live,
-            round_bf16(_mm512_castps_si512(
-                fb_zmm_bias_act_at(x, bias, bv, i, live, act))));
+    for (int64_t j = 0; j < cols; j++) {
+        const __m512 bv = _mm512_set1_ps(bcol != NULL ? bcol[j] : 0.0f);
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 live = fb_zmm_live(n, i);
+            _mm256_mask_storeu_epi16(
+                dst + j * ldd + i, live,
+                round_bf16(_mm512_castps_si512(fb_zmm_bias_act_at(
+                    x + j * ldx, bias, bv, i, live, act))));
+        }
     }
 }
 
-FB_BF16_TARGET void fb_bf16_bias_act_store(const float *x, const float *bias,
-                                           float b, int64_t n,
-                                           fb_activation act, uint16_t *dst)
+FB_BF16_TARGET void fb_bf16_bias_act_store(const float *x, int64_t ldx,
+                                           const float *bias,
+                                           const float *bcol, int64_t n,
+                                           int64_t cols, fb_activation act,
+                                           uint16_t *dst, int64_t ldd)
 {
-#define CALL(A) bias_act_store_loop(x, bias, b, n, A, dst)
+    if (bias == NULL && bcol == NULL && act == FB_ACT_NONE) {
+        for (int64_t j = 0; j < cols; j++)
+            fb_bf16_from_f32(x + j * ldx, dst + j * ldd, n);
+        return;
+    }
+#define CALL(A) bias_act_store_loop(x, ldx, bias, bcol, n, cols, A, dst, ldd)
     FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
 }
@@ -536,10 +546,12 @@ void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n)
     (void)src, (void)dst, (void)n;
 }
 
-void fb_bf16_bias_act_store(const float *x, const float *bias, float b,
-                            int64_t n, fb_activation act, uint16_t *dst)
+void fb_bf16_bias_act_store(const float *x, int64_t ldx, const float *bias,
+                            const float *bcol, int64_t n, int64_t cols,
+                            fb_activation act, uint16_t *dst, int64_t ldd)
 {
-    (void)x, (void)bias, (void)b, (void)n, (void)act, (void)dst;
+    (void)x, (void)ldx, (void)bias, (void)bcol, (void)n, (void)cols;
+    (void)act, (void)dst, (void)ldd;
 }
 
 int fb_bf16_gate_store(const float *g, const float *u, int64_t ldgu,

@@ -117,11 +117,15 @@ static inline int fb_bf16_products_exact(int ea, int eb)
  * denormals kept): the same bits as fb_cpu_from_f32, 16 at a time. */
 void fb_bf16_from_f32(const float *src, uint16_t *dst, int64_t n);
 
-/* dst[i] = act(x[i] + (bias ? bias[i] : b)) rounded to bf16: the bits of
- * fb_cpu_bias_act (bias, or NULL with b = 0 and an activation) or
- * fb_cpu_scalar_bias_act (b) then fb_bf16_from_f32, in one pass. */
-void fb_bf16_bias_act_store(const float *x, const float *bias, float b,
-                            int64_t n, fb_activation act, uint16_t *dst);
+/* For each column j < cols: dst[j ldd + i] = act(x[j ldx + i] + (bias ?
+ * bias[i] : bcol ? bcol[j] : 0)) rounded to bf16 for i < n: the bits of
+ * fb_cpu_bias_act (bias, or neither with an activation) or
+ * fb_cpu_scalar_bias_act (bcol[j]) then fb_bf16_from_f32, in one pass.
+ * With no bias of either kind and no activation, fb_bf16_from_f32's (no
+ * zero added: -0 stays -0). */
+void fb_bf16_bias_act_store(const float *x, int64_t ldx, const float *bias,
+                            const float *bcol, int64_t n, int64_t cols,
+                            fb_activation act, uint16_t *dst, int64_t ldd);
 
 /* For each row t < rows: h[t ldh + i] = act(g[t ldgu + i] + bg[i]) *
  * (u[t ldgu + i] + bu[i]) rounded to bf16 for i < n (bg, bu may be NULL),

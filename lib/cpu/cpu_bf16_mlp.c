@@ -141,14 +141,8 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                  fb_bf16_panel_elems(hp, e->nr), xpanels, hp, 1.0f, h0 > 0,
                  s->y, ldy);
     }
-    for (int64_t t = 0; t < rows; t++) {
-        float *y = s->y + t * ldy;
-        uint16_t *out = (uint16_t *)p->y + (r0 + t) * p->ldy;
-        if (pk->bd != NULL)
-            fb_bf16_bias_act_store(y, pk->bd, 0.0f, p->n, FB_ACT_NONE, out);
-        else
-            fb_bf16_from_f32(y, out, p->n);
-    }
+    fb_bf16_bias_act_store(s->y, ldy, pk->bd, NULL, p->n, rows, FB_ACT_NONE,
+                           (uint16_t *)p->y + r0 * p->ldy, p->ldy);
     return slow;
 }
 
@@ -377,15 +371,11 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                           l->xpanels, fb_bf16_pairs(e, hc), 1.0f, c > 0,
                           yacc + j0, ldy);
         }
-        for (int64_t t = 0; t < m && j1 > j0; t++) {
-            uint16_t *out = (uint16_t *)p->y + t * p->ldy + j0;
-            const float *y = yacc + t * ldy + j0;
-            if (pk->bd != NULL)
-                fb_bf16_bias_act_store(y, pk->bd + j0, 0.0f, j1 - j0,
-                                       FB_ACT_NONE, out);
-            else
-                fb_bf16_from_f32(y, out, j1 - j0);
-        }
+        if (j1 > j0)
+            fb_bf16_bias_act_store(yacc + j0, ldy,
+                                   pk->bd != NULL ? pk->bd + j0 : NULL, NULL,
+                                   j1 - j0, m, FB_ACT_NONE,
+                                   (uint16_t *)p->y + j0, p->ldy);
     }
     /* The chunks whose down projection ran in fp32. */
     for (int64_t c = 0; c < chunks; c++)
