@@ -37,10 +37,15 @@ static void force(fb_handle h)
     if (fb_set_implementation(h, kernel_name) != FB_STATUS_SUCCESS)
         tap_bail("fb_set_implementation(%s)", kernel_name);
 }
-/* bf16 on VDPBF16PS, and the FMA form it falls back to. */
+/* bf16 on bf16 products (AMX where the CPU has it, else VDPBF16PS), and
+ * the FMA form they fall back to; dp_path and dp_mixed_path are the form
+ * this process runs. */
+#define AMX_PATH "bf16-amx/"
+#define AMX_MIXED_PATH "bf16-amx+fma-where-tiny/"
 #define DP_PATH "bf16-dpbf16/"
 #define DP_MIXED_PATH "bf16-dpbf16+fma-where-tiny/"
 #define FMA_PATH "bf16-weights/"
+static const char *dp_path = DP_PATH, *dp_mixed_path = DP_MIXED_PATH;
 
 static int path_is(fb_handle h, const char *prefix)
 {
@@ -156,9 +161,10 @@ static void tap_path_has(const target *cpu, const gemm_case *c,
  * cache lines of at most 4096 values (CHUNK_BYTES_16 of cpu_small_m.c),
  * the last ragged: k = 4100 makes two (2080 + 2020), 9000 three (3008 +
  * 3008 + 2984); the AVX2 kernel cuts the same ones.
- * fp16 (always the FMA form) and bf16 below FB_SMALL_M_DP_MIN_ROWS
- * tokens; one token too, whose single group chunks only because it
- * prefetches. Row-major Y = X W^T with bias, 103 features. */
+ * fp16 (always the FMA form) and bf16 at 4 tokens, below AMX's
+ * (FB_SMALL_M_AMX_MIN_ROWS, 5) and VDPBF16PS's (8); one token too, whose
+ * single group chunks only because it prefetches. Row-major Y = X W^T with
+ * bias, 103 features. */
 static void fma16_long_k(const target *cpu, fb_dtype dt, int64_t m,
                          int64_t k)
 {
@@ -217,7 +223,7 @@ static void dp_edges(const target *cpu, int which, int64_t m)
         }
     }
     gemm_check(&d, cpu, 1, NULL);
-    tap_path_has(cpu, &c, which == 1 ? DP_MIXED_PATH : FMA_PATH);
+    tap_path_has(cpu, &c, which == 1 ? dp_mixed_path : FMA_PATH);
     gemm_data_free(&d);
 }
 
@@ -234,7 +240,7 @@ static void dp_long_k(const target *cpu, int64_t m, int64_t k)
     gemm_data d;
     gemm_data_make(&d, &c);
     gemm_check(&d, cpu, 1, NULL);
-    tap_path_has(cpu, &c, DP_PATH);
+    tap_path_has(cpu, &c, dp_path);
     gemm_data_free(&d);
 }
 
@@ -258,9 +264,9 @@ static void dp_mlp_tiny_h(const target *cpu, int64_t m)
     mlp_check(&d, cpu, 1, NULL);
     char label[256];
     mlp_case_label(&c, label, sizeof label);
-    tap_ok(path_has(cpu->handle, DP_MIXED_PATH), "path %s for %s, X near "
+    tap_ok(path_has(cpu->handle, dp_mixed_path), "path %s for %s, X near "
            "2^-60 (want %s)", fb_handle_last_path(cpu->handle), label,
-           DP_MIXED_PATH);
+           dp_mixed_path);
     mlp_data_free(&d);
 }
 
@@ -271,14 +277,14 @@ int main(int argc, char **argv)
     const char *phase = tap_child_init(argc, argv);
     tap_begin("test_cpu_small_m");
     target cpu = target_cpu();
-    if (phase != NULL) {
-        if (!tap_in_phase("no-bf16"))
-            tap_bail("unknown phase %s", phase);
+    if (phase != NULL && tap_in_phase("no-bf16")) {
         for (int64_t m = 8; m <= 32; m += 24)
             dp_edges(&cpu, 2, m);
         fb_destroy(cpu.handle);
         return tap_end();
     }
+    if (phase != NULL && !tap_in_phase("no-amx"))
+        tap_bail("unknown phase %s", phase);
     /* Which kernels does this CPU run? A decode-shaped call forced to
      * each says (a probe, not a TAP point: a plan of 1..0 must come first
      * when everything is skipped); elsewhere these shapes take OpenBLAS,
@@ -327,28 +333,37 @@ static void run_kernel(const target *cpu_, int avx512)
     const target cpu = *cpu_;
     gemm_cases(&cpu);
     mlp_cases(&cpu);
-    /* The VDPBF16PS form: ordinary bf16 data takes it (or the CPU lacks
-     * AVX512-BF16, and the FMA form is all there is); the AVX2 kernel
-     * has none. */
+    /* The bf16-products form: ordinary bf16 data takes it (or the CPU
+     * lacks AVX512-BF16, and the FMA form is all there is); the AVX2
+     * kernel has none. With AMX, the program runs again without it
+     * (FUSEDBLAS_CPU_NO_AMX=1, phase no-amx) for VDPBF16PS's form. */
+    const int amx = path_has(cpu.handle, AMX_PATH);
+    if (amx)
+        dp_path = AMX_PATH, dp_mixed_path = AMX_MIXED_PATH;
     if (!avx512) {
-        tap_skip("bf16 on VDPBF16PS: not in %s", KERNEL_PATH);
-    } else if (path_has(cpu.handle, DP_PATH)) {
-        for (int64_t m = 8; m <= 32; m += 24) {
+        tap_skip("bf16 products: not in %s", KERNEL_PATH);
+    } else if (path_has(cpu.handle, dp_path)) {
+        for (int64_t m = 8; m <= 32; m += 8) {
             dp_edges(&cpu, 0, m);
             dp_edges(&cpu, 1, m);
             dp_mlp_tiny_h(&cpu, m);
             dp_long_k(&cpu, m, 8200);
             dp_long_k(&cpu, m, 16500);
         }
-        /* The library reads FUSEDBLAS_CPU_NO_BF16 once per process. */
+        /* The library reads FUSEDBLAS_CPU_NO_BF16 (and _NO_AMX) once
+         * per process. */
         const char *env[] = {"FUSEDBLAS_CPU_NO_BF16=1", NULL};
-        tap_rerun("no-bf16", env, 300);
+        const char *no_amx[] = {"FUSEDBLAS_CPU_NO_AMX=1", NULL};
+        if (!tap_in_phase("no-amx"))
+            tap_rerun("no-bf16", env, 300);
+        if (amx)
+            tap_rerun("no-amx", no_amx, 600);
     } else {
-        tap_skip("bf16 on VDPBF16PS: not on this CPU (path %s)",
+        tap_skip("bf16 products: not on this CPU (path %s)",
                  fb_handle_last_path(cpu.handle));
     }
     /* After the probe above, which reads the last path of mlp_cases. */
-    for (int64_t m = 1; m <= 7; m += 6)
+    for (int64_t m = 1; m <= 4; m += 3)
         for (int di = 0; di < 2; di++) {
             const fb_dtype dt = di ? FB_DTYPE_BF16 : FB_DTYPE_F16;
             fma16_long_k(&cpu, dt, m, 4100);

@@ -7,6 +7,7 @@
 #ifndef FB_CPU_SMALL_M_H
 #define FB_CPU_SMALL_M_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "problem.h"
 
@@ -122,6 +123,36 @@ fb_cpu_small_m_next(const char *wj, int64_t ldwb, int64_t es, int64_t p0,
     if (nx.k > kcmax)
         nx.k = kcmax;
     return nx;
+}
+
+/* The same product on AMX (cpu_small_m_amx.c), bf16 x and w: w is read
+ * in place as TDPBF16PS's row operand, x packed once per call by
+ * fb_cpu_small_m_amx_pack (fb_cpu_small_m_amx_pack_bytes(m, k) bytes).
+ * out[i*ldo + j] = sum_p x[i][p] w[j*ldw + p] (overwritten), i < m <=
+ * FB_SMALL_M_MAX. Returns 0, like fb_cpu_small_m_dp_nt, when a product
+ * could have flushed (out then holds no answer), 1 otherwise. Only where
+ * fb_cpu_amx_available(). */
+#define FB_SMALL_M_AMX_MIN_ROWS 5
+size_t fb_cpu_small_m_amx_pack_bytes(int64_t m, int64_t k);
+void fb_cpu_small_m_amx_pack(int64_t m, int64_t k, const uint16_t *x,
+                             int64_t ldx, uint16_t *dst);
+int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
+                          const uint16_t *xp, int x_field, const void *w,
+                          int64_t ldw, float *out, int64_t ldo);
+
+/* The drivers' path segment for the form that ran: bf16 products (AMX
+ * or VDPBF16PS, "+fma-where-tiny" where some ran again on the FMA form)
+ * or the FMA form on the stored weights. */
+static inline const char *fb_cpu_small_m_form(int products, int amx,
+                                              int fell_back, fb_dtype t)
+{
+    if (products)
+        return amx ? (fell_back ? "bf16-amx+fma-where-tiny" : "bf16-amx")
+                   : (fell_back ? "bf16-dpbf16+fma-where-tiny"
+                                : "bf16-dpbf16");
+    return t == FB_DTYPE_F16   ? "f16-weights"
+           : t == FB_DTYPE_F32 ? "f32-weights"
+                               : "bf16-weights";
 }
 
 #endif /* FB_CPU_SMALL_M_H */

@@ -14,8 +14,9 @@
  * in registers); X and the bias are converted to fp32 once.
  *
  * Two entries share this driver: cpu/small-m-avx512 (cpu_small_m.c, with
- * VDPBF16PS for bf16 where the CPU has it) and cpu/small-m-avx2
- * (cpu_small_m_avx2.c, FMA only), for CPUs without AVX-512.
+ * AMX (cpu_small_m_amx.c) or VDPBF16PS for bf16 where the CPU has them)
+ * and cpu/small-m-avx2 (cpu_small_m_avx2.c, FMA only), for CPUs without
+ * AVX-512.
  */
 #include "config.h"
 #include <omp.h>
@@ -25,13 +26,15 @@
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_impl.h"
+#include "cpu_bf16_kernel.h"
 #include "cpu_small_m.h"
 
 /* Output rows (of the normalised C) per unit of work: a multiple of the
  * kernels' 6-row (AVX-512 FMA), 5-row (VDPBF16PS) and 3-row (AVX2)
- * blocks; the unit's dot products (at most 32 x 60 floats) stay in L1
- * for the epilogue. */
+ * blocks, or of AMX's 16-row tiles; the unit's dot products (at most
+ * 32 x 64 floats) stay in L1 for the epilogue. */
 #define SMALL_M_ROWS 60
+#define SMALL_M_AMX_ROWS 64
 /* Fewer output rows than this stay with OpenBLAS (as before 32 tokens). */
 #define SMALL_M_MIN_ROWS 48
 
@@ -59,6 +62,7 @@ static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
  * stored for VDPBF16PS; then the bias in fp32. */
 typedef struct layout {
     int dpa;                  /* X kept in bf16 too, for VDPBF16PS */
+    int amx;                  /* or packed for AMX instead */
     int64_t ldx, ldx16, x16_floats, bias_len;
     size_t bytes;
 } layout;
@@ -69,9 +73,16 @@ static layout layout_of(const fb_gemm_problem *p, int avx512)
     const int64_t k = p->k, ntok = p->n;
     l.dpa = avx512 && p->dtype == FB_DTYPE_BF16 &&
             ntok >= FB_SMALL_M_DP_MIN_ROWS && fb_cpu_small_m_dp_available();
+    l.amx = avx512 && p->dtype == FB_DTYPE_BF16 &&
+            ntok >= FB_SMALL_M_AMX_MIN_ROWS && fb_cpu_amx_available();
     l.ldx = fb_cpu_small_m_panel_ld(k, 4);
     l.ldx16 = fb_cpu_small_m_panel_ld(k, 2);
     l.x16_floats = l.dpa ? (ntok * l.ldx16 + 31) / 32 * 16 : 0;
+    /* AMX's packed X, then X in bf16 with its own stride for the field. */
+    if (l.amx)
+        l.x16_floats =
+            (int64_t)(fb_cpu_small_m_amx_pack_bytes(ntok, k) / 4) + 16 +
+            (ntok * l.ldx16 + 31) / 32 * 16;
     l.bias_len = p->ep.bias_per_row ? p->m : p->n;
     l.bytes = (size_t)(ntok * l.ldx + l.x16_floats + l.bias_len + 16) *
               sizeof(float);
@@ -106,15 +117,18 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
         avx512 ? fb_cpu_small_m_nt : fb_cpu_small_m_avx2_nt;
     const int64_t k = p->k, ntok = p->n, es = fb_dtype_size(p->dtype);
     const int wide = p->dtype != FB_DTYPE_F32;
-    const int64_t units = (p->m + SMALL_M_ROWS - 1) / SMALL_M_ROWS;
+    const layout l = layout_of(p, avx512);
+    const int64_t unit_rows = l.amx ? SMALL_M_AMX_ROWS : SMALL_M_ROWS;
+    const int64_t units = (p->m + unit_rows - 1) / unit_rows;
     int t = call->threads;
     if (t > units)
         t = (int)units;
-    const layout l = layout_of(p, avx512);
     const int64_t ldx = l.ldx, ldx16 = l.ldx16;
     float *ws = call->ws;
     float *x32 = ws;
-    uint16_t *x16 = (uint16_t *)(ws + ntok * ldx);
+    uint16_t *xamx = (uint16_t *)(ws + ntok * ldx);
+    uint16_t *x16 = l.amx ? xamx + fb_cpu_small_m_amx_pack_bytes(ntok, k) / 2 + 32
+                          : xamx;
     const float *bias32 = p->ep.bias;
     for (int64_t i = 0; i < ntok; i++) {
         const char *xi = (const char *)p->b + i * p->ldb * es;
@@ -122,9 +136,11 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
             fb_cpu_to_f32(p->dtype, xi, x32 + i * ldx, k);
         else
             memcpy(x32 + i * ldx, xi, (size_t)k * sizeof(float));
-        if (l.dpa)
+        if (l.dpa || l.amx)
             memcpy(x16 + i * ldx16, xi, (size_t)k * sizeof(uint16_t));
     }
+    if (l.amx)
+        fb_cpu_small_m_amx_pack(ntok, k, x16, ldx16, xamx);
     if (wide && p->ep.bias != NULL) {
         float *b32 = ws + ntok * ldx + l.x16_floats;
         fb_cpu_to_f32(p->dtype, p->ep.bias, b32, l.bias_len);
@@ -134,34 +150,39 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
      * right (then no unit could: a denormal); a unit whose weights are
      * too small for it runs again on the FMA form. */
     int fell_back = 0;
-    const int x_field =
-        l.dpa ? fb_cpu_bf16_min_field(x16, ntok, k, ldx16) : 0;
+    const int x_field = l.dpa || l.amx
+                            ? fb_cpu_bf16_min_field(x16, ntok, k, ldx16)
+                            : 0;
     const int dp = x_field > 0;
 
 #pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         const int64_t u0 = units * tid / nt, u1 = units * (tid + 1) / nt;
-        const int64_t end = u1 * SMALL_M_ROWS < p->m ? u1 * SMALL_M_ROWS
-                                                      : p->m;
-        float dots[FB_SMALL_M_MAX * SMALL_M_ROWS];
-        float old[SMALL_M_ROWS];
+        const int64_t end = u1 * unit_rows < p->m ? u1 * unit_rows : p->m;
+        float dots[FB_SMALL_M_MAX * SMALL_M_AMX_ROWS];
+        float old[SMALL_M_AMX_ROWS];
         for (int64_t u = u0; u < u1; u++) {
-            const int64_t j0 = u * SMALL_M_ROWS;
-            const int64_t rows = end - j0 < SMALL_M_ROWS ? end - j0
-                                                         : SMALL_M_ROWS;
+            const int64_t j0 = u * unit_rows;
+            const int64_t rows = end - j0 < unit_rows ? end - j0 : unit_rows;
             /* The rest of this thread's rows follow: the kernel may
              * prefetch into them. */
-            if (!dp || !fb_cpu_small_m_dp_nt(ntok, rows, k, x16, ldx16,
-                                             x_field, a_rows(p, j0), p->lda,
-                                             end - j0 - rows, dots,
-                                             SMALL_M_ROWS)) {
+            const int done =
+                !dp ? 0
+                : l.amx
+                    ? fb_cpu_small_m_amx_nt(ntok, rows, k, xamx, x_field,
+                                            a_rows(p, j0), p->lda, dots,
+                                            unit_rows)
+                    : fb_cpu_small_m_dp_nt(ntok, rows, k, x16, ldx16,
+                                           x_field, a_rows(p, j0), p->lda,
+                                           end - j0 - rows, dots, unit_rows);
+            if (!done) {
                 kernel(p->dtype, ntok, rows, k, x32, ldx, a_rows(p, j0),
-                       p->lda, end - j0 - rows, dots, SMALL_M_ROWS, 0);
+                       p->lda, end - j0 - rows, dots, unit_rows, 0);
                 fell_back |= dp;
             }
             for (int64_t i = 0; i < ntok; i++) {
-                float *d = dots + i * SMALL_M_ROWS;
+                float *d = dots + i * unit_rows;
                 char *c = (char *)p->c + (j0 + i * p->ldc) * es;
                 for (int64_t r = 0; r < rows; r++)
                     d[r] *= p->alpha;
@@ -181,11 +202,7 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
     }
     snprintf(path, len, "cpu/small-m-%s/%s/threads=%d",
              avx512 ? "avx512" : "avx2",
-             dp && !fell_back ? "bf16-dpbf16"
-             : dp             ? "bf16-dpbf16+fma-where-tiny"
-             : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
-                    : "f32-weights",
-             t);
+             fb_cpu_small_m_form(dp, l.amx, fell_back, p->dtype), t);
     return FB_STATUS_SUCCESS;
 }
 

@@ -25,6 +25,7 @@
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_impl.h"
+#include "cpu_bf16_kernel.h"
 #include "cpu_small_m.h"
 
 static int decode_shape(const fb_mlp_problem *p)
@@ -49,8 +50,9 @@ static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
  * and a partial Y. */
 typedef struct layout {
     int threads;
-    int64_t blocks, ldx, ldx16, ldh;
-    int dpa;
+    int64_t block, blocks, ldx, ldx16, ldh;
+    int dpa, amx;
+    int64_t xamx, hamx; /* floats of AMX's packed X, and of a slice's H */
     int64_t shared, per_thread;
 } layout;
 
@@ -63,24 +65,32 @@ static layout layout_of(const fb_mlp_problem *p, int threads, int avx512)
     const int wide = p->dtype != FB_DTYPE_F32;
     int t = threads;
     /* Slices are whole 30-row blocks (6-row FMA and 5-row VDPBF16PS blocks
-     * of the AVX-512 kernel, 3-row ones of the AVX2 one), when there are
-     * enough. */
-    l.blocks = (hw + 29) / 30;
+     * of the AVX-512 kernel, 3-row ones of the AVX2 one), or 32-row ones
+     * (AMX's 16-row tiles, 32 of k), when there are enough. */
+    l.amx = avx512 && p->dtype == FB_DTYPE_BF16 &&
+            m >= FB_SMALL_M_AMX_MIN_ROWS && fb_cpu_amx_available();
+    l.block = l.amx ? 32 : 30;
+    l.blocks = (hw + l.block - 1) / l.block;
     if (t > l.blocks)
         t = (int)l.blocks;
     l.threads = t;
-    const int64_t hs_max = (l.blocks + t - 1) / t * 30;
+    const int64_t hs_max = (l.blocks + t - 1) / t * l.block;
     /* X, and each slice's H, in panels whose rows sit off the weights' L1
      * sets (fb_cpu_small_m_panel_ld): fp32, and for VDPBF16PS bf16. H's
      * bf16 copy takes U's place once U is spent. */
-    l.dpa = avx512 && p->dtype == FB_DTYPE_BF16 &&
+    l.dpa = !l.amx && avx512 && p->dtype == FB_DTYPE_BF16 &&
             m >= FB_SMALL_M_DP_MIN_ROWS && fb_cpu_small_m_dp_available();
     l.ldx = fb_cpu_small_m_panel_ld(k, 4);
     l.ldx16 = fb_cpu_small_m_panel_ld(k, 2);
     l.ldh = fb_cpu_small_m_panel_ld(hs_max, 4);
-    l.shared = m * l.ldx + (l.dpa ? ROUND16((m * l.ldx16 + 1) / 2) : 0) +
-               (wide ? ROUND16(2 * hw) + ROUND16(n) : 0);
-    l.per_thread = 2 * m * l.ldh + ROUND16(m * n);
+    l.xamx = l.amx ? ROUND16((int64_t)fb_cpu_small_m_amx_pack_bytes(m, k) / 4)
+                   : 0;
+    l.hamx = l.amx ? ROUND16((int64_t)fb_cpu_small_m_amx_pack_bytes(m, hs_max) / 4)
+                   : 0;
+    l.shared = m * l.ldx +
+               (l.dpa || l.amx ? ROUND16((m * l.ldx16 + 1) / 2) : 0) +
+               l.xamx + (wide ? ROUND16(2 * hw) + ROUND16(n) : 0);
+    l.per_thread = 2 * m * l.ldh + ROUND16(m * n) + l.hamx;
     return l;
 }
 
@@ -111,8 +121,21 @@ static const void *at(const void *base, fb_dtype t, int64_t elems)
     return (const char *)base + elems * fb_dtype_size(t);
 }
 
-/* avx512: the AVX-512 kernel (and VDPBF16PS where it pays), else the
- * AVX2 one. */
+/* out = x w^T on bf16 products: AMX (x packed at xp) or VDPBF16PS (x
+ * at x16, ldx16); 0 where a product could have flushed. */
+static int products(const layout *l, int64_t m, int64_t n, int64_t k,
+                    const uint16_t *x16, int64_t ldx16, const uint16_t *xp,
+                    int x_field, const void *w, int64_t ldw, float *out,
+                    int64_t ldo)
+{
+    if (l->amx)
+        return fb_cpu_small_m_amx_nt(m, n, k, xp, x_field, w, ldw, out, ldo);
+    return fb_cpu_small_m_dp_nt(m, n, k, x16, ldx16, x_field, w, ldw, 0, out,
+                                ldo);
+}
+
+/* avx512: the AVX-512 kernel (and AMX or VDPBF16PS where they pay),
+ * else the AVX2 one. */
 static fb_status run_with(int avx512, const fb_cpu_call *c,
                           const fb_mlp_problem *p, char *path, size_t len)
 {
@@ -121,12 +144,14 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
     const int64_t m = p->m, k = p->k, hw = p->h, n = p->n;
     const int wide = p->dtype != FB_DTYPE_F32;
     const layout l = layout_of(p, c->threads, avx512);
-    const int t = l.threads, dpa = l.dpa;
+    const int t = l.threads, dpa = l.dpa || l.amx;
     const int64_t blocks = l.blocks, ldx = l.ldx, ldx16 = l.ldx16;
     const int64_t ldh = l.ldh, shared = l.shared, per_thread = l.per_thread;
     float *ws = c->ws;
     float *x32 = ws;
     uint16_t *x16 = (uint16_t *)(ws + m * ldx);
+    uint16_t *xamx =
+        (uint16_t *)(ws + m * ldx + (dpa ? ROUND16((m * ldx16 + 1) / 2) : 0));
     for (int64_t i = 0; i < m; i++) {
         const void *xi = at(p->x, p->dtype, i * p->ldx);
         if (wide)
@@ -139,8 +164,11 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
     struct {
         const float *bg, *bu, *bd;
     } bs = {p->bg, p->bu, p->bd};
+    if (l.amx)
+        fb_cpu_small_m_amx_pack(m, k, x16, ldx16, xamx);
     if (wide) {
-        float *b = ws + m * ldx + (dpa ? ((m * ldx16 + 1) / 2 + 15) / 16 * 16 : 0);
+        float *b = ws + m * ldx + (dpa ? ROUND16((m * ldx16 + 1) / 2) : 0) +
+                   l.xamx;
         if (p->bg) fb_cpu_to_f32(p->dtype, p->bg, b, hw), bs.bg = b;
         if (p->bu) fb_cpu_to_f32(p->dtype, p->bu, b + hw, hw), bs.bu = b + hw;
         if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * hw, n), bs.bd = b + 2 * hw;
@@ -157,24 +185,25 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
 #define SLICE_H(q) (mine0 + per_thread * (q))
 #define SLICE_U(q) (SLICE_H(q) + m * ldh)
 #define SLICE_Y(q) (SLICE_U(q) + m * ldh)
+#define SLICE_HAMX(q) ((uint16_t *)(SLICE_Y(q) + ROUND16(m * n)))
 #pragma omp parallel num_threads(t) if (t > 1) reduction(| : fell_back)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         for (int q = tid; q < t; q += nt) {
-            const int64_t h0 = blocks * q / t * 30;
-            const int64_t h1 = q == t - 1 ? hw : blocks * (q + 1) / t * 30;
+            const int64_t h0 = blocks * q / t * l.block;
+            const int64_t h1 = q == t - 1 ? hw : blocks * (q + 1) / t * l.block;
             const int64_t hs = h1 - h0;
             float *hbuf = SLICE_H(q), *ubuf = SLICE_U(q), *yacc = SLICE_Y(q);
             const void *wg = at(p->wg, p->dtype, h0 * k);
             const void *wu = at(p->wu, p->dtype, h0 * k);
             const void *wd = at(p->wd, p->dtype, h0);
-            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
-                                             wg, k, 0, hbuf, ldh)) {
+            if (!dp || !products(&l, m, hs, k, x16, ldx16, xamx, x_field, wg,
+                                 k, hbuf, ldh)) {
                 kernel(p->dtype, m, hs, k, x32, ldx, wg, k, 0, hbuf, ldh, 0);
                 fell_back |= dp;
             }
-            if (!dp || !fb_cpu_small_m_dp_nt(m, hs, k, x16, ldx16, x_field,
-                                             wu, k, 0, ubuf, ldh)) {
+            if (!dp || !products(&l, m, hs, k, x16, ldx16, xamx, x_field, wu,
+                                 k, ubuf, ldh)) {
                 kernel(p->dtype, m, hs, k, x32, ldx, wu, k, 0, ubuf, ldh, 0);
                 fell_back |= dp;
             }
@@ -193,9 +222,11 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
                                     hs);
                 h_field = fb_cpu_bf16_min_field(h16, m, hs, ldh);
             }
+            if (l.amx && h_field > 0)
+                fb_cpu_small_m_amx_pack(m, hs, h16, ldh, SLICE_HAMX(q));
             if (h_field == 0 ||
-                !fb_cpu_small_m_dp_nt(m, n, hs, h16, ldh, h_field, wd, hw, 0,
-                                      yacc, n)) {
+                !products(&l, m, n, hs, h16, ldh, SLICE_HAMX(q), h_field, wd,
+                          hw, yacc, n)) {
                 kernel(p->dtype, m, n, hs, hbuf, ldh, wd, hw, 0, yacc, n, 0);
                 fell_back |= dp;
             }
@@ -215,14 +246,11 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
 #undef SLICE_H
 #undef SLICE_U
 #undef SLICE_Y
+#undef SLICE_HAMX
 #undef ROUND16
     snprintf(path, len, "cpu/small-m-%s/mlp-hidden/%s/threads=%d",
              avx512 ? "avx512" : "avx2",
-             dp && !fell_back ? "bf16-dpbf16"
-             : dp             ? "bf16-dpbf16+fma-where-tiny"
-             : wide ? (p->dtype == FB_DTYPE_F16 ? "f16-weights" : "bf16-weights")
-                    : "f32-weights",
-             t);
+             fb_cpu_small_m_form(dp, l.amx, fell_back, p->dtype), t);
     return FB_STATUS_SUCCESS;
 }
 

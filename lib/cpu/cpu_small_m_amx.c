@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_small_m_amx.c -- the decode kernel's bf16 form on AMX (cpu_small_m.h):
+ * out (m x n) = x (m x k) w^T for m <= 32, w read where it lies.
+ *
+ * TDPBF16PS's row operand ("A", 16 rows of 32 bf16 along k) is 16 rows of
+ * w as stored: nn.Linear's weights run along k, so a tile is 16 rows of 64
+ * bytes, ldw apart, and nothing of w is packed (a plan and a plain call
+ * stream the same bytes). x is packed once per call as the pair operand
+ * ("B": 16 k-pairs by 16 tokens), one or two token groups. The
+ * accumulators are 16 weight rows by 16 tokens, transposed on the way
+ * out. Weight rows past n and columns past k are staged through a zeroed
+ * tile on the stack, so nothing outside w is read (the prefetches stay
+ * within w's rows too).
+ *
+ * Decode is bound by reading w: one TDPBF16PS covers 16 tokens for the
+ * same bytes that VDPBF16PS needs for one, which is why this form wins
+ * from about 8 rows (docs/cpu-kernels.md).
+ *
+ * TDPBF16PS reads denormals as zero and flushes denormal products, as
+ * VDPBF16PS does: the smallest exponent field of w is taken from the same
+ * rows as they stream (in L1 by then), and the caller reruns on the FMA
+ * form when fb_bf16_products_exact says a product could have flushed.
+ */
+#include "config.h"
+#include <stdint.h>
+#include <string.h>
+#include "cpu_bf16_kernel.h"
+#include "cpu_small_m.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#include <immintrin.h>
+#include "cpu_avx512_transpose.h"
+#define FB_SMALL_M_AMX 1
+#define FB_AMX_TARGET                                                          \
+    __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16")))
+#endif
+
+/* bf16 per packed tile of x: 16 pairs by 16 tokens. */
+#define TILE_WORDS 512
+
+size_t fb_cpu_small_m_amx_pack_bytes(int64_t m, int64_t k)
+{
+    return (size_t)((k + 31) / 32) * (size_t)((m + 15) / 16) * TILE_WORDS *
+           sizeof(uint16_t);
+}
+
+void fb_cpu_small_m_amx_pack(int64_t m, int64_t k, const uint16_t *x,
+                             int64_t ldx, uint16_t *dst)
+{
+    const int64_t groups = (m + 15) / 16;
+    memset(dst, 0, fb_cpu_small_m_amx_pack_bytes(m, k));
+    /* Chunk c (32 of k) of token group q: tile (c * groups + q); its row
+     * r holds pair r of every token, word t = (x[t][2r], x[t][2r + 1]). */
+    for (int64_t t = 0; t < m; t++) {
+        uint16_t *g = dst + (t / 16) * TILE_WORDS + (t % 16) * 2;
+        for (int64_t l = 0; l < k; l++)
+            g[(l / 32) * groups * TILE_WORDS + ((l % 32) / 2) * 32 + (l % 2)] =
+                x[t * ldx + l];
+    }
+}
+
+#if defined(FB_SMALL_M_AMX)
+
+typedef struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* Weight rows [j0, j0 + 16) at columns [l0, l0 + 32): in place when whole,
+ * else copied into stage (zeros beyond w). Folds the rows' magnitudes
+ * minus one into *lo (zeros wrap to 0xffff: they never flush). Returns the
+ * tile's address; *stride its row stride in bytes. */
+FB_AMX_TARGET static const uint16_t *
+weight_tile(const uint16_t *w, int64_t ldw, int64_t n, int64_t k, int64_t j0,
+            int64_t l0, uint16_t *stage, size_t *stride, __m512i *lo)
+{
+    const int64_t rows = n - j0 < 16 ? n - j0 : 16;
+    const int64_t cols = k - l0 < 32 ? k - l0 : 32;
+    const uint16_t *src = w + j0 * ldw + l0;
+    *stride = (size_t)ldw * 2;
+    if (rows < 16 || cols < 32) {
+        memset(stage, 0, 16 * 64);
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(stage + r * 32, src + r * ldw, (size_t)cols * 2);
+        src = stage;
+        *stride = 64;
+    }
+    const __m512i mag = _mm512_set1_epi16(0x7fff);
+    const __m512i one = _mm512_set1_epi16(1);
+    for (int r = 0; r < 16; r++) {
+        const __m512i v = _mm512_loadu_si512(
+            (const char *)src + (size_t)r * *stride);
+        *lo = _mm512_min_epu16(
+            *lo, _mm512_sub_epi16(_mm512_and_si512(v, mag), one));
+    }
+    return src;
+}
+
+/* acc tile (16 rows of 16 floats) into out: row j0 + r, token t at
+ * out[t * ldo + j0 + r], for r < rows, t < m. */
+FB_AMX_TARGET static void store_transposed(const float *acc, int64_t m,
+                                           int64_t rows, float *out,
+                                           int64_t ldo)
+{
+    __m512i v[16];
+    for (int r = 0; r < 16; r++)
+        v[r] = _mm512_loadu_si512(acc + r * 16);
+    fb_transpose16x16_epi32(v);
+    const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
+    for (int64_t t = 0; t < m && t < 16; t++)
+        _mm512_mask_storeu_epi32(out + t * ldo, keep, v[t]);
+}
+
+/* Chunks of 32 columns ahead that each weight row is prefetched: one
+ * group of 16 rows streams at a time, and without it the hardware leaves
+ * the 16 rows (ldw apart, often the same L1 set) to demand misses
+ * (docs/cpu-kernels.md). */
+#define PREFETCH_CHUNKS 8
+
+/* One group of 16 weight rows at a time against one or two token groups:
+ * tiles 0 and 1 accumulate, 4 and 5 hold x, 6 w. */
+FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
+                                        const uint16_t *xp, int x_field,
+                                        const void *wv, int64_t ldw,
+                                        float *out, int64_t ldo)
+{
+    const uint16_t *w = (const uint16_t *)wv;
+    const int64_t groups = (m + 15) / 16, chunks = (k + 31) / 32;
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++)
+        cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    _tile_loadconfig(&cfg);
+    __m512i lo = _mm512_set1_epi16((short)0xffff);
+    uint16_t stage[16 * 32];
+    float acc[2][256];
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        const int64_t rows = n - j0 < 16 ? n - j0 : 16;
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int64_t c = 0; c < chunks; c++) {
+            if (c + PREFETCH_CHUNKS < chunks) {
+                const char *ahead =
+                    (const char *)(w + j0 * ldw + 32 * (c + PREFETCH_CHUNKS));
+                for (int64_t r = 0; r < rows; r++)
+                    _mm_prefetch(ahead + (size_t)r * (size_t)ldw * 2,
+                                 _MM_HINT_T0);
+            }
+            size_t s;
+            const uint16_t *a =
+                weight_tile(w, ldw, n, k, j0, 32 * c, stage, &s, &lo);
+            const uint16_t *xc = xp + c * groups * TILE_WORDS;
+            _tile_loadd(6, a, s);
+            _tile_loadd(4, xc, 64);
+            _tile_dpbf16ps(0, 6, 4);
+            if (groups == 2) {
+                _tile_loadd(5, xc + TILE_WORDS, 64);
+                _tile_dpbf16ps(1, 6, 5);
+            }
+        }
+        _tile_stored(0, acc[0], 64);
+        store_transposed(acc[0], m < 16 ? m : 16, rows, out + j0, ldo);
+        if (groups == 2) {
+            _tile_stored(1, acc[1], 64);
+            store_transposed(acc[1], m - 16, rows, out + 16 * ldo + j0, ldo);
+        }
+    }
+    _tile_release();
+    uint16_t lanes[32];
+    _mm512_storeu_si512(lanes, lo);
+    unsigned least = 0xffff;
+    for (int i = 0; i < 32; i++)
+        least = lanes[i] < least ? lanes[i] : least;
+    const int w_field = least >= 0x7fff ? 255 : (int)((least + 1) >> 7);
+    return fb_bf16_products_exact(x_field, w_field);
+}
+
+
+#else
+
+int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
+                          const uint16_t *xp, int x_field, const void *w,
+                          int64_t ldw, float *out, int64_t ldo)
+{
+    (void)m, (void)n, (void)k, (void)xp, (void)x_field, (void)w, (void)ldw;
+    (void)out, (void)ldo;
+    return 0;
+}
+
+#endif
