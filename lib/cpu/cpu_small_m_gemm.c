@@ -59,7 +59,8 @@ static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
 
 /* X copied into panels whose rows sit off w's L1 sets
  * (fb_cpu_small_m_panel_ld): fp32 for the FMA form, and the bf16 as
- * stored for VDPBF16PS; then the bias in fp32. */
+ * stored for VDPBF16PS (AMX: packed as its pair operand, then as
+ * stored, for the exponent check); then the bias in fp32. */
 typedef struct layout {
     int dpa;                  /* X kept in bf16 too, for VDPBF16PS */
     int amx;                  /* or packed for AMX instead */
@@ -108,8 +109,8 @@ static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
     return (const char *)p->a + i0 * p->lda * fb_dtype_size(p->dtype);
 }
 
-/* avx512: the AVX-512 kernel (and VDPBF16PS where it pays), else the
- * AVX2 one. */
+/* avx512: the AVX-512 kernel (and AMX or VDPBF16PS where they pay),
+ * else the AVX2 one. */
 static fb_status run_with(int avx512, const fb_cpu_call *call,
                           const fb_gemm_problem *p, char *path, size_t len)
 {
@@ -146,9 +147,9 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
         fb_cpu_to_f32(p->dtype, p->ep.bias, b32, l.bias_len);
         bias32 = b32;
     }
-    /* bf16 on VDPBF16PS, unless X holds values it would not get exactly
-     * right (then no unit could: a denormal); a unit whose weights are
-     * too small for it runs again on the FMA form. */
+    /* bf16 on AMX or VDPBF16PS, unless X holds values they would not get
+     * exactly right (then no unit could: a denormal); a unit whose weights
+     * are too small for them runs again on the FMA form. */
     int fell_back = 0;
     const int x_field = l.dpa || l.amx
                             ? fb_cpu_bf16_min_field(x16, ntok, k, ldx16)

@@ -2,7 +2,7 @@
 /*
  * cpu_small_m_mlp.c -- mlp_geglu_forward in the decode shape (at most 32
  * rows of X) on the small-m kernel (cpu_small_m.h), every dtype: the three
- * weights stream once at memory speed (bf16 on VDPBF16PS too).
+ * weights stream once at memory speed (bf16 on AMX or VDPBF16PS too).
  *
  * Few rows of X: each thread owns a slice [h0, h1) of the hidden width and
  * streams its rows of Wg and Wu, then its columns of Wd, each element once
@@ -46,7 +46,8 @@ static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
 }
 
 /* Slices of the hidden width, and the workspace in floats: X (fp32, and
- * bf16 for VDPBF16PS), the biases in fp32 (16-bit), then per slice H, U
+ * bf16 for VDPBF16PS or AMX, and AMX's packed X), the biases in fp32
+ * (16-bit), then per slice H, U
  * and a partial Y. */
 typedef struct layout {
     int threads;
@@ -76,7 +77,7 @@ static layout layout_of(const fb_mlp_problem *p, int threads, int avx512)
     l.threads = t;
     const int64_t hs_max = (l.blocks + t - 1) / t * l.block;
     /* X, and each slice's H, in panels whose rows sit off the weights' L1
-     * sets (fb_cpu_small_m_panel_ld): fp32, and for VDPBF16PS bf16. H's
+     * sets (fb_cpu_small_m_panel_ld): fp32, and for bf16 products bf16. H's
      * bf16 copy takes U's place once U is spent. */
     l.dpa = !l.amx && avx512 && p->dtype == FB_DTYPE_BF16 &&
             m >= FB_SMALL_M_DP_MIN_ROWS && fb_cpu_small_m_dp_available();
@@ -174,7 +175,7 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
         if (p->bd) fb_cpu_to_f32(p->dtype, p->bd, b + 2 * hw, n), bs.bd = b + 2 * hw;
     }
     float *mine0 = ws + shared;
-    /* bf16 on VDPBF16PS where it is exact (see gemm_small_m); H too is
+    /* bf16 on AMX or VDPBF16PS where exact (see gemm_small_m); H too is
      * checked, and a GEMM that could flush runs again on the FMA form. */
     int fell_back = 0;
     const int x_field = dpa ? fb_cpu_bf16_min_field(x16, m, k, ldx16) : 0;
@@ -213,7 +214,8 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
                             bs.bu ? bs.bu + h0 : NULL, hs, p->gate_act);
                 fb_cpu_round_to(p->dtype, hbuf + i * ldh, hs);
             }
-            /* H in bf16 for VDPBF16PS, in U's place (U is spent). */
+            /* H in bf16 for the products, in U's place (U is spent); AMX
+             * packs it once more, into the slice's own area. */
             uint16_t *h16 = (uint16_t *)ubuf;
             int h_field = 0;
             if (dp) {
