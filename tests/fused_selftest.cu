@@ -24,6 +24,8 @@
  * Usage: fused_selftest [--quick] [--small] [--no-bench] [--seed N]
  *   --quick  fewer cases and benchmarks; --small  only small shapes (for
  *   compute-sanitizer, which runs kernels far slower), implies --no-bench
+ *   --f32-probe  only the fp32 decode kernels' engines, timed against the
+ *   copy rate; --f32-once  each of them launched once (for ncu)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -1539,12 +1541,125 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
     }
 }
 
+/* --f32-probe: the fp32 decode kernels (CUDA cores, true fp32) at 1 and
+ * 16 tokens, 4096 -> 11008 (gemm, gelu_tanh + bias) and 4096 -> 11008 ->
+ * 4096 (MLP), on each engine, round-robin, as % of the copy rate of the
+ * same run (each weight byte counted once). once: each variant launched
+ * once, untimed (for ncu). */
+static void f32_probe(Device &dev, bool once)
+{
+    struct V { const char *name; int engine, box, stages, nofma; };
+    const V vs[] = {{"register engine", 1, 0, 0, 0},
+                    {"TMA engine", 2, 0, 0, 0},
+                    {"TMA, 3 stages", 2, 0, 3, 0},
+                    {"TMA, tile j to warp j % 12, no phases", 2, 0, 0, 4},
+                    {"TMA, boxes of 64 columns", 2, 64, 0, 0},
+                    {"TMA, X by cp.async", 2, 0, 0, 8},
+                    {"TMA, no FMAs (diagnostic)", 2, 0, 0, 1},
+                    {"TMA, no X (diagnostic)", 2, 0, 0, 2},
+                    {"TMA, neither (diagnostic)", 2, 0, 0, 3}};
+    const int nv = once ? 2 : (int)(sizeof vs / sizeof vs[0]);
+    std::vector<std::string> names;
+    for (int v = 0; v < nv; ++v)
+        names.push_back(vs[v].name);
+    auto rate = [&](double wbytes) {
+        return [&dev, wbytes](double us) {
+            char b[64];
+            snprintf(b, sizeof b, "weights %5.0f GB/s, %3.0f%% of copy", wbytes / (us * 1e3),
+                     100.0 * wbytes / (us * 1e3) / dev.copy_gbs);
+            return std::string(b);
+        };
+    };
+    for (int tokens : {16, 1}) {
+        /* the gemm: nn.Linear 4096 -> 11008, bias, gelu_tanh */
+        const int k = 4096, out = 11008;
+        const size_t wbytes = (size_t)out * k * 4;
+        const int sets = once ? 1 : weight_sets(dev, wbytes + (size_t)tokens * (k + out) * 4);
+        std::vector<void *> ws(sets), xs(sets), ys(sets), bs(sets);
+        std::vector<fb_gemm_problem> probs(sets);
+        for (int i = 0; i < sets; ++i) {
+            CK(cudaMalloc(&ws[i], wbytes));
+            CK(cudaMalloc(&xs[i], (size_t)tokens * k * 4));
+            CK(cudaMalloc(&ys[i], (size_t)tokens * out * 4));
+            CK(cudaMalloc(&bs[i], (size_t)out * 4));
+            fill_random(FB_DTYPE_F32, ws[i], (size_t)out * k, 200 + i, 1.0f / sqrtf((float)k), dev.stream);
+            fill_random(FB_DTYPE_F32, xs[i], (size_t)tokens * k, 300 + i, 1.0f, dev.stream);
+            fill_random(FB_DTYPE_F32, bs[i], out, 400 + i, 0.5f, dev.stream);
+            fb_gemm_problem &p = probs[i];
+            memset(&p, 0, sizeof p);
+            p.dtype = FB_DTYPE_F32;
+            p.transa = 1;
+            p.m = out; p.n = tokens; p.k = k;
+            p.alpha = 1.0f;
+            fb_gemm_decide(&p);
+            p.a = ws[i]; p.lda = k;
+            p.b = xs[i]; p.ldb = k;
+            p.c = ys[i]; p.ldc = out;
+            p.ep.bias = bs[i];
+            p.ep.bias_per_row = 1;
+            p.ep.act = FB_ACT_GELU_TANH;
+        }
+        auto run = [&](int v, int i) {
+            fbf_tuning t = {};
+            t.decode_engine = vs[v].engine;
+            t.tma_box_cols = vs[v].box;
+            t.tma_stages = vs[v].stages;
+            t.f32_nofma = vs[v].nofma;
+            Knobs knobs(t);
+            char p2[96];
+            return fbf_decode_gemm(&dev.env, &probs[i % sets], FBF_RUN, p2, sizeof p2) ==
+                   FB_STATUS_SUCCESS;
+        };
+        char label[96];
+        snprintf(label, sizeof label, "linear f32 %d x %d->%d", tokens, k, out);
+        if (once) {
+            for (int v = 0; v < nv; ++v)
+                printf("%s %s: %s\n", label, names[v].c_str(), run(v, 0) ? "ran" : "not covered");
+            CK(cudaStreamSynchronize(dev.stream));
+            CK(cudaGetLastError());
+        } else {
+            round_robin(dev, label, names, run, rate((double)wbytes));
+        }
+        for (int i = 0; i < sets; ++i) {
+            cudaFree(ws[i]); cudaFree(xs[i]); cudaFree(ys[i]); cudaFree(bs[i]);
+        }
+    }
+    for (int tokens : {16, 1}) {
+        const MlpCase c{FB_DTYPE_F32, FB_ACT_GELU_TANH, tokens, 4096, 11008, 4096, 0, 0, false, NULL};
+        const double wbytes = (double)(2 * c.h * c.k + c.n * c.h) * 4;
+        MlpSets S(dev, c, 3000);
+        const int sets = (int)S.bufs.size();
+        auto run = [&](int v, int i) {
+            const fb_mlp_problem p = mlp_problem(c, S.bufs[i % sets]);
+            fbf_tuning t = {};
+            t.decode_engine = vs[v].engine;
+            t.tma_box_cols = vs[v].box;
+            t.tma_stages = vs[v].stages;
+            t.f32_nofma = vs[v].nofma;
+            Knobs knobs(t);
+            char path[96];
+            return fbf_decode_mlp(&dev.env, &p, FBF_RUN, path, sizeof path) ==
+                   FB_STATUS_SUCCESS;
+        };
+        if (once) {
+            for (int v = 0; v < nv; ++v)
+                printf("%s %s: %s\n", mlp_label(c).c_str(), names[v].c_str(),
+                       run(v, 0) ? "ran" : "not covered");
+            CK(cudaStreamSynchronize(dev.stream));
+            CK(cudaGetLastError());
+        } else {
+            round_robin(dev, mlp_label(c), names, run, rate(wbytes));
+        }
+    }
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
     bool quick = false, bench = true, small = false, decode_only = false,
-         stack_only = false, split_only = false, early_only = false;
+         stack_only = false, split_only = false, early_only = false,
+         f32_only = false, f32_once = false;
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1562,6 +1677,10 @@ int main(int argc, char **argv)
             split_only = true;
         else if (!strcmp(argv[i], "--early"))
             early_only = true;
+        else if (!strcmp(argv[i], "--f32-probe"))
+            f32_only = true;
+        else if (!strcmp(argv[i], "--f32-once"))
+            f32_only = f32_once = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1602,6 +1721,18 @@ int main(int argc, char **argv)
     /* --split-small: the TMA decode engine where X is staged in two half
      * chunks (X past the 72 KiB buffer), at sizes small enough for
      * compute-sanitizer */
+    if (f32_only) {
+        if (!f32_once) {
+            dev.copy_gbs = measure_copy_gbs(dev.stream);
+            printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        }
+        f32_probe(dev, f32_once);
+        if (!f32_once) {
+            dev.copy_gbs = measure_copy_gbs(dev.stream);
+            printf("device-to-device copy again: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        }
+        return 0;
+    }
     if (early_only) {
         early_probe(dev);
         printf("\n%d passed, %d failed\n", g_passed, g_failed);
@@ -1670,6 +1801,9 @@ int main(int argc, char **argv)
         /* n <= 64 at k = 100: the fp32 tiny kernel holds KP + NP <= 192
          * registers of X and Y (GPU run 3 asked for n = 120: not covered) */
         {FB_DTYPE_F32, FB_ACT_SILU, 3001, 100, 96, 64, 101, 65, true, "mlp_tiny_f32"},
+        /* fp32 decode at 1 token and at an odd count with padded rows */
+        {FB_DTYPE_F32, FB_ACT_GELU_TANH, 1, 4096, 11008, 4096, 0, 0, true, NULL},
+        {FB_DTYPE_F32, FB_ACT_SILU, 13, 2048, 5504, 2048, 2052, 2049, true, NULL},
     };
     int ci = 0;
     for (const MlpCase &c : mlp_cases) {
@@ -1692,7 +1826,7 @@ int main(int argc, char **argv)
         ci = 0;
         for (const MlpCase &c : mlp_cases) {
             ci++;
-            if (c.dtype == FB_DTYPE_F32 || c.m > 32)
+            if (c.m > 32 || (c.dtype == FB_DTYPE_F32 && eng == 2 && c.m > 16))
                 continue;
             if (quick && ci > 1 && (3.0 * c.k * c.h) * esize(c.dtype) > 100e6)
                 continue;
@@ -1767,6 +1901,9 @@ int main(int argc, char **argv)
         {FB_DTYPE_F16, 1, 0, 128, 333, 256, 0.5f, 1.0f, false, 1, FB_ACT_GELU_ERF, 8, "gemm_tiny_f16"},
         {FB_DTYPE_F32, 1, 0, 64, 1024, 32, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, "gemm_tiny_f32"},
         {FB_DTYPE_F32, 1, 0, 500, 100, 64, 0.5f, 0.25f, true, 1, FB_ACT_RELU, 3, "gemm_tiny_f32"},
+        /* fp32 decode: 16 and 1 token (padded rows) */
+        {FB_DTYPE_F32, 1, 0, 11008, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, "gemm_decode_f32"},
+        {FB_DTYPE_F32, 1, 0, 3000, 1, 2048, 0.5f, 0.25f, true, 1, FB_ACT_RELU, 4, "gemm_decode_f32"},
     };
     ci = 0;
     for (const GemmCase &c : gemm_cases) {
@@ -1776,10 +1913,14 @@ int main(int argc, char **argv)
         if (small && (double)c.k * std::max(c.m, c.n) > 4e6)
             continue;
         check_gemm(dev, c, seed + 500 + 10 * ci, c.want, false);
-        /* decode gemm cases of 16-bit types on each engine by name */
-        if (c.dtype != FB_DTYPE_F32 && c.want && strstr(c.want, "gemm_decode"))
+        /* decode gemm cases on each engine by name (fp32 on the TMA
+         * engine up to 16 tokens) */
+        if (c.want && strstr(c.want, "gemm_decode"))
             for (int eng : {1, 2}) {
                 if (eng == 2 && !tma_device)
+                    continue;
+                if (eng == 2 && c.dtype == FB_DTYPE_F32 &&
+                    std::min(c.m, c.n) > 16)
                     continue;
                 g_decode_engine = eng;
                 check_gemm(dev, c, seed + 500 + 10 * ci + eng,

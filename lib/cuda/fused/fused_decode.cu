@@ -4,14 +4,15 @@
  * thousands): weight streaming at memory speed.
  *
  * mlp_decode: the whole gated MLP in ONE cooperative launch, one CTA per
- * SM (12 warps; 16 for fp32 with <= 16 tokens), no floating-point atomics
- * anywhere: the same call gives the same bits.
+ * SM (12 warps; 16 for fp32 with <= 16 tokens on the register engine), no
+ * floating-point atomics anywhere: the same call gives the same bits.
  *   Two engines stream the weights (the kernels' TMA template flag): the
  *   register engine (fused_decode_stream.cuh: warps load 16-byte pieces
- *   into registers), and on Hopper for 16-bit weights the TMA engine
- *   (fused_decode_tma.cuh: a 13th warp has the copy engine fill a ring of
- *   shared-memory stages; its "prefetch" before the barrier is phase 2's
- *   first stages themselves). The launcher tries TMA first where allowed.
+ *   into registers), and on Hopper for 16-bit weights and fp32 with up to
+ *   16 tokens the TMA engine (fused_decode_tma.cuh: a 13th warp has the
+ *   copy engine fill a ring of shared-memory stages; its "prefetch" before
+ *   the barrier is phase 2's first stages themselves; fp32 adds a 14th
+ *   that stages X and H). The launcher tries TMA first where allowed.
  *   phase 1  CTA c owns hidden units [j0, j1) (h / G each, to one row):
  *            streams those rows of Wg and Wu once, with X in shared
  *            memory, and writes H[:, j0:j1] = act(X Wg^T + bg) .* (X Wu^T
@@ -45,6 +46,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <atomic>
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled_v12000 */
 #include <type_traits>
 #include "fused_internal.h"
 #include "fused_decode_stream.cuh"
@@ -58,17 +60,23 @@ namespace fbf {
  * about three times what HBM's bandwidth-latency product asks (4.8 TB/s x
  * ~1 us / 132 SMs); 12 warps leave 168 registers a thread, which the two
  * steps of 16-byte vectors and the accumulators need. fp32 with <= 16
- * tokens fits in 128 registers and takes 16 warps (its FMAs want the
- * issue slots). */
+ * tokens fits in 128 registers and takes 16 warps on the register engine
+ * (its FMAs want the issue slots); on the TMA engine 12 (its loads cost
+ * no registers, and its accumulators of two tiles, 64 at 16 tokens, need
+ * the 128 registers that 12 warps, the producer and the X warp leave). */
 template <typename T, int NTOK> struct CtaShape {
-    static const int THREADS =
-        std::is_same<T, float>::value && NTOK <= 16 ? 512 : 384;
-    /* the block: THREADS computing, plus the TMA engine's producer warp */
+    /* THREADS computing, plus the TMA engine's producer warp and, for
+     * fp32, its X warp (tma_x_produce): SIZE */
     template <bool TMA> struct Block {
-        static const int SIZE = THREADS + (TMA ? 32 : 0);
+        static const bool F32 = std::is_same<T, float>::value;
+        static const int THREADS = F32 && NTOK <= 16 && !TMA ? 512 : 384;
+        static const int SIZE = THREADS + (TMA ? (F32 ? 64 : 32) : 0);
     };
 };
-static const int kHeaderBytes = 128; /* spare, keeps offsets aligned */
+/* the TMA ring's mbarriers (2 x kTmaMaxStages; fp32's engine then 2 x 2
+ * for its X buffers: kHeaderBytesF32) */
+static const int kHeaderBytes = 128;
+static const int kHeaderBytesF32 = 256;
 
 /* Barrier state at the end of the workspace (the start is where the
  * intermediates go, and where cuBLASLt's split-k data would be). */
@@ -116,6 +124,10 @@ template <typename T> struct MlpArgs {
     int x_vec;
     int x_split; /* TMA engine: X (and H) in two half chunks, one staged
                     while the other is used (fused_decode_tma.cuh) */
+    int xq;      /* TMA engine, fp32: the X chunks' token rows (TmaJob::xq);
+                    0 for 16-bit */
+    CUtensorMap tm_x, tm_h; /* fp32: X and H in chunks (x_map_f32) */
+    int x_tma;   /* fp32: X and H come by those maps, else by cp.async */
     unsigned long long *epoch, *flags;
     unsigned int *counters;
     T *hbuf;      /* m x h */
@@ -132,19 +144,24 @@ __host__ __device__ __forceinline__ int stripe_start(int s, int hs, int h,
 }
 
 /* The ring of the TMA engine: mbarriers in the header, stages at
- * ring_off; thread 0 initialises them for `warps` computing warps. */
+ * ring_off; thread 0 initialises them for `warps` computing warps (and
+ * fp32's X buffers' for xarrivals arrivals; 0: none). */
 __device__ __forceinline__ TmaRing ring_at(unsigned char *smem, int ring_off,
-                                           int stages, int stride, int warps)
+                                           int stages, int stride, int warps,
+                                           int xarrivals)
 {
     TmaRing R;
     R.full = reinterpret_cast<uint64_t *>(smem);
     R.empty = R.full + kTmaMaxStages;
+    R.xfull = R.empty + kTmaMaxStages;
+    R.xempty = R.xfull + 2;
     R.base = smem + ring_off;
     R.stages = stages;
     R.stride = stride;
     R.issued = R.used = 0;
+    R.xissued = R.xused = 0;
     if (threadIdx.x == 0)
-        tma_ring_init(R, warps);
+        tma_ring_init(R, warps, xarrivals);
     return R;
 }
 
@@ -209,10 +226,12 @@ __global__ void __launch_bounds__(
     /* kThreads compute; with TMA, thread kThreads (the first of the last
      * warp) asks for the weights and the rest of its warp only takes part
      * in the block-wide barriers */
-    const int kThreads = CtaShape<T, NTOK>::THREADS;
+    const int kThreads = CtaShape<T, NTOK>::template Block<TMA>::THREADS;
     const int G = gridDim.x, c = blockIdx.x, tid = threadIdx.x;
     const int m = a.m, ms = m + 1;
     const bool worker = tid < kThreads, producer = tid == kThreads;
+    /* fp32 TMA: the warp after the producer's stages X */
+    const bool xwarp = TMA && sizeof(T) == 4 && tid >= kThreads + 32;
 
     const unsigned long long target = ld_relaxed_gpu(a.epoch) + 1;
 
@@ -236,18 +255,21 @@ __global__ void __launch_bounds__(
     const TmaJob<T> J2 = {&a.tm_wd, NULL, i0, nr2, a.box2, a.box_cols,
                           kb2, ke2, TMA ? a.kc : round_up_int(ke2 - kb2, 128),
                           xs, a.xstride2, m, a.hbuf, a.h, 1, true, true,
-                          sacc, ms, a.x_split != 0};
+                          sacc, ms, a.x_split != 0, a.xq,
+                          a.x_tma ? &a.tm_h : NULL};
 
     TmaRing R;
     StreamJob<T> J;
     uint32_t g2 = 0; /* ring count where phase 2 starts */
     if constexpr (TMA) {
-        R = ring_at(smem, a.ring_off, a.stages, a.stride, kThreads / 32);
+        R = ring_at(smem, a.ring_off, a.stages, a.stride, kThreads / 32,
+                    sizeof(T) == 4 ? (a.x_tma ? 1 : 32) : 0);
         __syncthreads();
         const TmaJob<T> J1 = {&a.tm_wg, &a.tm_wu, j0, nr1, a.box1,
                               a.box_cols, 0, a.k, a.kc, xs, a.xstride1, m,
                               a.x, a.ldx, 1, a.x_vec != 0, false,
-                              sacc, ms, a.x_split != 0};
+                              sacc, ms, a.x_split != 0, a.xq,
+                              a.x_tma ? &a.tm_x : NULL};
         g2 = (uint32_t)tma_steps(J1);
         if (producer) {
             /* all of phase 1, then phase 2's first S stages as phase 1's
@@ -256,6 +278,9 @@ __global__ void __launch_bounds__(
             tma_issue(R, J2, g2, R.stages);
         } else if (worker) {
             tma_consume<T, NTOK, true>(R, J1, kThreads);
+        } else if constexpr (sizeof(T) == 4) {
+            if (xwarp)
+                tma_x_produce(R, J1);
         }
     } else {
         for (int i = tid; i < 2 * nr1 * ms; i += kThreads)
@@ -277,6 +302,11 @@ __global__ void __launch_bounds__(
         a.hbuf[(int64_t)t * a.h + j] =
             fb_store_as<T>(fb_act_dynamic(a.act, gate) * up);
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (TMA && sizeof(T) == 4 && a.x_tma) /* H is read back by the copy
+                                             engine (tma_x_produce) */
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
 
     /* register engine: phase 2's first weights into L2 while other CTAs
      * finish phase 1 */
@@ -298,10 +328,14 @@ __global__ void __launch_bounds__(
 
     /* ---- phase 2: this CTA's block of Y = H Wd^T ---- */
     if constexpr (TMA) {
-        if (producer)
+        if (producer) {
             tma_issue(R, J2, g2, tma_steps(J2));
-        else if (worker)
+        } else if (worker) {
             tma_consume<T, NTOK, false>(R, J2, kThreads);
+        } else if constexpr (sizeof(T) == 4) {
+            if (xwarp)
+                tma_x_produce(R, J2);
+        }
     } else {
         for (int i = tid; i < nr2 * ms; i += kThreads)
             sacc[i] = 0.0f;
@@ -372,6 +406,9 @@ template <typename T> struct GemmArgs {
     int sacc_off, slots_off, xs_off;
     int x_vec;
     int x_split; /* as in MlpArgs */
+    int xq;      /* as in MlpArgs */
+    CUtensorMap tm_x; /* as in MlpArgs */
+    int x_tma;
     int early;   /* TMA engine, launched programmatically: the producer
                     streams the (fixed) weights before the grid ahead has
                     finished; every other thread waits for it first */
@@ -386,7 +423,7 @@ __global__ void __launch_bounds__(
     extern __shared__ __align__(1024) unsigned char smem[];
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
-    const int kThreads = CtaShape<T, NTOK>::THREADS;
+    const int kThreads = CtaShape<T, NTOK>::template Block<TMA>::THREADS;
     const int G = gridDim.x, cta = blockIdx.x, tid = threadIdx.x;
     const int m = a.m, ms = m + 1;
     const int r0 = (int)((int64_t)cta * a.rows / G);
@@ -395,13 +432,15 @@ __global__ void __launch_bounds__(
     const bool worker = tid < kThreads; /* the rest: TMA's producer warp */
     if constexpr (TMA) {
         TmaRing R = ring_at(smem, a.ring_off, a.stages, a.stride,
-                            kThreads / 32);
+                            kThreads / 32,
+                            sizeof(T) == 4 ? (a.x_tma ? 1 : 32) : 0);
         __syncthreads();
         const TmaJob<T> J = {&a.tm_w, NULL, r0, nr, a.box, a.box_cols, 0,
                              a.k, a.kc,
                              xs, a.xstride, m, a.x, a.xs_t, a.xs_k,
                              a.x_vec != 0, false, sacc, ms,
-                             a.x_split != 0};
+                             a.x_split != 0, a.xq,
+                             a.x_tma ? &a.tm_x : NULL};
         /* an early producer streams the weights while the grid ahead
          * finishes; the rest wait for it */
         if (tid != kThreads || !a.early)
@@ -410,8 +449,12 @@ __global__ void __launch_bounds__(
             tma_issue(R, J, 0u, tma_steps(J));
             if (a.early)
                 allow_dependents(); /* every weight byte is asked for */
-        } else if (worker)
+        } else if (worker) {
             tma_consume<T, NTOK, false>(R, J, kThreads);
+        } else if constexpr (sizeof(T) == 4) {
+            if (tid >= kThreads + 32) /* the X warp */
+                tma_x_produce(R, J);
+        }
     } else {
         for (int i = tid; i < nr * ms; i += kThreads)
             sacc[i] = 0.0f;
@@ -552,14 +595,16 @@ static const char *dtype_suffix(fb_dtype d)
 }
 
 /* Whether a call may take the TMA engine (fused_decode_tma.cuh): 16-bit
- * weights, a compute 9.0 device, a module built for sm_90a and a driver
- * that encodes tensor maps; the decode_engine knob 1 asks for the register
- * engine. */
-template <typename T>
+ * weights, or fp32 with at most 16 tokens (its accumulators must fit the
+ * 128 registers a thread of 14 warps has), a compute 9.0 device, a module built for sm_90a and a
+ * driver that encodes tensor maps; the decode_engine knob 1 asks for the
+ * register engine. */
+template <typename T, int NTOK>
 static bool tma_engine_allowed(const fb_fused_env *env)
 {
 #ifdef FB_HAVE_SM90A
-    return sizeof(T) == 2 && env->cc_major == 9 && env->cc_minor == 0 &&
+    return (sizeof(T) == 2 || NTOK <= 16) && env->cc_major == 9 &&
+           env->cc_minor == 0 &&
            !(FBF_KNOB(decode_engine) == 1) && fbf_tma_available();
 #else
     (void)env;
@@ -576,27 +621,33 @@ static bool tma_engine_allowed(const fb_fused_env *env)
  * in flight are what a stream needs: 72 KiB keeps X of 16 tokens x 2048
  * columns and leaves six 21 KiB stages. */
 struct TmaLayout {
-    size_t ring_off, stride, xs_off, smem;
+    size_t ring_off, stride, xs_off, smem, sacc_off;
     int stages, box_cols, xs_cols;
 };
 
 static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
                            size_t stage_rows, int need, int m, size_t esz,
-                           size_t budget)
+                           size_t budget, int xq)
 {
     L->box_cols = bc;
-    L->ring_off = (kHeaderBytes + sacc + 127) / 128 * 128;
+    const size_t header = xq ? kHeaderBytesF32 : kHeaderBytes;
+    L->ring_off = (header + sacc + 127) / 128 * 128;
     L->stride = stage_rows * bc * esz;
     const size_t cap =
         (size_t)(FBF_KNOB(tma_xs_kb) > 0 ? FBF_KNOB(tma_xs_kb) : 72) << 10;
+    /* m rows of cols + 32; fp32 (xq rows): the X warp's two chunks of
+     * kF32XCols, whatever the cap */
     int cols = (int)(cap / ((size_t)m * esz)) - 32;
     cols = cols / bc * bc;
     if (cols < bc)
         cols = bc;
     if (cols > round_up_int(need, bc))
         cols = round_up_int(need, bc);
+    if (xq)
+        cols = 2 * kF32XCols;
     L->xs_cols = cols;
-    const size_t xs = (size_t)m * (cols + 32) * esz;
+    const size_t xs =
+        xq ? (size_t)cols * 4 * xq : (size_t)m * (cols + 32) * esz;
     if (L->ring_off + xs + 2 * L->stride > budget)
         return false;
     int S = (int)((budget - L->ring_off - xs) / L->stride);
@@ -611,24 +662,94 @@ static bool tma_layout_for(TmaLayout *L, int bc, size_t sacc,
     L->stages = S;
     L->xs_off = L->ring_off + (size_t)S * L->stride;
     L->smem = L->xs_off + xs;
+    L->sacc_off = header;
     return true;
 }
 
-/* The widest box (256, 128, then 64 columns) with which at least three
- * stages fit, or the tma_box_cols knob. Wider boxes mean fewer, longer
- * requests per row; they measured faster where stages are small and no
- * slower elsewhere (docs/decode-kernels.md). */
+/* The widest box (512, 256, then 128 bytes of each row: 256, 128, 64
+ * columns of 16-bit weights, 128, 64, 32 of fp32) with which at least
+ * three stages fit, or the tma_box_cols knob (columns). Wider boxes mean
+ * fewer, longer requests per row; they measured faster where stages are
+ * small and no slower elsewhere (docs/decode-kernels.md). */
 static bool tma_layout(TmaLayout *L, size_t sacc, size_t stage_rows,
-                       int need, int m, size_t esz, size_t budget)
+                       int need, int m, size_t esz, size_t budget, int xq)
 {
+    const int widest = (int)(512 / esz), narrowest = widest / 4;
     const int c = FBF_KNOB(tma_box_cols);
-    if (c == 64 || c == 128 || c == 256)
-        return tma_layout_for(L, c, sacc, stage_rows, need, m, esz, budget);
-    for (int bc = 256; bc >= 64; bc /= 2)
-        if (tma_layout_for(L, bc, sacc, stage_rows, need, m, esz, budget) &&
-            (L->stages >= 3 || bc == 64))
+    if (c == narrowest || c == 2 * narrowest || c == widest)
+        return tma_layout_for(L, c, sacc, stage_rows, need, m, esz, budget,
+                              xq);
+    for (int bc = widest; bc >= narrowest; bc /= 2)
+        if (tma_layout_for(L, bc, sacc, stage_rows, need, m, esz, budget,
+                           xq) &&
+            (L->stages >= 3 || bc == narrowest))
             return true;
     return false;
+}
+
+/* The sandbox's diagnostics of the fp32 TMA engine (TmaJob::xq flags). */
+static int f32_diag()
+{
+    const int d = FBF_KNOB(f32_nofma);
+    return (d & 1 ? (int)kTmaNoFma : 0) | (d & 2 ? (int)kTmaNoX : 0) |
+           (d & 4 ? (int)kTmaOldSplit : 0);
+}
+
+/* The tensor map of a row-major weight matrix for the TMA engine: 16-bit
+ * as it is; fp32 as a 16-bit matrix of the same bytes (two columns a
+ * column, so every box is the same bytes a fp32 box would be; the copy
+ * engine only moves bytes, and zeros past the edges stay zeros). */
+template <typename T>
+static bool tma_map_rows(CUtensorMap *tm, fb_dtype dt, const void *base,
+                         int64_t rows, int64_t cols, int64_t ld,
+                         int box_cols, int box_rows)
+{
+    const int64_t f = (int64_t)sizeof(T) / 2;
+    return fbf_tma_map_16(tm, sizeof(T) == 2 ? dt : FB_DTYPE_BF16, base, rows,
+                          cols * f, ld * f, box_cols * (int)f, box_rows,
+                          false);
+}
+
+/* The driver's tensor-map encoder (the module links the runtime only). */
+static PFN_cuTensorMapEncodeTiled_v12000 x_encoder()
+{
+    static std::atomic<PFN_cuTensorMapEncodeTiled_v12000> cached{nullptr};
+    PFN_cuTensorMapEncodeTiled_v12000 f =
+        cached.load(std::memory_order_acquire);
+    if (f)
+        return f;
+    void *p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                         cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !p) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    f = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    cached.store(f, std::memory_order_release);
+    return f;
+}
+
+/* fp32 token rows (m rows of k, ld elements apart) for the fp32 engine's
+ * X warp, in boxes of kF32XCols columns x mt rows: rows from m on and
+ * columns from k on arrive as zeros. */
+static bool x_map_f32(CUtensorMap *tm, const void *base, int m, int64_t ld,
+                      int64_t k, int mt)
+{
+    const PFN_cuTensorMapEncodeTiled_v12000 enc = x_encoder();
+    if (!enc || ((uintptr_t)base & 15) || (ld * 4) % 16 || mt > 256)
+        return false;
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
+    const cuuint64_t strides[1] = {(cuuint64_t)ld * 4};
+    const cuuint32_t box[2] = {kF32XCols, (cuuint32_t)mt};
+    const cuuint32_t estr[2] = {1, 1};
+    return enc(tm, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
+               const_cast<void *>(base), dims, strides, box, estr,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+               CU_TENSOR_MAP_L2_PROMOTION_NONE,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /* Phase-2 stripes for the TMA engine: the most stripes whose Wd block
@@ -719,8 +840,10 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
 
     const int ms = m + 1;
     const int threads = CtaShape<T, NTOK>::template Block<TMA>::SIZE;
-    const int warps = CtaShape<T, NTOK>::THREADS / 32; /* computing */
+    const int warps = /* computing */
+        CtaShape<T, NTOK>::template Block<TMA>::THREADS / 32;
     const size_t budget = env->smem_optin;
+    const int xq = TMA && sizeof(T) == 4 ? tma_f32_tokens(m, NTOK) : 0;
     const int box1 = (h + G - 1) / G;
     const size_t sacc1 = (size_t)2 * box1 * ms * 4;
     const size_t ws_avail = env->workspace_bytes - kBarrierRegion - 256;
@@ -735,22 +858,24 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
     const int box2 = (n + P - 1) / P;
     const size_t sacc2 = (size_t)box2 * ms * 4;
     const size_t sacc = sacc1 > sacc2 ? sacc1 : sacc2;
-    const size_t sacc_off = kHeaderBytes;
+    size_t sacc_off = kHeaderBytes;
     size_t slots_off = 0, xs_off = 0, smem = 0;
     int kc = 0, xstride1 = 0, xstride2 = 0;
     TmaLayout L = {};
     if (TMA) {
         /* boxes of at most 256 rows; tiles within kTmaTilesPerWarp a warp */
         const int cap = warps * kTmaTilesPerWarp;
-        if (box1 > 256 || box2 > 256 || (box1 + 7) / 8 > cap ||
-            (box2 + 15) / 16 > cap)
+        const int tr1 = tma_tile_rows<T>(true), tr2 = tma_tile_rows<T>(false);
+        if (box1 > 256 || box2 > 256 || (box1 + tr1 - 1) / tr1 > cap ||
+            (box2 + tr2 - 1) / tr2 > cap)
             return FB_STATUS_NOT_SUPPORTED;
         const int widest = h / hs + 72; /* stripes start at 64-multiples */
         if (!tma_layout(&L, sacc, (size_t)(2 * box1 > box2 ? 2 * box1 : box2),
-                        k > widest ? k : widest, m, esz, budget))
+                        k > widest ? k : widest, m, esz, budget, xq))
             return FB_STATUS_NOT_SUPPORTED;
         xs_off = L.xs_off;
         smem = L.smem;
+        sacc_off = L.sacc_off;
         kc = L.xs_cols;
         xstride1 = xstride2 = L.xs_cols + 32;
     } else {
@@ -784,12 +909,12 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
         return FB_STATUS_SUCCESS;
     MlpArgs<T> a;
     memset(&a, 0, sizeof a);
-    if (TMA && (!fbf_tma_map_16(&a.tm_wg, p->dtype, p->wg, h, k, k,
-                                L.box_cols, box1, false) ||
-                !fbf_tma_map_16(&a.tm_wu, p->dtype, p->wu, h, k, k,
-                                L.box_cols, box1, false) ||
-                !fbf_tma_map_16(&a.tm_wd, p->dtype, p->wd, n, h, h,
-                                L.box_cols, box2, false)))
+    if (TMA && (!tma_map_rows<T>(&a.tm_wg, p->dtype, p->wg, h, k, k,
+                                 L.box_cols, box1) ||
+                !tma_map_rows<T>(&a.tm_wu, p->dtype, p->wu, h, k, k,
+                                 L.box_cols, box1) ||
+                !tma_map_rows<T>(&a.tm_wd, p->dtype, p->wd, n, h, h,
+                                 L.box_cols, box2)))
         return FB_STATUS_NOT_SUPPORTED;
     a.box1 = box1;
     a.box2 = box2;
@@ -830,6 +955,12 @@ static fb_status launch_decode_mlp(const fb_fused_env *env,
     a.xs_off = (int)xs_off;
     a.x_vec = aligned16(p->x) && (p->ldx * (int64_t)esz) % 16 == 0;
     a.x_split = FBF_KNOB(tma_x_whole) != 1;
+    a.xq = xq | (xq ? f32_diag() : 0);
+    /* fp32: X and H by the copy engine where both maps encode (H: the
+     * workspace, m rows of h) */
+    if (TMA && xq && a.x_vec && FBF_KNOB(f32_nofma) < 8)
+        a.x_tma = x_map_f32(&a.tm_x, p->x, m, p->ldx, k, xq) &&
+                  x_map_f32(&a.tm_h, env->workspace, m, h, h, xq);
     BarrierState b = barrier_state(env);
     a.epoch = b.epoch;
     a.flags = b.flags;
@@ -860,8 +991,8 @@ static fb_status run_decode_mlp(const fb_fused_env *env,
                                 fbf_mode mode, char *path,
                                 size_t pathlen)
 {
-    if constexpr (sizeof(T) == 2) {
-        if (tma_engine_allowed<T>(env)) {
+    if constexpr (sizeof(T) == 2 || NTOK <= 16) {
+        if (tma_engine_allowed<T, NTOK>(env)) {
             const fb_status st =
                 launch_decode_mlp<T, NTOK, true>(env, p, mode, path, pathlen);
             if (st != FB_STATUS_NOT_SUPPORTED)
@@ -904,19 +1035,24 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         G = 1;
     const int ms = a.m + 1;
     const int threads = CtaShape<T, NTOK>::template Block<TMA>::SIZE;
-    const int warps = CtaShape<T, NTOK>::THREADS / 32; /* computing */
+    const int warps = /* computing */
+        CtaShape<T, NTOK>::template Block<TMA>::THREADS / 32;
     const int box = (a.rows + G - 1) / G;
     const size_t sacc = (size_t)box * ms * 4;
-    size_t xs_off = 0;
+    size_t xs_off = 0, smem = 0;
     int kc = 0;
     if (TMA) {
-        if (box > 256 || (box + 15) / 16 > warps * kTmaTilesPerWarp)
+        const int tr = tma_tile_rows<T>(false);
+        if (box > 256 || (box + tr - 1) / tr > warps * kTmaTilesPerWarp)
             return FB_STATUS_NOT_SUPPORTED;
         TmaLayout L;
+        a.xq = sizeof(T) == 4 ? tma_f32_tokens(a.m, NTOK) : 0;
         if (!tma_layout(&L, sacc, (size_t)box, a.k, a.m, esz,
-                        env->smem_optin))
+                        env->smem_optin, a.xq))
             return FB_STATUS_NOT_SUPPORTED;
         xs_off = L.xs_off;
+        smem = L.smem;
+        a.sacc_off = (int)L.sacc_off;
         kc = L.xs_cols;
         a.box = box;
         a.box_cols = L.box_cols;
@@ -934,6 +1070,7 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         if (kc == 0)
             return FB_STATUS_NOT_SUPPORTED;
         a.slots_off = (int)slots_off;
+        a.sacc_off = kHeaderBytes;
     }
     a.kc = kc;
     a.xstride = kc + 32;
@@ -941,9 +1078,11 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         FBF_KNOB(prefetch_kb) != 0 ? (FBF_KNOB(prefetch_kb) < 0 ? 0 : FBF_KNOB(prefetch_kb)) : 64;
     const int step_bytes = warps * 16 * Engine<T, NTOK>::COLS * (int)esz;
     a.prefetch = kb_knob ? (2 * (kb_knob << 10) + step_bytes - 1) / step_bytes : 0;
-    a.sacc_off = kHeaderBytes;
     a.xs_off = (int)xs_off;
-    const size_t smem = xs_off + (size_t)a.m * a.xstride * esz;
+    if (a.xq)
+        a.xq |= f32_diag();
+    if (!TMA)
+        smem = xs_off + (size_t)a.m * a.xstride * esz;
 
     bool fits = false;
     cudaError_t e = prepare_kernel(state, func, threads, env, &fits);
@@ -953,9 +1092,12 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         return FB_STATUS_NOT_SUPPORTED;
     if (mode == FBF_CHECK) /* before the maps: as launch_decode_mlp */
         return FB_STATUS_SUCCESS;
-    if (TMA && !fbf_tma_map_16(&a.tm_w, dtype, a.w, a.rows, a.k, a.ldw,
-                               a.box_cols, box, false))
+    if (TMA && !tma_map_rows<T>(&a.tm_w, dtype, a.w, a.rows, a.k, a.ldw,
+                                a.box_cols, box))
         return FB_STATUS_NOT_SUPPORTED;
+    /* fp32: X by the copy engine where its map encodes */
+    if (a.xq && a.x_vec && FBF_KNOB(f32_nofma) < 8)
+        a.x_tma = x_map_f32(&a.tm_x, a.x, a.m, a.xs_t, a.k, a.xq & 0xffff);
     /* In a plan's execution the weights are fixed (the plan's contract),
      * so the TMA producer may stream them before the grid ahead ends. Not
      * the MLP: under its cooperative launch this gained nothing
@@ -980,8 +1122,8 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
                                  fbf_mode mode, char *path,
                                  size_t pathlen)
 {
-    if constexpr (sizeof(T) == 2) {
-        if (tma_engine_allowed<T>(env)) {
+    if constexpr (sizeof(T) == 2 || NTOK <= 16) {
+        if (tma_engine_allowed<T, NTOK>(env)) {
             const fb_status st = launch_decode_gemm<T, NTOK, true>(
                 env, a, dtype, mode, path, pathlen);
             if (st != FB_STATUS_NOT_SUPPORTED)
@@ -1045,7 +1187,7 @@ static bool decode_mlp_tma_takes(const fb_fused_env *env,
                                  const fb_mlp_problem *p)
 {
     if constexpr (sizeof(T) == 2) {
-        if (!tma_engine_allowed<T>(env))
+        if (!tma_engine_allowed<T, 16>(env))
             return false;
         const fb_status st =
             p->m <= 8    ? launch_decode_mlp<T, 8, true>(env, p, FBF_CHECK,

@@ -55,6 +55,11 @@ typedef struct fbf_tuning {
                           through shared memory and TMA where allowed) */
     int engine_streamk; /* GEMM engine: 1 never stream-K, 2 wherever it
                            can (0: where its rule says it pays) */
+    int f32_nofma;     /* decode, fp32 TMA engine, bits: 1 skips the FMAs,
+                          2 skips staging X (diagnostics: wrong results),
+                          4 the first work split (tile j to warp j % W,
+                          no column phases), 8 X by cp.async (not by the
+                          copy engine) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
