@@ -80,14 +80,15 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
-FB_AMX_TARGET static void configure(void)
+/* A constant in memory: GCC 12 does not see LDTILECFG read all 64 bytes
+ * of a local one, and dropped the stores of colsb and rows when this
+ * function was not inlined (LDTILECFG then faults). */
+static const tile_config amx_config = {
+    1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+FB_AMX_TARGET void fb_cpu_amx_configure(void)
 {
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++)
-        cfg.colsb[t] = 64, cfg.rows[t] = 16;
-    _tile_loadconfig(&cfg);
+    _tile_loadconfig(&amx_config);
 }
 
 /* acc columns [0, 32) (two B panels at b0, b1: runs of 16 pairs brun
@@ -155,7 +156,7 @@ FB_AMX_TARGET static void block_on(const uint16_t *a, int64_t astride,
                                    int64_t nb, int64_t np, float alpha,
                                    int accumulate, float *acc, int64_t ldacc)
 {
-    configure();
+    fb_cpu_amx_configure();
     /* Equal chunks of at most KC_PAIRS, whole runs of 16 pairs. */
     const int64_t runs = np / 16;
     const int64_t nchunks = (runs * 16 + KC_PAIRS - 1) / KC_PAIRS;
@@ -227,6 +228,10 @@ static void block(const uint16_t *a, int64_t astride, int64_t na,
 int fb_cpu_amx_available(void)
 {
     return 0;
+}
+
+void fb_cpu_amx_configure(void)
+{
 }
 
 #endif

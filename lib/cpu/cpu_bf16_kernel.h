@@ -65,6 +65,11 @@ extern const fb_bf16_engine fb_bf16_amx;
  * FUSEDBLAS_CPU_NO_BF16 nor FUSEDBLAS_CPU_NO_AMX is 1. */
 int fb_cpu_amx_available(void);
 
+/* The tile configuration both AMX kernels use (palette 1, tiles 0-7 of 16
+ * rows of 64 bytes), loaded for this thread. Only where
+ * fb_cpu_amx_available(). */
+void fb_cpu_amx_configure(void);
+
 /* Pairs of a packed panel of an operand of depth k. */
 static inline int64_t fb_bf16_pairs(const fb_bf16_engine *e, int64_t k)
 {

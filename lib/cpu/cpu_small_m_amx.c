@@ -62,12 +62,6 @@ void fb_cpu_small_m_amx_pack(int64_t m, int64_t k, const uint16_t *x,
 
 #if defined(FB_SMALL_M_AMX)
 
-typedef struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
 /* Weight rows [j0, j0 + 16) at columns [l0, l0 + 32): in place when whole,
  * else copied into stage (zeros beyond w). Folds the rows' magnitudes
  * minus one into *lo (zeros wrap to 0xffff: they never flush). Returns the
@@ -128,12 +122,7 @@ FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
 {
     const uint16_t *w = (const uint16_t *)wv;
     const int64_t groups = (m + 15) / 16, chunks = (k + 31) / 32;
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++)
-        cfg.colsb[t] = 64, cfg.rows[t] = 16;
-    _tile_loadconfig(&cfg);
+    fb_cpu_amx_configure();
     __m512i lo = _mm512_set1_epi16((short)0xffff);
     uint16_t stage[16 * 32];
     float acc[2][256];
