@@ -710,35 +710,13 @@ static bool tma_map_rows(CUtensorMap *tm, fb_dtype dt, const void *base,
                           false);
 }
 
-/* The driver's tensor-map encoder (the module links the runtime only). */
-static PFN_cuTensorMapEncodeTiled_v12000 x_encoder()
-{
-    static std::atomic<PFN_cuTensorMapEncodeTiled_v12000> cached{nullptr};
-    PFN_cuTensorMapEncodeTiled_v12000 f =
-        cached.load(std::memory_order_acquire);
-    if (f)
-        return f;
-    void *p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
-                                         cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !p) {
-        (void)cudaGetLastError();
-        return nullptr;
-    }
-    f = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-    cached.store(f, std::memory_order_release);
-    return f;
-}
-
 /* fp32 token rows (m rows of k, ld elements apart) for the fp32 engine's
  * X warp, in boxes of kF32XCols columns x mt rows: rows from m on and
  * columns from k on arrive as zeros. */
 static bool x_map_f32(CUtensorMap *tm, const void *base, int m, int64_t ld,
                       int64_t k, int mt)
 {
-    const PFN_cuTensorMapEncodeTiled_v12000 enc = x_encoder();
+    const PFN_cuTensorMapEncodeTiled_v12000 enc = fbf_tma_encoder();
     if (!enc || ((uintptr_t)base & 15) || (ld * 4) % 16 || mt > 256)
         return false;
     const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};

@@ -14,9 +14,7 @@ namespace fbf {
 
 typedef PFN_cuTensorMapEncodeTiled_v12000 EncodeFn;
 
-/* The driver's cuTensorMapEncodeTiled, looked up once; NULL where the
- * driver lacks it. */
-static EncodeFn encoder()
+EncodeFn fbf_tma_encoder()
 {
     static std::atomic<EncodeFn> cached{nullptr};
     EncodeFn f = cached.load(std::memory_order_acquire);
@@ -38,7 +36,7 @@ static EncodeFn encoder()
 
 bool fbf_tma_available()
 {
-    return encoder() != nullptr;
+    return fbf_tma_encoder() != nullptr;
 }
 
 /* One map and what it was encoded from. */
@@ -130,7 +128,7 @@ static bool encode(CUtensorMap *tm, fb_dtype dt, const void *base,
                    int64_t rows, int64_t cols, int64_t ld, int box_cols,
                    int box_rows, bool swizzle128)
 {
-    const EncodeFn enc = encoder();
+    const EncodeFn enc = fbf_tma_encoder();
     if (!enc || (dt != FB_DTYPE_BF16 && dt != FB_DTYPE_F16))
         return false;
     const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};

@@ -14,12 +14,17 @@
 
 #include <stdint.h>
 #include <cuda.h> /* CUtensorMap (types only) */
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled_v12000 */
 #include "fused.h"
 
 namespace fbf {
 
 /* Whether the driver can encode tensor maps at all. */
 bool fbf_tma_available();
+
+/* The driver's cuTensorMapEncodeTiled, looked up once; NULL where the
+ * driver lacks it (for maps of other shapes than fbf_tma_map_16's). */
+PFN_cuTensorMapEncodeTiled_v12000 fbf_tma_encoder();
 
 /* A rows x cols row-major 16-bit matrix (fb_dtype F16 or BF16; row stride
  * ld elements, a multiple of 8; base 16-byte aligned) read in boxes of
