@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cpu_fp8_kernel.c -- the CPU e4m3 kernel as the library runs it
- * (lib/cpu/cpu_fp8_kernel.c built into the test program, its AVX2 forms
- * where the CPU has them), called directly so that each of its forms is
- * reached on purpose: the register form (contiguous rows, up to 8 tokens)
- * and the buffered form (strided weights, more tokens, tiny x), with all
+ * (lib/cpu/cpu_fp8_kernel.c built into the test program, its AVX-512 or
+ * AVX2 forms where the CPU has them; test_cpu_fp8_kernel_avx2 is this
+ * program with the AVX-512 forms compiled out), called directly so that
+ * each of its forms is reached on purpose: the register form (contiguous
+ * rows, up to 8 tokens on AVX2, 16 in two token groups on AVX-512) and the
+ * buffered form (strided weights, more tokens, tiny x), with all
  * 256 e4m3 patterns, NaN rows beside clean ones, ragged k (the 32-byte
  * steps' tails) and ragged channel counts (the 1..4-row blocks' rests),
  * against a double reference (gamma_k bound, NaN where a row has the NaN
@@ -148,6 +150,10 @@ int main(void)
         one(ms[a], 13, 300, 1, 1, DATA_RANDOM);
     }
     one(16, 9, 515, 0, 1, DATA_RANDOM);
+    /* past the register forms: the buffered form's token blocks (6 and a
+     * rest of 5 on AVX-512) on contiguous rows */
+    one(17, 9, 515, 0, 1, DATA_RANDOM);
+    one(23, 7, 300, 0, 0, DATA_INTEGER);
     for (int64_t m = 1; m <= 9; m += 4) {
         tiny_x(m, 1);
         tiny_x(m, 70);

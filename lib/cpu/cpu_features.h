@@ -21,6 +21,20 @@ static inline int fb_cpu_has_avx2_fma_f16c(void)
     }
     return v;
 }
+
+/* AVX-512 F and BW (bytes and words in zmm): the e4m3 kernel's zmm form. */
+static inline int fb_cpu_has_avx512bw(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512bw") && fb_cpu_has_avx2_fma_f16c();
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
 #endif
 
 #endif /* FB_CPU_FEATURES_H */

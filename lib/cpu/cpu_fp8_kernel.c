@@ -2,11 +2,12 @@
 /*
  * cpu_fp8_kernel.c -- fp32 x rows times e4m3 weight rows.
  *
- * Two forms. The register form (AVX2, weight rows contiguous along k, at
- * most 8 x rows: decode) widens each 32 bytes of a weight row in
- * registers and multiplies them at once against up to 4 x rows, blocks
- * of 1..4 weight rows; more x rows take further passes over a block of
- * weight rows still in L2. The buffered form (any strides, any m) takes
+ * Two forms, each in AVX2 and (where the CPU has AVX-512 F and BW) zmm.
+ * The register form (weight rows contiguous along k, at most 8 x rows on
+ * AVX2, 16 in zmm: decode) widens each 32 (zmm: 64) bytes of a weight row
+ * in registers and multiplies them at once against up to 4 (8) x rows,
+ * blocks of 1..4 weight rows; more x rows take further passes over a
+ * block of weight rows still in L2. The buffered form (any strides, any m) takes
  * groups of four weight rows and walks k in chunks: the chunk of the four
  * rows is widened to fp32 into a small buffer that stays in L1, then every
  * x row is multiplied against it, up to three at a time. Either way a
@@ -57,17 +58,17 @@ static void widen_table(const uint8_t *w, int64_t w_cs, int64_t w_ks,
                         int64_t j0, int rows, int64_t p0, int64_t len,
                         const float *table, float *buf)
 {
-    const int64_t len8 = (len + 7) / 8 * 8;
+    const int64_t len16 = (len + 15) / 16 * 16;
     for (int r = 0; r < ROWS; r++) {
         float *d = buf + r * CHUNK;
         if (r >= rows) {
-            memset(d, 0, (size_t)len8 * sizeof(float));
+            memset(d, 0, (size_t)len16 * sizeof(float));
             continue;
         }
         const uint8_t *src = w + (j0 + r) * w_cs + p0 * w_ks;
         for (int64_t p = 0; p < len; p++)
             d[p] = table[src[p * w_ks]];
-        for (int64_t p = len; p < len8; p++)
+        for (int64_t p = len; p < len16; p++)
             d[p] = 0.0f;
     }
 }
@@ -144,16 +145,17 @@ AVX2 static inline void widen16(const uint8_t *src, float *dst)
 }
 
 /* widen_table for contiguous rows (w_ks == 1): whole 16-byte vectors,
- * never reading past a row's last byte. */
+ * never reading past a row's last byte. Both pad to 16 columns (the zmm
+ * dots' step). */
 AVX2 static void widen_rows(const uint8_t *w, int64_t w_cs, int64_t j0,
                             int rows, int64_t p0, int64_t len,
                             const float *table, float *buf)
 {
-    const int64_t len8 = (len + 7) / 8 * 8;
+    const int64_t len16 = (len + 15) / 16 * 16;
     for (int r = 0; r < ROWS; r++) {
         float *d = buf + r * CHUNK;
         if (r >= rows) {
-            memset(d, 0, (size_t)len8 * sizeof(float));
+            memset(d, 0, (size_t)len16 * sizeof(float));
             continue;
         }
         const uint8_t *src = w + (j0 + r) * w_cs + p0;
@@ -162,7 +164,7 @@ AVX2 static void widen_rows(const uint8_t *w, int64_t w_cs, int64_t j0,
             widen16(src + p, d + p);
         for (; p < len; p++)
             d[p] = table[src[p]];
-        for (; p < len8; p++)
+        for (; p < len16; p++)
             d[p] = 0.0f;
     }
 }
@@ -258,13 +260,72 @@ AVX2 static void dots_avx2(int64_t m, int64_t len8, const float *x,
     }
 }
 
+#if !defined(FB_E4M3_NO_AVX512)
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))
+
+/* T tokens x the group's four rows over len16 widened columns, in zmm:
+ * 4 T accumulators, x and the rows loaded as they are used. */
+AVX512 __attribute__((always_inline)) static inline void
+zdots_block(const int T, int64_t len16, const float *x, int64_t ldx,
+            const float *buf, int rows, float *out, int64_t ldo, int first)
+{
+    __m512 acc[6][ROWS];
+    #pragma GCC unroll 6
+    for (int t = 0; t < T; t++)
+        #pragma GCC unroll 4
+        for (int r = 0; r < ROWS; r++)
+            acc[t][r] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < len16; p += 16) {
+        const __m512 q0 = _mm512_loadu_ps(buf + p);
+        const __m512 q1 = _mm512_loadu_ps(buf + CHUNK + p);
+        const __m512 q2 = _mm512_loadu_ps(buf + 2 * CHUNK + p);
+        const __m512 q3 = _mm512_loadu_ps(buf + 3 * CHUNK + p);
+        #pragma GCC unroll 6
+        for (int t = 0; t < T; t++) {
+            const __m512 v = _mm512_loadu_ps(x + t * ldx + p);
+            acc[t][0] = _mm512_fmadd_ps(v, q0, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(v, q1, acc[t][1]);
+            acc[t][2] = _mm512_fmadd_ps(v, q2, acc[t][2]);
+            acc[t][3] = _mm512_fmadd_ps(v, q3, acc[t][3]);
+        }
+    }
+    #pragma GCC unroll 6
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < rows; r++) {
+            const float sum = _mm512_reduce_add_ps(acc[t][r]);
+            float *o = out + t * ldo + r;
+            *o = first ? sum : *o + sum;
+        }
+}
+
+/* dots_avx2 in zmm: six tokens a block (24 accumulators), so the widened
+ * chunk in L1 feeds 24 FMAs for every 10 loads. */
+AVX512 static void dots_z(int64_t m, int64_t len16, const float *x,
+                          int64_t ldx, const float *buf, int rows,
+                          float *out, int64_t ldo, int first)
+{
+    int64_t i = 0;
+    for (; i + 6 <= m; i += 6)
+        zdots_block(6, len16, x + i * ldx, ldx, buf, rows, out + i * ldo,
+                    ldo, first);
+    switch (m - i) {
+    case 5: zdots_block(5, len16, x + i * ldx, ldx, buf, rows, out + i * ldo, ldo, first); break;
+    case 4: zdots_block(4, len16, x + i * ldx, ldx, buf, rows, out + i * ldo, ldo, first); break;
+    case 3: zdots_block(3, len16, x + i * ldx, ldx, buf, rows, out + i * ldo, ldo, first); break;
+    case 2: zdots_block(2, len16, x + i * ldx, ldx, buf, rows, out + i * ldo, ldo, first); break;
+    case 1: zdots_block(1, len16, x + i * ldx, ldx, buf, rows, out + i * ldo, ldo, first); break;
+    default: break;
+    }
+}
+#endif
+
 /* The buffered form: any strides, any m. */
 AVX2 static void dots_buffered(int64_t m, int64_t n, int64_t k,
                                const float *x, int64_t ldx, const uint8_t *w,
                                int64_t w_cs, int64_t w_ks, const float *table,
                                float *out, int64_t ldo)
 {
-    float buf[ROWS * CHUNK] __attribute__((aligned(32)));
+    float buf[ROWS * CHUNK] __attribute__((aligned(64)));
     for (int64_t j0 = 0; j0 < n; j0 += ROWS) {
         const int rows = n - j0 < ROWS ? (int)(n - j0) : ROWS;
         if (k == 0)
@@ -277,6 +338,13 @@ AVX2 static void dots_buffered(int64_t m, int64_t n, int64_t k,
                 widen_rows(w, w_cs, j0, rows, p0, len, table, buf);
             else
                 widen_table(w, w_cs, w_ks, j0, rows, p0, len, table, buf);
+#if !defined(FB_E4M3_NO_AVX512)
+            if (fb_cpu_has_avx512bw()) {
+                dots_z(m, (len + 15) / 16 * 16, x + p0, ldx, buf, rows,
+                       out + j0, ldo, p0 == 0);
+                continue;
+            }
+#endif
             dots_avx2(m, (len + 7) / 8 * 8, x + p0, ldx, buf, rows,
                       out + j0, ldo, p0 == 0);
         }
@@ -491,6 +559,185 @@ AVX2 static void dots_regs(int64_t m, int64_t n, int64_t k, const float *x,
     }
 }
 
+#if !defined(FB_E4M3_NO_AVX512)
+/* The register form in zmm (AVX-512 F + BW): 64 weight bytes of a row a
+ * step, the same widening as regs_step with twice the width, and up to 8
+ * tokens a block (32 registers hold 16 accumulators and the 4 widened
+ * vectors), so up to 8 tokens read the weights once and 16 take two
+ * passes over a block still in L2. Why: on AVX2 the widening, not memory,
+ * bounds the one-token decode (docs/fp8-weights.md). */
+#define Z_MAX_T 8  /* tokens in one zmm register block */
+#define Z_MAX_X 16 /* tokens the zmm form takes */
+#define Z_R 4      /* most weight rows per zmm block */
+
+/* One step of 64 k values (as regs_step). The qwords are put in the order
+ * 0, 4, 1, 5, 2, 6, 3, 7 first, so that unpacking within 128-bit lanes
+ * gives k 0..31 (lo) and 32..63 (hi) in order, and X is read as it lies. */
+AVX512 __attribute__((always_inline)) static inline void
+zregs_step(const int R, const int T, const uint8_t *const *wr, int64_t wp,
+           const float *const *xr, int64_t xp, __m512 acc[Z_R][Z_MAX_T][2],
+           __m512i *nan)
+{
+    const int A = T == 1 ? 2 : 1;
+    const __m512i top = _mm512_set1_epi8((char)0x80);
+    const __m512i mask = _mm512_set1_epi16((short)0xbfff);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i order = _mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        __m512i q = _mm512_loadu_si512((const void *)(wr[r] + wp));
+        *nan = _mm512_max_epu8(*nan, _mm512_or_si512(q, top));
+        q = _mm512_permutexvar_epi64(order, q);
+        const __m512i lo = _mm512_and_si512(
+            _mm512_srai_epi16(_mm512_unpacklo_epi8(zero, q), 1), mask);
+        const __m512i hi = _mm512_and_si512(
+            _mm512_srai_epi16(_mm512_unpackhi_epi8(zero, q), 1), mask);
+        const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(lo));
+        const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(lo, 1));
+        const __m512 f2 = _mm512_cvtph_ps(_mm512_castsi512_si256(hi));
+        const __m512 f3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hi, 1));
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const float *xx = xr[t] + xp;
+            acc[r][t][0] =
+                _mm512_fmadd_ps(f0, _mm512_loadu_ps(xx), acc[r][t][0]);
+            acc[r][t][A - 1] = _mm512_fmadd_ps(f1, _mm512_loadu_ps(xx + 16),
+                                               acc[r][t][A - 1]);
+            acc[r][t][0] =
+                _mm512_fmadd_ps(f2, _mm512_loadu_ps(xx + 32), acc[r][t][0]);
+            acc[r][t][A - 1] = _mm512_fmadd_ps(f3, _mm512_loadu_ps(xx + 48),
+                                               acc[r][t][A - 1]);
+        }
+    }
+}
+
+/* regs_block in zmm; xt: each token's values from k / 64 * 64 on,
+ * zero-padded to 64. */
+AVX512 __attribute__((always_inline)) static inline int
+zregs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
+            const float *xt, const uint8_t *w, int64_t w_cs, float *out,
+            int64_t ldo)
+{
+    __m512 acc[Z_R][Z_MAX_T][2];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; t++)
+            acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
+    __m512i nan = _mm512_setzero_si512();
+    const uint8_t *wr[Z_R];
+    const float *xr[Z_MAX_T];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        wr[r] = w + r * w_cs;
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; t++)
+        xr[t] = x + t * ldx;
+    const int64_t k64 = k / 64 * 64;
+    int64_t p = 0;
+    for (; p < k64; p += 64) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            _mm_prefetch((const char *)((uintptr_t)(wr[r] + p) + REGS_PF),
+                         _MM_HINT_T0);
+        zregs_step(R, T, wr, p, xr, p, acc, &nan);
+    }
+    if (p < k) {
+        uint8_t tb[Z_R][64] __attribute__((aligned(64)));
+        const uint8_t *tr[Z_R];
+        const float *xtr[Z_MAX_T];
+        memset(tb, 0, sizeof tb);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            memcpy(tb[r], wr[r] + p, (size_t)(k - p));
+            tr[r] = tb[r];
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; t++)
+            xtr[t] = xt + t * 64;
+        zregs_step(R, T, tr, 0, xtr, 0, acc, &nan);
+    }
+    if (_mm512_cmpeq_epi8_mask(nan, _mm512_set1_epi8((char)0xff)) != 0)
+        return 1;
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; t++)
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            out[t * ldo + r] = _mm512_reduce_add_ps(_mm512_add_ps(
+                                   acc[r][t][0], acc[r][t][1])) *
+                               256.0f;
+    return 0;
+}
+
+/* Returns a bit for each row of a block that met the NaN pattern (its
+ * sums then unwritten): dots_zregs redoes those rows for every token. */
+AVX512 __attribute__((always_inline)) static inline unsigned
+zregs_rows(const int R, const int T, int64_t n, int64_t k, const float *x,
+           int64_t ldx, const float *xt, const uint8_t *w, int64_t w_cs,
+           float *out, int64_t ldo)
+{
+    unsigned nan = 0;
+    int64_t j = 0;
+    for (; j + R <= n; j += R)
+        if (zregs_block(R, T, k, x, ldx, xt, w + j * w_cs, w_cs, out + j,
+                        ldo))
+            nan |= ((1u << R) - 1) << j;
+    for (; j < n; j++)
+        if (zregs_block(1, T, k, x, ldx, xt, w + j * w_cs, w_cs, out + j,
+                        ldo))
+            nan |= 1u << j;
+    return nan;
+}
+
+/* T tokens (1..8) against rows [0, nb) of w: 4 rows a block up to 4
+ * tokens, 2 beyond (at most 16 accumulators). */
+AVX512 static unsigned zregs_tokens(int64_t t, int64_t nb, int64_t k,
+                                    const float *x, int64_t ldx,
+                                    const float *xt, const uint8_t *w,
+                                    int64_t w_cs, float *out, int64_t ldo)
+{
+    switch (t) {
+    case 1: return zregs_rows(4, 1, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 2: return zregs_rows(4, 2, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 3: return zregs_rows(4, 3, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 4: return zregs_rows(4, 4, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 5: return zregs_rows(2, 5, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 6: return zregs_rows(2, 6, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 7: return zregs_rows(2, 7, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    default: return zregs_rows(2, 8, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    }
+}
+
+/* dots_regs in zmm: tokens in ceil(m / 8) groups of near-equal size. */
+AVX512 static void dots_zregs(int64_t m, int64_t n, int64_t k,
+                              const float *x, int64_t ldx, const uint8_t *w,
+                              int64_t w_cs, const float *table, float *out,
+                              int64_t ldo)
+{
+    float xt[Z_MAX_X * 64] __attribute__((aligned(64)));
+    const int64_t k64 = k / 64 * 64;
+    memset(xt, 0, sizeof xt);
+    for (int64_t i = 0; i < m; i++)
+        memcpy(xt + i * 64, x + i * ldx + k64,
+               (size_t)(k - k64) * sizeof(float));
+    const int64_t groups = (m + Z_MAX_T - 1) / Z_MAX_T;
+    for (int64_t j = 0; j < n; j += REGS_BLOCK) {
+        const int64_t nb = n - j < REGS_BLOCK ? n - j : REGS_BLOCK;
+        unsigned nan = 0;
+        for (int64_t g = 0, i = 0; g < groups; g++) {
+            const int64_t t = (m - i) / (groups - g);
+            nan |= zregs_tokens(t, nb, k, x + i * ldx, ldx, xt + i * 64,
+                                w + j * w_cs, w_cs, out + i * ldo + j, ldo);
+            i += t;
+        }
+        for (int64_t r = 0; r < nb; r++)
+            if (nan >> r & 1)
+                dots_buffered(m, 1, k, x, ldx, w + (j + r) * w_cs, w_cs, 1,
+                              table, out + j + r, ldo);
+    }
+}
+#endif
+
 AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
                                 const float *x, int64_t ldx,
                                 const uint8_t *w, int64_t w_cs, int64_t w_ks,
@@ -498,6 +745,13 @@ AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
 {
     float table[256];
     make_table(table);
+#if !defined(FB_E4M3_NO_AVX512)
+    if (fb_cpu_has_avx512bw() && w_ks == 1 && m <= Z_MAX_X && k > 0 &&
+        x_scalable(m, k, x, ldx)) {
+        dots_zregs(m, n, k, x, ldx, w, w_cs, table, out, ldo);
+        return;
+    }
+#endif
     if (w_ks == 1 && m <= REGS_MAX_X && k > 0 && x_scalable(m, k, x, ldx)) {
         dots_regs(m, n, k, x, ldx, w, w_cs, table, out, ldo);
         return;
@@ -523,6 +777,10 @@ void fb_cpu_e4m3_dots(int64_t m, int64_t n, int64_t k, const float *x,
 const char *fb_cpu_e4m3_isa(void)
 {
 #if defined(FB_HAVE_AVX2_E4M3)
+#if !defined(FB_E4M3_NO_AVX512)
+    if (fb_cpu_has_avx512bw())
+        return "avx512";
+#endif
     if (fb_cpu_has_avx2_fma_f16c())
         return "avx2";
 #endif

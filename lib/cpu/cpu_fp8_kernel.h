@@ -23,7 +23,7 @@ void fb_cpu_e4m3_dots(int64_t m, int64_t n, int64_t k, const float *x,
                       int64_t ldx, const uint8_t *w, int64_t w_cs,
                       int64_t w_ks, float *out, int64_t ldo);
 
-/* What fb_cpu_e4m3_dots runs on: "avx2" or "c". */
+/* What fb_cpu_e4m3_dots runs on: "avx512", "avx2" or "c". */
 const char *fb_cpu_e4m3_isa(void);
 
 #endif /* FB_CPU_FP8_KERNEL_H */
