@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fp8_check.h"
+#include "tap_child.h"
 
 /* The value of an e4m3 pattern, from the OCP definition. */
 static double decode_ref(unsigned b)
@@ -511,6 +512,85 @@ static void test_special_weights(fb_handle h)
                   "channel only; 448 x 3e36 overflows to Inf");
 }
 
+/* bf16 decode rows (5 and more tokens): where the CPU has AMX, the
+ * weights are widened to bf16 tiles for TDPBF16PS (path "e4m3-amx").
+ * Every one of the 256 patterns must widen exactly: channel j's row holds
+ * pattern j once (at a column that moves with j, inside a 32-column tile
+ * and in the ragged last one), X is all ones, so C(i, j) is the pattern's
+ * value exactly (bf16 holds every e4m3 value), NaN for the NaN pattern of
+ * either sign. */
+static void test_bf16_patterns(fb_handle h)
+{
+    enum { M = 6, N = 256, K = 37 };
+    static fb_bfloat16 X[M * K], C[M * N];
+    static fb_e4m3 W[N * K];
+    static float S[N];
+    for (int i = 0; i < M * K; i++)
+        X[i] = fb_float_to_bfloat16(1.0f);
+    memset(W, 0, sizeof W);
+    for (int j = 0; j < N; j++) {
+        W[j * K + (j * 7) % K].bits = (uint8_t)j;
+        S[j] = 1.0f;
+    }
+    tcheck c;
+    tcheck_init(&c);
+    const fb_status st = gemm_e4m3_bias_act(
+        h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, M, N, K, 1.0f,
+        X, K, W, K, S, 0.0f, C, N, NULL, FB_ACT_NONE);
+    if (st != FB_STATUS_SUCCESS)
+        tcheck_fail(&c, "status %s", fb_status_string(st));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const double want = decode_ref((unsigned)j);
+            const double got = fb_bfloat16_to_float(C[i * N + j]);
+            if (isnan(want) ? !isnan(got) : got != want)
+                tcheck_fail(&c, "C(%d,%d) = %g, want %g (pattern 0x%02x)", i,
+                            j, got, want, j);
+        }
+    tap_check(&c, "gemm_e4m3_bias_act bf16, %d rows: all 256 patterns "
+                  "exactly, NaN of either sign [%s]",
+              M, fb_handle_last_path(h));
+}
+
+/* AMX flushes products below 2^-126; x so small that one could must take
+ * the exact path ("where-tiny") and keep the product's subnormal bits:
+ * x = (1 + 2^-7) 2^-120 times q = 2^-9 is 2^-129 + 2^-136, which rounds to
+ * bf16 as 2^-129 (0 if flushed). The C output in fp32 terms: gemm with
+ * bf16 C rounds once, so the reference is that rounding. */
+static void test_bf16_tiny_x(fb_handle h)
+{
+    enum { M = 5, N = 20, K = 40 };
+    static fb_bfloat16 X[M * K], C[M * N];
+    static fb_e4m3 W[N * K];
+    static float S[N];
+    memset(X, 0, sizeof X);
+    for (int i = 0; i < M; i++)
+        X[i * K + 3 * i] = fb_float_to_bfloat16(ldexpf(1.0f + 0x1p-7f, -120));
+    for (int i = 0; i < N * K; i++)
+        W[i].bits = 0x01; /* 2^-9 */
+    for (int j = 0; j < N; j++)
+        S[j] = 1.0f;
+    tcheck c;
+    tcheck_init(&c);
+    const fb_status st = gemm_e4m3_bias_act(
+        h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, M, N, K, 1.0f,
+        X, K, W, K, S, 0.0f, C, N, NULL, FB_ACT_NONE);
+    const char *path = fb_handle_last_path(h);
+    if (st != FB_STATUS_SUCCESS)
+        tcheck_fail(&c, "status %s", fb_status_string(st));
+    if (strstr(path, "e4m3-amx") != NULL && strstr(path, "where-tiny") == NULL)
+        tcheck_fail(&c, "path %s: AMX ran on x it could flush", path);
+    const float want = fb_bfloat16_to_float(
+        fb_float_to_bfloat16(0x1p-129f + 0x1p-136f));
+    for (int i = 0; i < M * N; i++)
+        if (fb_bfloat16_to_float(C[i]) != want)
+            tcheck_fail(&c, "C[%d] = %a, want %a", i,
+                        (double)fb_bfloat16_to_float(C[i]), (double)want);
+    tap_check(&c, "gemm_e4m3_bias_act bf16: products below 2^-126 keep "
+                  "their bits [%s]",
+              path);
+}
+
 /* The same call on 1, 2 and 3 threads gives the same bits: each output's
  * sum is taken in one order whatever the split (threads own whole groups
  * of four channels). */
@@ -556,8 +636,11 @@ static void test_threads_bitwise(void)
     tap_ok(ok, "e4m3 gemm and MLP: the same bits on 1, 2 and 3 threads");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *phase = tap_child_init(argc, argv);
+    if (phase != NULL && !tap_in_phase("no-amx"))
+        tap_bail("unknown phase %s", phase);
     tap_begin("test_fp8");
     test_conversions();
     fb_handle h = handle_on(FB_BACKEND_CPU);
@@ -565,6 +648,12 @@ int main(void)
     test_gemm_badargs(h);
     test_mlp_badargs(h);
     test_special_weights(h);
+    test_bf16_patterns(h);
+    /* With AMX, the whole program runs again without it
+     * (FUSEDBLAS_CPU_NO_AMX=1, read once per process): the zmm forms then
+     * take the bf16 rows AMX takes here. */
+    const int amx = strstr(fb_handle_last_path(h), "e4m3-amx") != NULL;
+    test_bf16_tiny_x(h);
     test_threads_bitwise();
     const fp8_target t = {"cpu", h, &tmem_host, ARITH_FP32, ARITH_FP32, 1};
     fp8_sweep_gemm(&t);
@@ -581,5 +670,9 @@ int main(void)
     fp8_mlp_case(&t1, FB_DTYPE_F16, FB_ACT_SILU, 5, 40, 70, 33, 1, 0, 0);
     fb_destroy(a);
     fb_destroy(h);
+    if (amx && !tap_in_phase("no-amx")) {
+        const char *no_amx[] = {"FUSEDBLAS_CPU_NO_AMX=1", NULL};
+        tap_rerun("no-amx", no_amx, 600);
+    }
     return tap_end();
 }

@@ -18,13 +18,17 @@
 #include "cpu.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_bf16_kernel.h"
 #include "cpu_fp8.h"
 #include "cpu_fp8_kernel.h"
 #include "cpu_fp8_rows.h"
+#include "cpu_small_m.h"
 
 /* Tokens per block: their x panel (64 x 1 KiB per chunk of k) stays in L2
- * while a group of weight rows is multiplied against it. */
+ * while a group of weight rows is multiplied against it. On AMX, 32 (two
+ * token tiles). */
 #define TOKENS 64
+#define AMX_TOKENS 32
 
 fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
                            char *path, size_t len)
@@ -35,18 +39,26 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
     }
     const int64_t k = p->k, n = p->n;
     const int nothing = k == 0 || p->alpha == 0.0f;
-    const int64_t tb = p->m < TOKENS ? p->m : TOKENS;
+    /* AMX where x is bf16 (so its fp32 panel packs exactly) and the
+     * weight rows contiguous: fb_cpu_e4m3_amx_nt. */
+    const int amx = !nothing && p->dtype == FB_DTYPE_BF16 && p->w_ks == 1 &&
+                    p->m >= FB_E4M3_AMX_MIN_ROWS && fb_cpu_amx_available();
+    const int64_t cap = amx ? AMX_TOKENS : TOKENS;
+    const int64_t tb = p->m < cap ? p->m : cap;
+    const int64_t gran = amx ? 16 : 4; /* channels a thread's share rounds to */
     const int64_t ldx = fb_cpu_e4m3_panel_ld(nothing ? 0 : k);
     const int64_t ldo = n + 16;
     const double flops = 2.0 * (double)p->m * (double)n *
                          (double)(k > 0 ? k : 1);
     int t = fb_cpu_own_threads(h, flops);
-    if (t > (n + 3) / 4)
-        t = (int)((n + 3) / 4);
-    /* x panel, the block's dots, the bias in fp32, and per thread a
-     * column buffer for C's old values. */
+    if (t > (n + gran - 1) / gran)
+        t = (int)((n + gran - 1) / gran);
+    /* x panel, the block's dots, the bias in fp32, per thread a column
+     * buffer for C's old values, then AMX's packed x. */
+    const size_t packed =
+        amx ? fb_cpu_small_m_amx_pack_bytes(tb, k) / sizeof(float) : 0;
     const size_t floats = (size_t)(tb * ldx + tb * ldo + n + 16) +
-                          (size_t)t * FB_E4M3_ROW_BUF;
+                          (size_t)t * FB_E4M3_ROW_BUF + packed;
     float *ws = fb_handle_workspace(h, floats * sizeof(float));
     if (ws == NULL) {
         snprintf(path, len, "cannot allocate %zu bytes of workspace",
@@ -55,6 +67,8 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
     }
     float *xp = ws, *dots = xp + tb * ldx, *bias32 = dots + tb * ldo;
     float *rowbuf = bias32 + n + 16;
+    uint16_t *xpk = (uint16_t *)(rowbuf + (size_t)t * FB_E4M3_ROW_BUF);
+    int x_field = 0, ran_amx = 0, fell_back = 0;
     if (p->bias != NULL)
         fb_cpu_to_f32(p->dtype, p->bias, bias32, n);
     const fb_e4m3_epilogue ep = {p->alpha, p->beta, nothing, p->scale,
@@ -64,11 +78,11 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Whole groups of four channels per thread. */
-        const int64_t groups = (n + 3) / 4;
-        const int64_t j0 = groups * tid / nt * 4;
-        const int64_t j1 = groups * (tid + 1) / nt * 4 < n
-                               ? groups * (tid + 1) / nt * 4
+        /* Whole groups of gran channels per thread. */
+        const int64_t groups = (n + gran - 1) / gran;
+        const int64_t j0 = groups * tid / nt * gran;
+        const int64_t j1 = groups * (tid + 1) / nt * gran < n
+                               ? groups * (tid + 1) / nt * gran
                                : n;
         float *old = rowbuf + (size_t)tid * FB_E4M3_ROW_BUF;
         for (int64_t i0 = 0; i0 < p->m; i0 += tb) {
@@ -78,10 +92,28 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
                 for (int64_t i = 0; i < rows; i++)
                     fb_e4m3_widen_row(p->dtype, p->x, (i0 + i) * p->x_ts,
                                       p->x_ks, k, xp + i * ldx, ldx);
-                if (j1 > j0)
+                const int tiles = amx && rows >= FB_E4M3_AMX_MIN_ROWS;
+                if (tiles) {
+#pragma omp single
+                    {
+                        x_field = fb_cpu_small_m_amx_pack_f32(rows, k, xp,
+                                                              ldx, xpk);
+                        ran_amx = 1;
+                    }
+                }
+                if (j1 > j0 &&
+                    !(tiles && fb_cpu_e4m3_amx_nt(rows, j1 - j0, k, xpk,
+                                                  x_field,
+                                                  p->w + j0 * p->w_cs,
+                                                  p->w_cs, dots + j0, ldo))) {
+                    if (tiles) {
+#pragma omp atomic write
+                        fell_back = 1;
+                    }
                     fb_cpu_e4m3_dots(rows, j1 - j0, k, xp, ldx,
                                      p->w + j0 * p->w_cs, p->w_cs, p->w_ks,
                                      dots + j0, ldo);
+                }
             }
             for (int64_t i = 0; i < rows && j1 > j0; i++)
                 fb_e4m3_finish_row(&ep, dots + i * ldo + j0, j0, j1 - j0,
@@ -92,7 +124,10 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
 #pragma omp barrier
         }
     }
-    snprintf(path, len, "cpu/e4m3-%s/%s/threads=%d", fb_cpu_e4m3_isa(),
+    snprintf(path, len, "cpu/e4m3-%s%s%s%s/%s/threads=%d",
+             ran_amx ? "amx" : fb_cpu_e4m3_isa(), fell_back ? "+" : "",
+             fell_back ? fb_cpu_e4m3_isa() : "",
+             fell_back ? "-where-tiny" : "",
              p->w_ks == 1 ? "rows" : "strided", t);
     return FB_STATUS_SUCCESS;
 }

@@ -19,20 +19,23 @@
 #include "cpu.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
+#include "cpu_bf16_kernel.h"
 #include "cpu_fp8.h"
 #include "cpu_fp8_kernel.h"
 #include "cpu_fp8_rows.h"
+#include "cpu_small_m.h"
 
 /* Rows per block: G and U (2 x 32 x h floats) stay in L2/L3. */
 #define ROWS 32
 
-/* The share [*j0, *j1) of n columns, in whole groups of four, of thread
+/* The share [*j0, *j1) of n columns, in whole groups of gran, of thread
  * tid of nt. */
-static void share(int64_t n, int tid, int nt, int64_t *j0, int64_t *j1)
+static void share(int64_t n, int64_t gran, int tid, int nt, int64_t *j0,
+                  int64_t *j1)
 {
-    const int64_t groups = (n + 3) / 4;
-    *j0 = groups * tid / nt * 4;
-    *j1 = groups * (tid + 1) / nt * 4;
+    const int64_t groups = (n + gran - 1) / gran;
+    *j0 = groups * tid / nt * gran;
+    *j1 = groups * (tid + 1) / nt * gran;
     if (*j1 > n)
         *j1 = n;
     if (*j0 > n)
@@ -55,12 +58,21 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
                          (2.0 * (double)hd * (double)(k > 0 ? k : 1) +
                           (double)n * (double)(hd > 0 ? hd : 1));
     int t = fb_cpu_own_threads(h, flops);
+    /* AMX where X is bf16 (its fp32 panel, and H rounded to bf16, pack
+     * exactly): fb_cpu_e4m3_amx_nt, shares of whole 16-row tiles. */
+    const int amx = p->dtype == FB_DTYPE_BF16 &&
+                    p->m >= FB_E4M3_AMX_MIN_ROWS && fb_cpu_amx_available();
+    const int64_t gran = amx ? 16 : 4;
     const int64_t widest = (hd > n ? hd : n);
-    if (t > (widest + 3) / 4)
-        t = (int)((widest + 3) / 4);
+    if (t > (widest + gran - 1) / gran)
+        t = (int)((widest + gran - 1) / gran);
+    /* AMX's packed X, then packed H, in one buffer after the rest */
+    const size_t px = amx ? fb_cpu_small_m_amx_pack_bytes(rb, k) : 0;
+    const size_t ph = amx ? fb_cpu_small_m_amx_pack_bytes(rb, hd) : 0;
     const size_t floats = (size_t)(rb * ldx + 2 * rb * ldg + rb * ldy) +
                           (size_t)(2 * hd + n + 48) +
-                          (size_t)t * FB_E4M3_ROW_BUF;
+                          (size_t)t * FB_E4M3_ROW_BUF +
+                          (px > ph ? px : ph) / sizeof(float);
     float *ws = fb_handle_workspace(h, floats * sizeof(float));
     if (ws == NULL) {
         snprintf(path, len, "cannot allocate %zu bytes of workspace",
@@ -70,6 +82,8 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
     float *xp = ws, *g = xp + rb * ldx, *u = g + rb * ldg, *yd = u + rb * ldg;
     float *bg = yd + rb * ldy, *bu = bg + hd + 16, *bd = bu + hd + 16;
     float *rowbuf = bd + n + 16;
+    uint16_t *packed = (uint16_t *)(rowbuf + (size_t)t * FB_E4M3_ROW_BUF);
+    int field = 0, ran_amx = 0, fell_back = 0;
     if (p->bg != NULL)
         fb_cpu_to_f32(p->dtype, p->bg, bg, hd);
     if (p->bu != NULL)
@@ -87,8 +101,8 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
     {
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         int64_t h0, h1, n0, n1;
-        share(hd, tid, nt, &h0, &h1);
-        share(n, tid, nt, &n0, &n1);
+        share(hd, gran, tid, nt, &h0, &h1);
+        share(n, gran, tid, nt, &n0, &n1);
         float *old = rowbuf + (size_t)tid * FB_E4M3_ROW_BUF;
         for (int64_t i0 = 0; i0 < p->m; i0 += rb) {
             const int64_t rows = p->m - i0 < rb ? p->m - i0 : rb;
@@ -96,12 +110,33 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
             for (int64_t i = 0; i < rows; i++)
                 fb_e4m3_widen_row(p->dtype, p->x, (i0 + i) * p->ldx, 1, k,
                                   xp + i * ldx, ldx);
+            const int tiles = amx && rows >= FB_E4M3_AMX_MIN_ROWS;
+            if (tiles && k > 0) {
+#pragma omp single
+                {
+                    field = fb_cpu_small_m_amx_pack_f32(rows, k, xp, ldx,
+                                                        packed);
+                    ran_amx = 1;
+                }
+            }
             if (h1 > h0) {
                 if (k > 0) {
-                    fb_cpu_e4m3_dots(rows, h1 - h0, k, xp, ldx,
-                                     p->wg + h0 * k, k, 1, g + h0, ldg);
-                    fb_cpu_e4m3_dots(rows, h1 - h0, k, xp, ldx,
-                                     p->wu + h0 * k, k, 1, u + h0, ldg);
+                    const uint8_t *wg = p->wg + h0 * k, *wu = p->wu + h0 * k;
+                    if (tiles && fb_cpu_e4m3_amx_nt(rows, h1 - h0, k, packed,
+                                                    field, wg, k, g + h0,
+                                                    ldg))
+                        fb_cpu_e4m3_amx_nt(rows, h1 - h0, k, packed, field,
+                                           wu, k, u + h0, ldg);
+                    else {
+                        if (tiles) {
+#pragma omp atomic write
+                            fell_back = 1;
+                        }
+                        fb_cpu_e4m3_dots(rows, h1 - h0, k, xp, ldx, wg, k, 1,
+                                         g + h0, ldg);
+                        fb_cpu_e4m3_dots(rows, h1 - h0, k, xp, ldx, wu, k, 1,
+                                         u + h0, ldg);
+                    }
                 }
                 for (int64_t i = 0; i < rows; i++) {
                     float *gi = g + i * ldg + h0, *ui = u + i * ldg + h0;
@@ -121,10 +156,23 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
                 }
             }
 #pragma omp barrier
+            if (tiles && hd > 0) {
+#pragma omp single
+                field = fb_cpu_small_m_amx_pack_f32(rows, hd, g, ldg, packed);
+            }
             if (n1 > n0) {
-                if (hd > 0)
-                    fb_cpu_e4m3_dots(rows, n1 - n0, hd, g, ldg,
-                                     p->wd + n0 * hd, hd, 1, yd + n0, ldy);
+                const uint8_t *wd = p->wd + n0 * hd;
+                if (hd > 0 &&
+                    !(tiles && fb_cpu_e4m3_amx_nt(rows, n1 - n0, hd, packed,
+                                                  field, wd, hd, yd + n0,
+                                                  ldy))) {
+                    if (tiles) {
+#pragma omp atomic write
+                        fell_back = 1;
+                    }
+                    fb_cpu_e4m3_dots(rows, n1 - n0, hd, g, ldg, wd, hd, 1,
+                                     yd + n0, ldy);
+                }
                 for (int64_t i = 0; i < rows; i++)
                     fb_e4m3_finish_row(&down, yd + i * ldy + n0, n0,
                                        n1 - n0, p->y,
@@ -135,6 +183,9 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
 #pragma omp barrier
         }
     }
-    snprintf(path, len, "cpu/e4m3-%s/mlp/threads=%d", fb_cpu_e4m3_isa(), t);
+    snprintf(path, len, "cpu/e4m3-%s%s%s%s/mlp/threads=%d",
+             ran_amx ? "amx" : fb_cpu_e4m3_isa(), fell_back ? "+" : "",
+             fell_back ? fb_cpu_e4m3_isa() : "",
+             fell_back ? "-where-tiny" : "", t);
     return FB_STATUS_SUCCESS;
 }

@@ -140,6 +140,26 @@ int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
                           const uint16_t *xp, int x_field, const void *w,
                           int64_t ldw, float *out, int64_t ldo);
 
+/* fb_cpu_small_m_amx_pack from fp32 rows whose values are bf16 (x widened
+ * from bf16, or rounded to it): the high half of each float. Returns the
+ * smallest exponent field of the non-zero elements (255: none), the
+ * x_field of the products. */
+int fb_cpu_small_m_amx_pack_f32(int64_t m, int64_t k, const float *x,
+                                int64_t ldx, uint16_t *dst);
+
+/* The same product with e4m3 weight rows (w: bytes, ldw apart): each
+ * 16 x 32 tile of w widened exactly to bf16 in L1, then TDPBF16PS. Every
+ * e4m3 value is a bf16 of exponent field FB_E4M3_BF16_FIELD or more, so
+ * exactness depends on x_field alone: returns 0 before computing anything
+ * when a product could flush. */
+#define FB_E4M3_BF16_FIELD 118 /* 2^-9, the smallest e4m3 subnormal */
+/* From 4 tokens AMX is ahead of the zmm register form (at 3 level); the
+ * measurements are in docs/fp8-weights.md. */
+#define FB_E4M3_AMX_MIN_ROWS 4
+int fb_cpu_e4m3_amx_nt(int64_t m, int64_t n, int64_t k, const uint16_t *xp,
+                       int x_field, const uint8_t *w, int64_t ldw, float *out,
+                       int64_t ldo);
+
 /* The drivers' path segment for the form that ran: bf16 products (AMX
  * or VDPBF16PS, "+fma-where-tiny" where some ran again on the FMA form)
  * or the FMA form on the stored weights. */

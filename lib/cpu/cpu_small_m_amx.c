@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m_amx.c -- the decode kernel's bf16 form on AMX (cpu_small_m.h):
- * out (m x n) = x (m x k) w^T for m <= 32, w read where it lies.
+ * out (m x n) = x (m x k) w^T for m <= 32, w read where it lies; and the
+ * same loop for e4m3 weights (fb_cpu_e4m3_amx_nt), each tile of w widened
+ * exactly to bf16 in L1 first.
  *
  * TDPBF16PS's row operand ("A", 16 rows of 32 bf16 along k) is 16 rows of
  * w as stored: nn.Linear's weights run along k, so a tile is 16 rows of 64
@@ -33,7 +35,7 @@
 #include "cpu_avx512_transpose.h"
 #define FB_SMALL_M_AMX 1
 #define FB_AMX_TARGET                                                          \
-    __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16")))
+    __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16")))
 #endif
 
 /* bf16 per packed tile of x: 16 pairs by 16 tokens. */
@@ -113,18 +115,57 @@ FB_AMX_TARGET static void store_transposed(const float *acc, int64_t m,
  * (docs/cpu-kernels.md). */
 #define PREFETCH_CHUNKS 8
 
-/* One group of 16 weight rows at a time against one or two token groups:
- * tiles 0 and 1 accumulate, 4 and 5 hold x, 6 w. */
-FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
-                                        const uint16_t *xp, int x_field,
-                                        const void *wv, int64_t ldw,
-                                        float *out, int64_t ldo)
+/* e4m3 row tile: weight rows [j0, j0 + 16) (rows past n zero) at bytes
+ * [l0, l0 + 32) (zeros past k) widened into stage as bf16. Every e4m3
+ * value is a normal bf16: normals rebias their exponent (+120), the
+ * subnormals m 2^-9 come from a table, the NaN pattern becomes a quiet
+ * NaN of its sign. */
+FB_AMX_TARGET static void e4m3_tile(const uint8_t *w, int64_t ldw, int64_t n,
+                                    int64_t k, int64_t j0, int64_t l0,
+                                    uint16_t *stage)
 {
-    const uint16_t *w = (const uint16_t *)wv;
+    const int64_t rows = n - j0 < 16 ? n - j0 : 16;
+    const int64_t cols = k - l0 < 32 ? k - l0 : 32;
+    const __mmask32 in = cols == 32 ? ~0u : (__mmask32)((1u << cols) - 1u);
+    const __m512i sub = _mm512_set_epi16(
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0x3c60, 0x3c40, 0x3c20, 0x3c00, 0x3bc0, 0x3b80, 0x3b00, 0);
+    const __m512i m7f = _mm512_set1_epi16(0x7f), m78 = _mm512_set1_epi16(0x78);
+    const __m512i bias = _mm512_set1_epi16(120 << 7);
+    const __m512i qnan = _mm512_set1_epi16(0x7fc0);
+    const __m512i sign = _mm512_set1_epi16((short)0x8000);
+    const uint8_t *src = w + j0 * ldw + l0;
+    for (int64_t r = 0; r < rows; r++) {
+        const __m512i b = _mm512_cvtepu8_epi16(
+            _mm256_maskz_loadu_epi8(in, src + r * ldw));
+        const __m512i mag = _mm512_and_si512(b, m7f);
+        __m512i v = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), bias);
+        v = _mm512_mask_permutexvar_epi16(
+            v, _mm512_testn_epi16_mask(mag, m78), mag, sub);
+        v = _mm512_mask_mov_epi16(v, _mm512_cmpeq_epi16_mask(mag, m7f), qnan);
+        /* v | (b << 8 & 0x8000) */
+        v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(b, 8), sign, 0xf8);
+        _mm512_storeu_si512(stage + r * 32, v);
+    }
+    for (int64_t r = rows; r < 16; r++)
+        _mm512_storeu_si512(stage + r * 32, _mm512_setzero_si512());
+}
+
+/* The loop of both products: one group of 16 weight rows at a time
+ * against one or two token groups; tiles 0 and 1 accumulate, 4 and 5
+ * hold x, 6 w. e4m3: w holds bytes, widened a tile at a time (e4m3_tile);
+ * else bf16, read in place (weight_tile, which folds the rows' smallest
+ * magnitude into *lo). */
+FB_AMX_TARGET __attribute__((always_inline)) static inline void
+amx_rows(const int e4m3, int64_t m, int64_t n, int64_t k,
+         const uint16_t *xp, const void *wv, int64_t ldw, float *out,
+         int64_t ldo, __m512i *lo)
+{
     const int64_t groups = (m + 15) / 16, chunks = (k + 31) / 32;
+    const int64_t esize = e4m3 ? 1 : 2;
+    const char *wb = (const char *)wv;
     fb_cpu_amx_configure();
-    __m512i lo = _mm512_set1_epi16((short)0xffff);
-    uint16_t stage[16 * 32];
+    uint16_t stage[16 * 32] __attribute__((aligned(64)));
     float acc[2][256];
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int64_t rows = n - j0 < 16 ? n - j0 : 16;
@@ -133,14 +174,18 @@ FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
         for (int64_t c = 0; c < chunks; c++) {
             if (c + PREFETCH_CHUNKS < chunks) {
                 const char *ahead =
-                    (const char *)(w + j0 * ldw + 32 * (c + PREFETCH_CHUNKS));
+                    wb + (j0 * ldw + 32 * (c + PREFETCH_CHUNKS)) * esize;
                 for (int64_t r = 0; r < rows; r++)
-                    _mm_prefetch(ahead + (size_t)r * (size_t)ldw * 2,
+                    _mm_prefetch(ahead + (size_t)(r * ldw * esize),
                                  _MM_HINT_T0);
             }
-            size_t s;
-            const uint16_t *a =
-                weight_tile(w, ldw, n, k, j0, 32 * c, stage, &s, &lo);
+            size_t s = 64;
+            const uint16_t *a = stage;
+            if (e4m3)
+                e4m3_tile((const uint8_t *)wv, ldw, n, k, j0, 32 * c, stage);
+            else
+                a = weight_tile((const uint16_t *)wv, ldw, n, k, j0, 32 * c,
+                                stage, &s, lo);
             const uint16_t *xc = xp + c * groups * TILE_WORDS;
             _tile_loadd(6, a, s);
             _tile_loadd(4, xc, 64);
@@ -158,6 +203,15 @@ FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
         }
     }
     _tile_release();
+}
+
+FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
+                                        const uint16_t *xp, int x_field,
+                                        const void *wv, int64_t ldw,
+                                        float *out, int64_t ldo)
+{
+    __m512i lo = _mm512_set1_epi16((short)0xffff);
+    amx_rows(0, m, n, k, xp, wv, ldw, out, ldo, &lo);
     uint16_t lanes[32];
     _mm512_storeu_si512(lanes, lo);
     unsigned least = 0xffff;
@@ -167,6 +221,66 @@ FB_AMX_TARGET int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
     return fb_bf16_products_exact(x_field, w_field);
 }
 
+FB_AMX_TARGET int fb_cpu_e4m3_amx_nt(int64_t m, int64_t n, int64_t k,
+                                     const uint16_t *xp, int x_field,
+                                     const uint8_t *w, int64_t ldw,
+                                     float *out, int64_t ldo)
+{
+    if (!fb_bf16_products_exact(x_field, FB_E4M3_BF16_FIELD))
+        return 0;
+    amx_rows(1, m, n, k, xp, w, ldw, out, ldo, NULL);
+    return 1;
+}
+
+FB_AMX_TARGET int fb_cpu_small_m_amx_pack_f32(int64_t m, int64_t k,
+                                              const float *x, int64_t ldx,
+                                              uint16_t *dst)
+{
+    const int64_t groups = (m + 15) / 16, chunks = (k + 31) / 32;
+    /* the high halves of two vectors of floats: 32 bf16 in order */
+    __m512i odd;
+    {
+        uint16_t ix[32];
+        for (int i = 0; i < 32; i++)
+            ix[i] = (uint16_t)(2 * i + 1);
+        odd = _mm512_loadu_si512(ix);
+    }
+    const __m512i mag = _mm512_set1_epi32(0x7fffffff);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i lo = _mm512_set1_epi32(-1);
+    for (int64_t q = 0; q < groups; q++)
+        for (int64_t c = 0; c < chunks; c++) {
+            const int64_t cols = k - 32 * c < 32 ? k - 32 * c : 32;
+            const __mmask16 m0 = cols >= 16 ? 0xffff
+                                            : (__mmask16)((1u << cols) - 1u);
+            const __mmask16 m1 =
+                cols >= 32 ? 0xffff
+                : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u)
+                            : 0;
+            __m512i v[16];
+            for (int u = 0; u < 16; u++) {
+                const int64_t t = 16 * q + u;
+                if (t >= m) {
+                    v[u] = _mm512_setzero_si512();
+                    continue;
+                }
+                const float *src = x + t * ldx + 32 * c;
+                const __m512i a = _mm512_maskz_loadu_epi32(m0, src);
+                const __m512i b = _mm512_maskz_loadu_epi32(m1, src + 16);
+                lo = _mm512_min_epu32(
+                    lo, _mm512_sub_epi32(_mm512_and_si512(a, mag), one));
+                lo = _mm512_min_epu32(
+                    lo, _mm512_sub_epi32(_mm512_and_si512(b, mag), one));
+                v[u] = _mm512_permutex2var_epi16(a, odd, b);
+            }
+            fb_transpose16x16_epi32(v);
+            uint16_t *tile = dst + (c * groups + q) * TILE_WORDS;
+            for (int r = 0; r < 16; r++)
+                _mm512_storeu_si512(tile + r * 32, v[r]);
+        }
+    const unsigned least = (unsigned)_mm512_reduce_min_epu32(lo);
+    return least == 0xffffffffu ? 255 : (int)((least + 1) >> 23);
+}
 
 #else
 
@@ -176,6 +290,22 @@ int fb_cpu_small_m_amx_nt(int64_t m, int64_t n, int64_t k,
 {
     (void)m, (void)n, (void)k, (void)xp, (void)x_field, (void)w, (void)ldw;
     (void)out, (void)ldo;
+    return 0;
+}
+
+int fb_cpu_e4m3_amx_nt(int64_t m, int64_t n, int64_t k, const uint16_t *xp,
+                       int x_field, const uint8_t *w, int64_t ldw, float *out,
+                       int64_t ldo)
+{
+    (void)m, (void)n, (void)k, (void)xp, (void)x_field, (void)w, (void)ldw;
+    (void)out, (void)ldo;
+    return 0;
+}
+
+int fb_cpu_small_m_amx_pack_f32(int64_t m, int64_t k, const float *x,
+                                int64_t ldx, uint16_t *dst)
+{
+    (void)m, (void)k, (void)x, (void)ldx, (void)dst;
     return 0;
 }
 
