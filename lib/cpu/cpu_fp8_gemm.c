@@ -25,10 +25,10 @@
 #include "cpu_small_m.h"
 
 /* Tokens per block: their x panel (64 x 1 KiB per chunk of k) stays in L2
- * while a group of weight rows is multiplied against it. On AMX, 32 (two
- * token tiles). */
+ * while a group of weight rows is multiplied against it. On AMX, as many
+ * as the token tiles hold: each block widens every weight once. */
 #define TOKENS 64
-#define AMX_TOKENS 32
+#define AMX_TOKENS (FB_AMX_TOKEN_TILES * 16)
 
 fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
                            char *path, size_t len)

@@ -50,7 +50,14 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
         return FB_STATUS_SUCCESS;
     }
     const int64_t k = p->k, hd = p->h, n = p->n;
-    const int64_t rb = p->m < ROWS ? p->m : ROWS;
+    /* AMX where X is bf16 (its fp32 panel, and H rounded to bf16, pack
+     * exactly): fb_cpu_e4m3_amx_nt, shares of whole 16-row tiles, blocks
+     * of as many rows as its token tiles hold (each block widens every
+     * weight once). */
+    const int amx = p->dtype == FB_DTYPE_BF16 &&
+                    p->m >= FB_E4M3_AMX_MIN_ROWS && fb_cpu_amx_available();
+    const int64_t cap = amx ? FB_AMX_TOKEN_TILES * 16 : ROWS;
+    const int64_t rb = p->m < cap ? p->m : cap;
     const int64_t ldx = fb_cpu_e4m3_panel_ld(k);
     const int64_t ldg = fb_cpu_e4m3_panel_ld(hd);
     const int64_t ldy = n + 16;
@@ -58,10 +65,6 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
                          (2.0 * (double)hd * (double)(k > 0 ? k : 1) +
                           (double)n * (double)(hd > 0 ? hd : 1));
     int t = fb_cpu_own_threads(h, flops);
-    /* AMX where X is bf16 (its fp32 panel, and H rounded to bf16, pack
-     * exactly): fb_cpu_e4m3_amx_nt, shares of whole 16-row tiles. */
-    const int amx = p->dtype == FB_DTYPE_BF16 &&
-                    p->m >= FB_E4M3_AMX_MIN_ROWS && fb_cpu_amx_available();
     const int64_t gran = amx ? 16 : 4;
     const int64_t widest = (hd > n ? hd : n);
     if (t > (widest + gran - 1) / gran)

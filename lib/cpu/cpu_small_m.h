@@ -129,10 +129,12 @@ fb_cpu_small_m_next(const char *wj, int64_t ldwb, int64_t es, int64_t p0,
  * in place as TDPBF16PS's row operand, x packed once per call by
  * fb_cpu_small_m_amx_pack (fb_cpu_small_m_amx_pack_bytes(m, k) bytes).
  * out[i*ldo + j] = sum_p x[i][p] w[j*ldw + p] (overwritten), i < m <=
- * FB_SMALL_M_MAX. Returns 0, like fb_cpu_small_m_dp_nt, when a product
+ * FB_AMX_TOKEN_TILES * 16 (tile registers: five accumulators, the
+ * weights' tile and two for x). Returns 0, like fb_cpu_small_m_dp_nt, when a product
  * could have flushed (out then holds no answer), 1 otherwise. Only where
  * fb_cpu_amx_available(). */
 #define FB_SMALL_M_AMX_MIN_ROWS 5
+#define FB_AMX_TOKEN_TILES 5
 size_t fb_cpu_small_m_amx_pack_bytes(int64_t m, int64_t k);
 void fb_cpu_small_m_amx_pack(int64_t m, int64_t k, const uint16_t *x,
                              int64_t ldx, uint16_t *dst);

@@ -151,11 +151,20 @@ FB_AMX_TARGET static void e4m3_tile(const uint8_t *w, int64_t ldw, int64_t n,
         _mm512_storeu_si512(stage + r * 32, _mm512_setzero_si512());
 }
 
+/* Token tile g: its accumulator is tile g, its x goes through tile t, 6
+ * or 7 in turn (so the next load need not wait for this product), w is
+ * in tile 5. The tile numbers are literals: the intrinsics paste them
+ * into the instruction. */
+#define TOKEN_TILE(g, t, xc)                                                   \
+    do {                                                                       \
+        _tile_loadd(t, (xc) + (g) * TILE_WORDS, 64);                          \
+        _tile_dpbf16ps(g, 5, t);                                               \
+    } while (0)
+
 /* The loop of both products: one group of 16 weight rows at a time
- * against one or two token groups; tiles 0 and 1 accumulate, 4 and 5
- * hold x, 6 w. e4m3: w holds bytes, widened a tile at a time (e4m3_tile);
- * else bf16, read in place (weight_tile, which folds the rows' smallest
- * magnitude into *lo). */
+ * against up to FB_AMX_TOKEN_TILES token tiles. e4m3: w holds bytes,
+ * widened a tile at a time (e4m3_tile); else bf16, read in place
+ * (weight_tile, which folds the rows' smallest magnitude into *lo). */
 FB_AMX_TARGET __attribute__((always_inline)) static inline void
 amx_rows(const int e4m3, int64_t m, int64_t n, int64_t k,
          const uint16_t *xp, const void *wv, int64_t ldw, float *out,
@@ -166,11 +175,14 @@ amx_rows(const int e4m3, int64_t m, int64_t n, int64_t k,
     const char *wb = (const char *)wv;
     fb_cpu_amx_configure();
     uint16_t stage[16 * 32] __attribute__((aligned(64)));
-    float acc[2][256];
+    float acc[256];
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int64_t rows = n - j0 < 16 ? n - j0 : 16;
         _tile_zero(0);
         _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        _tile_zero(4);
         for (int64_t c = 0; c < chunks; c++) {
             if (c + PREFETCH_CHUNKS < chunks) {
                 const char *ahead =
@@ -187,19 +199,27 @@ amx_rows(const int e4m3, int64_t m, int64_t n, int64_t k,
                 a = weight_tile((const uint16_t *)wv, ldw, n, k, j0, 32 * c,
                                 stage, &s, lo);
             const uint16_t *xc = xp + c * groups * TILE_WORDS;
-            _tile_loadd(6, a, s);
-            _tile_loadd(4, xc, 64);
-            _tile_dpbf16ps(0, 6, 4);
-            if (groups == 2) {
-                _tile_loadd(5, xc + TILE_WORDS, 64);
-                _tile_dpbf16ps(1, 6, 5);
-            }
+            _tile_loadd(5, a, s);
+            TOKEN_TILE(0, 6, xc);
+            if (groups > 1)
+                TOKEN_TILE(1, 7, xc);
+            if (groups > 2)
+                TOKEN_TILE(2, 6, xc);
+            if (groups > 3)
+                TOKEN_TILE(3, 7, xc);
+            if (groups > 4)
+                TOKEN_TILE(4, 6, xc);
         }
-        _tile_stored(0, acc[0], 64);
-        store_transposed(acc[0], m < 16 ? m : 16, rows, out + j0, ldo);
-        if (groups == 2) {
-            _tile_stored(1, acc[1], 64);
-            store_transposed(acc[1], m - 16, rows, out + 16 * ldo + j0, ldo);
+        for (int64_t g = 0; g < groups; g++) {
+            switch (g) {
+            case 0: _tile_stored(0, acc, 64); break;
+            case 1: _tile_stored(1, acc, 64); break;
+            case 2: _tile_stored(2, acc, 64); break;
+            case 3: _tile_stored(3, acc, 64); break;
+            default: _tile_stored(4, acc, 64); break;
+            }
+            store_transposed(acc, m - 16 * g < 16 ? m - 16 * g : 16, rows,
+                             out + 16 * g * ldo + j0, ldo);
         }
     }
     _tile_release();
