@@ -1283,6 +1283,168 @@ static void stack_probe(Device &dev, const MlpCase *mc, int gemm_tokens)
         cudaFree(p);
 }
 
+/* --tiny-probe: the tiny wgmma kernel (variant 3) as a plain call against
+ * a plan's (weights fixed: programmatic launch, weights copied before the
+ * grid ahead ends), 64 -> 256 -> 64 bf16 gelu_tanh with biases. Checks:
+ * each against the float64 reference, equal bits; a stack
+ * of 8 layers (each layer's Y the next one's X, no synchronisation) equal
+ * to the synchronised stack; a plan's call right after a kernel still
+ * writing its X (late_writer_k) equal to the synchronised call. Timing:
+ * one call alone (one event pair), calls back to back with an event pair
+ * each (as fusedblas-bench times), 8 in one event pair; rows against
+ * time. --tiny-once: the checks alone at 4096 rows (for the sanitizers). */
+static void tiny_probe(Device &dev, bool once)
+{
+    const int M = once ? 4096 : 65536;
+    const MlpCase c{FB_DTYPE_BF16, FB_ACT_GELU_TANH, M, 64, 256, 64, 0, 0, true, NULL};
+    g_current = "tiny probe";
+    const size_t es = 2, ybytes = (size_t)M * 64 * es;
+    MlpSets S(dev, c, 3000);
+    const int sets = once ? 2 : (int)S.bufs.size();
+    std::vector<fb_mlp_problem> probs;
+    for (auto &b : S.bufs)
+        probs.push_back(mlp_problem(c, b));
+    fb_fused_env fixed = dev.env;
+    fixed.weights_fixed = 1;
+    auto run = [&](int v, const fb_fused_env *env, const fb_mlp_problem &p) {
+        fbf_tuning t = {};
+        t.tiny_variant = v;
+        Knobs knobs(t);
+        char path[96];
+        return fbf_tiny_mlp(env, &p, FBF_RUN, path, sizeof path) == FB_STATUS_SUCCESS;
+    };
+    /* correctness, one call */
+    const std::vector<double> ref = mlp_reference(c, S.bufs[0], dev.stream);
+    const double tol = tolerance(c.dtype, (double)c.k + c.h, 2);
+    std::vector<unsigned char> y3;
+    const struct { int v; bool prog; const char *name; } one[] = {
+        {3, false, "v3 plain"}, {3, true, "v3 programmatic"}};
+    for (const auto &o : one) {
+        poison_rows(S.bufs[0].y, c.dtype, c.m, c.n, 64, dev.stream);
+        const bool ok = run(o.v, o.prog ? &fixed : &dev.env, probs[0]);
+        CK(cudaStreamSynchronize(dev.stream));
+        CK(cudaGetLastError());
+        std::vector<unsigned char> out = download(S.bufs[0].y, ybytes, dev.stream);
+        const Cmp r = compare(c.dtype, out, ref, c.m, c.n, 64, c.n, kSentinel);
+        report(ok && r.rel <= tol && !r.nonfinite_bad, "tiny %s m=%d: rel %.3g tol %.3g nonfinite %zu",
+               o.name, M, r.rel, tol, r.nonfinite_bad);
+        if (!o.prog)
+            y3 = out;
+        else
+            report(out == y3, "tiny %s m=%d: Y bit-identical to v3", o.name, M);
+    }
+    /* a stack of 8 layers: layer j reads layer j - 1's Y (n == k) */
+    const int L = 8;
+    void *ab[2];
+    CK(cudaMalloc(&ab[0], ybytes));
+    CK(cudaMalloc(&ab[1], ybytes));
+    auto stack = [&](int v, const fb_fused_env *env, bool sync) {
+        bool ok = true;
+        for (int j = 0; j < L; ++j) {
+            fb_mlp_problem p = probs[j % sets];
+            p.x = j == 0 ? S.bufs[0].x : ab[(j - 1) % 2];
+            p.y = ab[j % 2];
+            ok = run(v, env, p) && ok;
+            if (sync)
+                CK(cudaStreamSynchronize(dev.stream));
+        }
+        CK(cudaStreamSynchronize(dev.stream));
+        CK(cudaGetLastError());
+        return ok ? download(ab[(L - 1) % 2], ybytes, dev.stream) : std::vector<unsigned char>();
+    };
+    const std::vector<unsigned char> want = stack(3, &dev.env, true);
+    for (int round = 0; round < 3; ++round) {
+        CK(cudaMemsetAsync(ab[0], 0xff, ybytes, dev.stream));
+        CK(cudaMemsetAsync(ab[1], 0xff, ybytes, dev.stream));
+        const int sv = 3;
+        const std::vector<unsigned char> got = stack(sv, &fixed, false);
+        report(!want.empty() && got == want,
+               "tiny stack of %d layers, v%d programmatic, no synchronisation (round %d): "
+               "bits of the synchronised v3 stack", L, sv, round);
+    }
+    report(stack(3, &dev.env, false) == want,
+           "tiny stack of %d layers, v3 plain, no synchronisation: bits of the synchronised v3 stack", L);
+    /* a plan's call right after a kernel still writing its X */
+    {
+        bool ok = true;
+        for (int round = 0; round < 3 && ok; ++round) {
+            fb_mlp_problem p = probs[0];
+            p.x = ab[0];
+            p.y = ab[1];
+            CK(cudaMemsetAsync(ab[0], 0, ybytes, dev.stream));
+            CK(cudaStreamSynchronize(dev.stream));
+            late_writer_k<<<8, 256, 0, dev.stream>>>((__nv_bfloat16 *)ab[0],
+                                                     (const __nv_bfloat16 *)S.bufs[1].x,
+                                                     (size_t)M * 64, 200000ull);
+            ok = run(3, &fixed, p);
+            CK(cudaStreamSynchronize(dev.stream));
+            CK(cudaGetLastError());
+            const std::vector<unsigned char> got = download(ab[1], ybytes, dev.stream);
+            ok = run(3, &dev.env, p) && ok;
+            CK(cudaStreamSynchronize(dev.stream));
+            ok = ok && got == download(ab[1], ybytes, dev.stream);
+        }
+        report(ok, "tiny v3 programmatic right after a kernel still writing X: bits of "
+                   "the synchronised call, 3 rounds");
+    }
+    cudaFree(ab[0]);
+    cudaFree(ab[1]);
+    if (once)
+        return;
+
+    /* timing */
+    const std::string label = "tiny bf16 m=65536 64-256-64";
+    const std::vector<std::string> names = {
+        "v3 one call", "v3 one call programmatic", "v3 one call plain again",
+        "v3 8 in a row plain", "v3 8 in a row programmatic", "v3 8 in a row plain again",
+        "cuBLAS + elementwise (eager kernels)"};
+    round_robin(dev, label, names, [&](int v, int r) {
+        if (v == 6) {
+            base_mlp(dev, c, S.bufs[r % sets], S.g, S.u);
+            return true;
+        }
+        const int n = v >= 3 ? 8 : 1;
+        const int kv = 3;
+        const fb_fused_env *env = v == 1 || v == 4 ? &fixed : &dev.env;
+        bool ok = true;
+        for (int j = 0; j < n; ++j)
+            ok = run(kv, env, probs[(r * 8 + j) % sets]) && ok;
+        return ok;
+    }, [&](double us) { (void)us; return std::string("8-in-a-row lines: divide by 8"); });
+    /* as fusedblas-bench times: back to back, an event pair each */
+    for (int rep = 0; rep < 2; ++rep)
+        for (int cfg = 0; cfg < 3; ++cfg) {
+            const int kv = 3;
+            const fb_fused_env *env = cfg == 1 ? &fixed : &dev.env;
+            const double us = time_us(dev.stream, 10, 200, [&](int i) {
+                (void)run(kv, env, probs[i % sets]);
+            });
+            char line[200];
+            snprintf(line, sizeof line, "probe %s: bench-style (event pair each, back to back) %s: median %.1f us",
+                     label.c_str(), cfg == 1 ? "programmatic" : "plain", us);
+            g_tune_lines.push_back(line);
+            printf("%s\n", line);
+        }
+    {
+        const double us = time_us(dev.stream, 10, 200, [&](int i) {
+            base_mlp(dev, c, S.bufs[i % sets], S.g, S.u);
+        });
+        char line[200];
+        snprintf(line, sizeof line, "probe %s: bench-style cuBLAS + elementwise: median %.1f us", label.c_str(), us);
+        g_tune_lines.push_back(line);
+        printf("%s\n", line);
+    }
+    /* rows against time */
+    for (int64_t mm : {(int64_t)1, (int64_t)64 * 132, (int64_t)64 * 132 * 3, (int64_t)32768, (int64_t)65536}) {
+        std::vector<fb_mlp_problem> pm = probs;
+        for (auto &q : pm)
+            q.m = mm;
+        round_robin(dev, "tiny rows m=" + std::to_string(mm), {"plain", "programmatic"}, [&](int v, int r) {
+            return run(3, v == 0 ? &dev.env : &fixed, pm[r % sets]);
+        }, [&](double us) { (void)us; return std::string(""); });
+    }
+}
+
 static void bench_mlp(Device &dev, const MlpCase &c, bool sweep,
                       bool prefill = false)
 {
@@ -1659,7 +1821,7 @@ int main(int argc, char **argv)
 {
     bool quick = false, bench = true, small = false, decode_only = false,
          stack_only = false, split_only = false, early_only = false,
-         f32_only = false, f32_once = false;
+         f32_only = false, f32_once = false, tiny_only = false, tiny_once = false;
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1681,6 +1843,10 @@ int main(int argc, char **argv)
             f32_only = true;
         else if (!strcmp(argv[i], "--f32-once"))
             f32_only = f32_once = true;
+        else if (!strcmp(argv[i], "--tiny-probe"))
+            tiny_only = true;
+        else if (!strcmp(argv[i], "--tiny-once"))
+            tiny_only = tiny_once = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1732,6 +1898,16 @@ int main(int argc, char **argv)
             printf("device-to-device copy again: %.0f GB/s (read + write)\n", dev.copy_gbs);
         }
         return 0;
+    }
+    if (tiny_only) {
+        tiny_probe(dev, tiny_once);
+        if (!tiny_once) {
+            printf("\n== summary ==\n");
+            for (const std::string &l : g_tune_lines)
+                printf("%s\n", l.c_str());
+        }
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
     }
     if (early_only) {
         early_probe(dev);

@@ -16,3 +16,26 @@ fb_status fbf_launch_status(cudaError_t e)
 {
     return e == cudaSuccess ? FB_STATUS_SUCCESS : FB_STATUS_EXECUTION_FAILED;
 }
+
+cudaError_t fbf_launch_grid(const void *func, int G, int threads,
+                            void **args, size_t smem, cudaStream_t stream,
+                            bool programmatic)
+{
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(G);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &at;
+    cfg.numAttrs = programmatic ? 1 : 0;
+    const cudaError_t e = cudaLaunchKernelExC(&cfg, func, args);
+    if (programmatic &&
+        (e == cudaErrorInvalidValue || e == cudaErrorNotSupported)) {
+        (void)cudaGetLastError(); /* a refused launch is not sticky */
+        return fbf_launch_grid(func, G, threads, args, smem, stream, false);
+    }
+    return e;
+}

@@ -491,34 +491,6 @@ __global__ void __launch_bounds__(
 
 /* ---- host side ------------------------------------------------------- */
 
-/* Launches func as the stream's next grid of G x threads. programmatic:
- * the grid may start before the one ahead of it on the stream ends
- * (programmatic dependent launch; the kernel waits for it where it must);
- * where the driver refuses that, the grid is launched the ordinary way,
- * which the kernel also runs correctly under. */
-static cudaError_t launch_grid(const void *func, int G, int threads,
-                               void **args, size_t smem, cudaStream_t stream,
-                               bool programmatic)
-{
-    cudaLaunchAttribute at;
-    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(G);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cfg.attrs = &at;
-    cfg.numAttrs = programmatic ? 1 : 0;
-    const cudaError_t e = cudaLaunchKernelExC(&cfg, func, args);
-    if (programmatic &&
-        (e == cudaErrorInvalidValue || e == cudaErrorNotSupported)) {
-        (void)cudaGetLastError(); /* a refused launch is not sticky */
-        return launch_grid(func, G, threads, args, smem, stream, false);
-    }
-    return e;
-}
-
 /* Once per (kernel, device): allow the whole opt-in shared memory, and
  * check that one CTA of `threads` fits on an SM with it (then a grid of
  * one CTA per SM is always co-resident, as the barrier needs). */
@@ -1082,7 +1054,7 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
      * (docs/decode-kernels.md). */
     a.early = TMA && env->weights_fixed;
     void *args[] = {&a};
-    fb_status st = fbf_launch_status(launch_grid(
+    fb_status st = fbf_launch_status(fbf_launch_grid(
         func, G, threads, args, smem, env->stream, a.early != 0));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];

@@ -159,4 +159,13 @@ void fbf_set_path(char *path, size_t pathlen, const char *name);
  * its text from there (module.cu, fused_outcome). */
 fb_status fbf_launch_status(cudaError_t e);
 
+/* Launches func as the stream's next grid of G x threads. programmatic:
+ * the grid may start before the one ahead of it on the stream ends
+ * (programmatic dependent launch; the kernel waits for it where it must);
+ * where the driver refuses that, the grid is launched the ordinary way,
+ * which the kernel must also run correctly under. */
+cudaError_t fbf_launch_grid(const void *func, int G, int threads,
+                            void **args, size_t smem, cudaStream_t stream,
+                            bool programmatic);
+
 #endif /* FB_CUDA_FUSED_INTERNAL_H */

@@ -62,6 +62,9 @@ template <typename T> struct WgMlpArgs {
     int k, h, n, chunks;
     fb_activation act;
     int y_pairs; /* Y allows 4-byte stores of column pairs */
+    int early;   /* launched programmatically (a plan's fixed weights):
+                    the weights are copied before the grid ahead has
+                    finished, X read and Y written only after */
 };
 
 /* Bytes of dynamic shared memory: the operands (1024-byte aligned, and
@@ -213,6 +216,11 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
         cp_async16(wdt + c * kWgTileBytes + swz128(r, j),
                    in ? a.wd + (int64_t)r * a.h + col : a.wd, in ? 16 : 0);
     }
+    /* launched programmatically (a plan's fixed weights): the weights
+     * and biases are asked for while the grid ahead finishes, X only
+     * once it has */
+    if (a.early)
+        grid_dependency_wait();
     if (tile < hi)
         wg_copy_x<T>(xmine, a, tile * kWgRows, wt);
     cp_async_commit();
@@ -240,6 +248,10 @@ __global__ void __launch_bounds__(128 * GROUPS, 1)
             wg_copy_x<T>(xmine + (buf ^ 1) * kWgTileBytes, a,
                          (tile + stride) * kWgRows, wt);
         cp_async_commit();
+        /* the grid behind (a plan's next call) may start, and copy its
+         * weights, once every CTA is on its last tiles */
+        if (a.early && tile + stride >= hi)
+            allow_dependents();
         const uint64_t dx = wg_desc(
             (uint32_t)__cvta_generic_to_shared(xmine + buf * kWgTileBytes));
 #pragma unroll
@@ -306,9 +318,12 @@ static fb_status run_tiny_wgmma(const fb_fused_env *env,
     const int64_t ntiles = (p->m + kWgRows - 1) / kWgRows;
     const int64_t need = (ntiles + GROUPS - 1) / GROUPS;
     const int grid = (int)(need < env->sm_count ? need : env->sm_count);
+    /* a plan's weights are fixed: the kernel may copy them while the
+     * grid ahead finishes */
+    a.early = env->weights_fixed;
     void *args[] = {&a};
-    fb_status st = fbf_launch_status(cudaLaunchKernel(
-        func, dim3(grid), dim3(128 * GROUPS), args, smem, env->stream));
+    fb_status st = fbf_launch_status(fbf_launch_grid(
+        func, grid, 128 * GROUPS, args, smem, env->stream, a.early != 0));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "mlp_tiny_%s_wgmma", tiny_suffix(p->dtype));
