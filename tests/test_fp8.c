@@ -512,7 +512,18 @@ static void test_special_weights(fb_handle h)
                   "channel only; 448 x 3e36 overflows to Inf");
 }
 
-/* bf16 decode rows (5 and more tokens): where the CPU has AMX, the
+/* C = X (W S)^T in the nn.Linear form, bf16 X and C, no bias or
+ * activation. */
+static fb_status bf16_linear(fb_handle h, int m, int n, int k,
+                             const fb_bfloat16 *x, const fb_e4m3 *w,
+                             const float *s, fb_bfloat16 *c)
+{
+    return gemm_e4m3_bias_act(h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS,
+                              FB_TRANS, m, n, k, 1.0f, x, k, w, k, s, 0.0f,
+                              c, n, NULL, FB_ACT_NONE);
+}
+
+/* bf16 decode rows (4 and more tokens): where the CPU has AMX, the
  * weights are widened to bf16 tiles for TDPBF16PS (path "e4m3-amx").
  * Every one of the 256 patterns must widen exactly: channel j's row holds
  * pattern j once (at a column that moves with j, inside a 32-column tile
@@ -534,9 +545,7 @@ static void test_bf16_patterns(fb_handle h)
     }
     tcheck c;
     tcheck_init(&c);
-    const fb_status st = gemm_e4m3_bias_act(
-        h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, M, N, K, 1.0f,
-        X, K, W, K, S, 0.0f, C, N, NULL, FB_ACT_NONE);
+    const fb_status st = bf16_linear(h, M, N, K, X, W, S, C);
     if (st != FB_STATUS_SUCCESS)
         tcheck_fail(&c, "status %s", fb_status_string(st));
     for (int i = 0; i < M; i++)
@@ -572,9 +581,7 @@ static void test_bf16_tiny_x(fb_handle h)
         S[j] = 1.0f;
     tcheck c;
     tcheck_init(&c);
-    const fb_status st = gemm_e4m3_bias_act(
-        h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, M, N, K, 1.0f,
-        X, K, W, K, S, 0.0f, C, N, NULL, FB_ACT_NONE);
+    const fb_status st = bf16_linear(h, M, N, K, X, W, S, C);
     const char *path = fb_handle_last_path(h);
     if (st != FB_STATUS_SUCCESS)
         tcheck_fail(&c, "status %s", fb_status_string(st));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m_amx.c -- the decode kernel's bf16 form on AMX (cpu_small_m.h):
- * out (m x n) = x (m x k) w^T for m <= 32, w read where it lies; and the
+ * out (m x n) = x (m x k) w^T for m <= 80, w read where it lies; and the
  * same loop for e4m3 weights (fb_cpu_e4m3_amx_nt), each tile of w widened
  * exactly to bf16 in L1 first.
  *
@@ -9,7 +9,7 @@
  * w as stored: nn.Linear's weights run along k, so a tile is 16 rows of 64
  * bytes, ldw apart, and nothing of w is packed (a plan and a plain call
  * stream the same bytes). x is packed once per call as the pair operand
- * ("B": 16 k-pairs by 16 tokens), one or two token groups. The
+ * ("B": 16 k-pairs by 16 tokens), up to five token groups. The
  * accumulators are 16 weight rows by 16 tokens, transposed on the way
  * out. Weight rows past n and columns past k are staged through a zeroed
  * tile on the stack, so nothing outside w is read (the prefetches stay
