@@ -35,6 +35,19 @@ static inline int fb_cpu_has_avx512bw(void)
     }
     return v;
 }
+
+/* ... and VBMI (byte permutes): the e4m3 kernel's zmm register form. */
+static inline int fb_cpu_has_avx512vbmi(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = fb_cpu_has_avx512bw() && __builtin_cpu_supports("avx512vbmi");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
 #endif
 
 #endif /* FB_CPU_FEATURES_H */

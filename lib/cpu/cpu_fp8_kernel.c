@@ -2,24 +2,25 @@
 /*
  * cpu_fp8_kernel.c -- fp32 x rows times e4m3 weight rows.
  *
- * Two forms, each in AVX2 and (where the CPU has AVX-512 F and BW) zmm.
- * The register form (weight rows contiguous along k, at most 8 x rows on
- * AVX2, 16 in zmm: decode) widens each 32 (zmm: 64) bytes of a weight row
- * in registers and multiplies them at once against up to 4 (8) x rows,
- * blocks of 1..4 weight rows; more x rows take further passes over a
- * block of weight rows still in L2. The buffered form (any strides, any m) takes
- * groups of four weight rows and walks k in chunks: the chunk of the four
- * rows is widened to fp32 into a small buffer that stays in L1, then every
- * x row is multiplied against it, up to three at a time. Either way a
- * weight byte is read from memory once per call.
+ * Two forms. The register form (weight rows contiguous along k, at most
+ * 8 x rows on AVX2, 16 in zmm with AVX-512 VBMI: decode) widens each 32
+ * (zmm: 64) bytes of a weight row in registers and multiplies them at
+ * once against up to 4 (8) x rows, blocks of 1..4 weight rows; more x rows
+ * take further passes over a block of weight rows still in L2. The
+ * buffered form (any strides, any m) takes groups of four weight rows and
+ * walks k in chunks: the chunk of the four rows is widened to fp32 into a
+ * small buffer that stays in L1, then every x row is multiplied against
+ * it, three (zmm: six) at a time. Either way a weight byte is read from
+ * memory once per call.
  *
  * Widening on AVX2: e4m3 is a sub-format of IEEE binary16 shifted by 2^8:
  * with its sign moved to bit 15 and its seven other bits to bits 7..13,
  * the binary16 number is q * 2^-8 exactly (subnormals included), which
  * F16C widens. The buffered form multiplies each value by 2^8 and forces
- * the NaN pattern to a binary16 NaN first; the register form applies the
- * 2^8 to each dot product and sends a block with a NaN byte to the
- * buffered form.
+ * the NaN pattern to a binary16 NaN first; the AVX2 register form applies
+ * the 2^8 to each dot product and sends a block with a NaN byte to the
+ * buffered form. The zmm register form looks up the fp32 bits directly
+ * (zregs_step).
  */
 #include <stdint.h>
 #include <string.h>
@@ -560,42 +561,75 @@ AVX2 static void dots_regs(int64_t m, int64_t n, int64_t k, const float *x,
 }
 
 #if !defined(FB_E4M3_NO_AVX512)
-/* The register form in zmm (AVX-512 F + BW): 64 weight bytes of a row a
- * step, the same widening as regs_step with twice the width, and up to 8
- * tokens a block (32 registers hold 16 accumulators and the 4 widened
- * vectors), so up to 8 tokens read the weights once and 16 take two
- * passes over a block still in L2. Why: on AVX2 the widening, not memory,
- * bounds the one-token decode (docs/fp8-weights.md). */
+/* The register form in zmm (AVX-512 F, BW and VBMI): 64 weight bytes of a
+ * row a step, widened straight to fp32 by two byte lookups, and up to 8
+ * tokens a block (32 registers hold 16 accumulators, the 4 widened vectors
+ * and the lookup tables), so up to 8 tokens read the weights once and 16
+ * take two passes over a block still in L2. Why: on AVX2 the widening,
+ * not memory, bounds the one-token decode (docs/fp8-weights.md). */
+#define AVX512VBMI                                                             \
+    __attribute__((target("avx512f,avx512bw,avx512vbmi,avx2,fma,f16c")))
 #define Z_MAX_T 8  /* tokens in one zmm register block */
 #define Z_MAX_X 16 /* tokens the zmm form takes */
 #define Z_R 4      /* most weight rows per zmm block */
 
-/* One step of 64 k values (as regs_step). The qwords are put in the order
- * 0, 4, 1, 5, 2, 6, 3, 7 first, so that unpacking within 128-bit lanes
- * gives k 0..31 (lo) and 32..63 (hi) in order, and X is read as it lies. */
-AVX512 __attribute__((always_inline)) static inline void
-zregs_step(const int R, const int T, const uint8_t *const *wr, int64_t wp,
-           const float *const *xr, int64_t xp, __m512 acc[Z_R][Z_MAX_T][2],
-           __m512i *nan)
+/* An e4m3 value's fp32 bits have only two non-zero bytes (three mantissa
+ * bits): byte 3 (sign, 7 exponent bits) and byte 2. lut[b] and
+ * lut[128 + b] are those bytes of magnitude b; the NaN pattern's are a
+ * quiet NaN's. Every value is exact and normal in fp32, so no scaling,
+ * no NaN fix-up and no tiny-x check: the FMAs are IEEE's. */
+typedef struct zlut {
+    __m512i hi0, hi1, lo0, lo1; /* bytes 3 and 2, magnitudes 0-63, 64-127 */
+} zlut;
+
+AVX512VBMI static zlut zlut_make(const float *table)
+{
+    uint8_t lut[256];
+    for (int b = 0; b < 128; b++) {
+        uint32_t bits;
+        memcpy(&bits, &table[b], sizeof bits);
+        if (b == 0x7f)
+            bits = 0x7fc00000u;
+        lut[b] = (uint8_t)(bits >> 24);
+        lut[128 + b] = (uint8_t)(bits >> 16);
+    }
+    zlut z;
+    z.hi0 = _mm512_loadu_si512(lut);
+    z.hi1 = _mm512_loadu_si512(lut + 64);
+    z.lo0 = _mm512_loadu_si512(lut + 128);
+    z.lo1 = _mm512_loadu_si512(lut + 192);
+    return z;
+}
+
+/* One step of 64 k values: acc[r][t] += q(row r) . x(token t), two
+ * accumulators a pair for one token. The dwords are put in the order
+ * 0, 4, 8, 12, 1, 5, ... first, so that the in-lane unpacks (bytes to
+ * words, words to dwords) give k 0..15, 16..31, 32..47, 48..63 in order,
+ * and X is read as it lies. */
+AVX512VBMI __attribute__((always_inline)) static inline void
+zregs_step(const int R, const int T, const zlut *z, const uint8_t *const *wr,
+           int64_t wp, const float *const *xr, int64_t xp,
+           __m512 acc[Z_R][Z_MAX_T][2])
 {
     const int A = T == 1 ? 2 : 1;
-    const __m512i top = _mm512_set1_epi8((char)0x80);
-    const __m512i mask = _mm512_set1_epi16((short)0xbfff);
+    const __m512i sign = _mm512_set1_epi8((char)0x80);
     const __m512i zero = _mm512_setzero_si512();
-    const __m512i order = _mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0);
+    const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13,
+                                           9, 5, 1, 12, 8, 4, 0);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        __m512i q = _mm512_loadu_si512((const void *)(wr[r] + wp));
-        *nan = _mm512_max_epu8(*nan, _mm512_or_si512(q, top));
-        q = _mm512_permutexvar_epi64(order, q);
-        const __m512i lo = _mm512_and_si512(
-            _mm512_srai_epi16(_mm512_unpacklo_epi8(zero, q), 1), mask);
-        const __m512i hi = _mm512_and_si512(
-            _mm512_srai_epi16(_mm512_unpackhi_epi8(zero, q), 1), mask);
-        const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(lo));
-        const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(lo, 1));
-        const __m512 f2 = _mm512_cvtph_ps(_mm512_castsi512_si256(hi));
-        const __m512 f3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hi, 1));
+        const __m512i q = _mm512_permutexvar_epi32(
+            order, _mm512_loadu_si512((const void *)(wr[r] + wp)));
+        /* byte 3 | the sign bit; byte 2 */
+        const __m512i b3 = _mm512_ternarylogic_epi32(
+            _mm512_permutex2var_epi8(z->hi0, q, z->hi1), q, sign, 0xf8);
+        const __m512i b2 = _mm512_permutex2var_epi8(z->lo0, q, z->lo1);
+        const __m512i wl = _mm512_unpacklo_epi8(b2, b3);
+        const __m512i wh = _mm512_unpackhi_epi8(b2, b3);
+        const __m512 f0 = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, wl));
+        const __m512 f1 = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, wl));
+        const __m512 f2 = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, wh));
+        const __m512 f3 = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, wh));
         #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const float *xx = xr[t] + xp;
@@ -611,12 +645,12 @@ zregs_step(const int R, const int T, const uint8_t *const *wr, int64_t wp,
     }
 }
 
-/* regs_block in zmm; xt: each token's values from k / 64 * 64 on,
- * zero-padded to 64. */
-AVX512 __attribute__((always_inline)) static inline int
-zregs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
-            const float *xt, const uint8_t *w, int64_t w_cs, float *out,
-            int64_t ldo)
+/* R rows from w by T tokens over all of k into out; xt: each token's
+ * values from k / 64 * 64 on, zero-padded to 64. */
+AVX512VBMI __attribute__((always_inline)) static inline void
+zregs_block(const int R, const int T, const zlut *z, int64_t k,
+            const float *x, int64_t ldx, const float *xt, const uint8_t *w,
+            int64_t w_cs, float *out, int64_t ldo)
 {
     __m512 acc[Z_R][Z_MAX_T][2];
     #pragma GCC unroll 4
@@ -624,7 +658,6 @@ zregs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
         #pragma GCC unroll 8
         for (int t = 0; t < T; t++)
             acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
-    __m512i nan = _mm512_setzero_si512();
     const uint8_t *wr[Z_R];
     const float *xr[Z_MAX_T];
     #pragma GCC unroll 4
@@ -640,7 +673,7 @@ zregs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
         for (int r = 0; r < R; r++)
             _mm_prefetch((const char *)((uintptr_t)(wr[r] + p) + REGS_PF),
                          _MM_HINT_T0);
-        zregs_step(R, T, wr, p, xr, p, acc, &nan);
+        zregs_step(R, T, z, wr, p, xr, p, acc);
     }
     if (p < k) {
         uint8_t tb[Z_R][64] __attribute__((aligned(64)));
@@ -655,65 +688,54 @@ zregs_block(const int R, const int T, int64_t k, const float *x, int64_t ldx,
         #pragma GCC unroll 8
         for (int t = 0; t < T; t++)
             xtr[t] = xt + t * 64;
-        zregs_step(R, T, tr, 0, xtr, 0, acc, &nan);
+        zregs_step(R, T, z, tr, 0, xtr, 0, acc);
     }
-    if (_mm512_cmpeq_epi8_mask(nan, _mm512_set1_epi8((char)0xff)) != 0)
-        return 1;
     #pragma GCC unroll 8
     for (int t = 0; t < T; t++)
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            out[t * ldo + r] = _mm512_reduce_add_ps(_mm512_add_ps(
-                                   acc[r][t][0], acc[r][t][1])) *
-                               256.0f;
-    return 0;
+            out[t * ldo + r] = _mm512_reduce_add_ps(
+                _mm512_add_ps(acc[r][t][0], acc[r][t][1]));
 }
 
-/* Returns a bit for each row of a block that met the NaN pattern (its
- * sums then unwritten): dots_zregs redoes those rows for every token. */
-AVX512 __attribute__((always_inline)) static inline unsigned
-zregs_rows(const int R, const int T, int64_t n, int64_t k, const float *x,
-           int64_t ldx, const float *xt, const uint8_t *w, int64_t w_cs,
-           float *out, int64_t ldo)
+AVX512VBMI __attribute__((always_inline)) static inline void
+zregs_rows(const int R, const int T, const zlut *z, int64_t n, int64_t k,
+           const float *x, int64_t ldx, const float *xt, const uint8_t *w,
+           int64_t w_cs, float *out, int64_t ldo)
 {
-    unsigned nan = 0;
     int64_t j = 0;
     for (; j + R <= n; j += R)
-        if (zregs_block(R, T, k, x, ldx, xt, w + j * w_cs, w_cs, out + j,
-                        ldo))
-            nan |= ((1u << R) - 1) << j;
+        zregs_block(R, T, z, k, x, ldx, xt, w + j * w_cs, w_cs, out + j, ldo);
     for (; j < n; j++)
-        if (zregs_block(1, T, k, x, ldx, xt, w + j * w_cs, w_cs, out + j,
-                        ldo))
-            nan |= 1u << j;
-    return nan;
+        zregs_block(1, T, z, k, x, ldx, xt, w + j * w_cs, w_cs, out + j, ldo);
 }
 
 /* T tokens (1..8) against rows [0, nb) of w: 4 rows a block up to 4
  * tokens, 2 beyond (at most 16 accumulators). */
-AVX512 static unsigned zregs_tokens(int64_t t, int64_t nb, int64_t k,
-                                    const float *x, int64_t ldx,
-                                    const float *xt, const uint8_t *w,
-                                    int64_t w_cs, float *out, int64_t ldo)
+AVX512VBMI static void zregs_tokens(int64_t t, const zlut *z, int64_t nb,
+                                int64_t k, const float *x, int64_t ldx,
+                                const float *xt, const uint8_t *w,
+                                int64_t w_cs, float *out, int64_t ldo)
 {
     switch (t) {
-    case 1: return zregs_rows(4, 1, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    case 2: return zregs_rows(4, 2, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    case 3: return zregs_rows(4, 3, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    case 4: return zregs_rows(4, 4, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    case 5: return zregs_rows(2, 5, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    case 6: return zregs_rows(2, 6, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    case 7: return zregs_rows(2, 7, nb, k, x, ldx, xt, w, w_cs, out, ldo);
-    default: return zregs_rows(2, 8, nb, k, x, ldx, xt, w, w_cs, out, ldo);
+    case 1: zregs_rows(4, 1, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    case 2: zregs_rows(4, 2, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    case 3: zregs_rows(4, 3, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    case 4: zregs_rows(4, 4, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    case 5: zregs_rows(2, 5, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    case 6: zregs_rows(2, 6, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    case 7: zregs_rows(2, 7, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
+    default: zregs_rows(2, 8, z, nb, k, x, ldx, xt, w, w_cs, out, ldo); break;
     }
 }
 
 /* dots_regs in zmm: tokens in ceil(m / 8) groups of near-equal size. */
-AVX512 static void dots_zregs(int64_t m, int64_t n, int64_t k,
+AVX512VBMI static void dots_zregs(int64_t m, int64_t n, int64_t k,
                               const float *x, int64_t ldx, const uint8_t *w,
                               int64_t w_cs, const float *table, float *out,
                               int64_t ldo)
 {
+    const zlut z = zlut_make(table);
     float xt[Z_MAX_X * 64] __attribute__((aligned(64)));
     const int64_t k64 = k / 64 * 64;
     memset(xt, 0, sizeof xt);
@@ -723,17 +745,12 @@ AVX512 static void dots_zregs(int64_t m, int64_t n, int64_t k,
     const int64_t groups = (m + Z_MAX_T - 1) / Z_MAX_T;
     for (int64_t j = 0; j < n; j += REGS_BLOCK) {
         const int64_t nb = n - j < REGS_BLOCK ? n - j : REGS_BLOCK;
-        unsigned nan = 0;
         for (int64_t g = 0, i = 0; g < groups; g++) {
             const int64_t t = (m - i) / (groups - g);
-            nan |= zregs_tokens(t, nb, k, x + i * ldx, ldx, xt + i * 64,
-                                w + j * w_cs, w_cs, out + i * ldo + j, ldo);
+            zregs_tokens(t, &z, nb, k, x + i * ldx, ldx, xt + i * 64,
+                         w + j * w_cs, w_cs, out + i * ldo + j, ldo);
             i += t;
         }
-        for (int64_t r = 0; r < nb; r++)
-            if (nan >> r & 1)
-                dots_buffered(m, 1, k, x, ldx, w + (j + r) * w_cs, w_cs, 1,
-                              table, out + j + r, ldo);
     }
 }
 #endif
@@ -746,8 +763,7 @@ AVX2 static void e4m3_dots_avx2(int64_t m, int64_t n, int64_t k,
     float table[256];
     make_table(table);
 #if !defined(FB_E4M3_NO_AVX512)
-    if (fb_cpu_has_avx512bw() && w_ks == 1 && m <= Z_MAX_X && k > 0 &&
-        x_scalable(m, k, x, ldx)) {
+    if (fb_cpu_has_avx512vbmi() && w_ks == 1 && m <= Z_MAX_X && k > 0) {
         dots_zregs(m, n, k, x, ldx, w, w_cs, table, out, ldo);
         return;
     }
