@@ -669,10 +669,17 @@ zregs_block(const int R, const int T, const zlut *z, int64_t k,
     const int64_t k64 = k / 64 * 64;
     int64_t p = 0;
     for (; p < k64; p += 64) {
+        /* Each row's line REGS_PF bytes ahead into L1, and the same
+         * line of the block R rows on into L2: without the second, every
+         * block starts on demand misses of its R rows. */
         #pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < R; r++) {
             _mm_prefetch((const char *)((uintptr_t)(wr[r] + p) + REGS_PF),
                          _MM_HINT_T0);
+            _mm_prefetch((const char *)((uintptr_t)(wr[r] + p) +
+                                        (uintptr_t)(R * w_cs)),
+                         _MM_HINT_T1);
+        }
         zregs_step(R, T, z, wr, p, xr, p, acc);
     }
     if (p < k) {
