@@ -30,6 +30,7 @@ typedef struct bench_case {
     fb_activation act;
     int64_t m, k, h, n;
     int bias;   /* 1: every bias vector present */
+    int weights_kn; /* gemm: W stored k x n, B not transposed (GPU only) */
     int on_cpu; /* part of the CPU's default subset */
     int on_gpu; /* part of the GPU's default set */
     int quick;  /* part of --quick */
@@ -64,6 +65,7 @@ typedef struct bench_options {
     double mem_budget_mb;   /* host buffers of one case */
     double gpu_mem_budget_mb;
     int tf32;               /* fp32 on the GPU may use TF32 (ours and cuBLAS) */
+    int weights_kn;         /* gemm: W stored k x n (--weights-kn) */
     int check;              /* compare outputs against the baseline */
     int list;               /* print the cases and exit */
     double budget_s;        /* stop starting cases after this long; 0: none */

@@ -4,10 +4,21 @@
  *
  * nn.Linear: Y (m x n) = X (m x k) W^T with W stored n x k, row-major. In
  * BLAS terms: A = X (NoTrans, lda = k), B = W (Trans, ldb = k), C = Y
- * (ldc = n), beta = 0, the bias added to every row.
+ * (ldc = n), beta = 0, the bias added to every row. With --weights-kn, W
+ * is stored k x n: B NoTrans, ldb = n.
  */
 #include <stdio.h>
 #include "bench_call.h"
+
+static fb_transpose w_op(const bench_case *c)
+{
+    return c->weights_kn ? FB_NO_TRANS : FB_TRANS;
+}
+
+static int64_t w_ld(const bench_case *c)
+{
+    return c->weights_kn ? c->n : c->k;
+}
 
 fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
                                const bench_set *s)
@@ -18,17 +29,17 @@ fb_status bench_call_fusedblas(fb_handle h, const bench_case *c,
                                  s->bd, s->y, c->n);
     switch (c->dtype) {
     case FB_DTYPE_F32:
-        return sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, c->m, c->n,
-                              c->k, 1.0f, s->x, c->k, s->w, c->k, 0.0f, s->y,
-                              c->n, s->b, c->act);
+        return sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, w_op(c), c->m, c->n,
+                              c->k, 1.0f, s->x, c->k, s->w, w_ld(c), 0.0f,
+                              s->y, c->n, s->b, c->act);
     case FB_DTYPE_F16:
-        return hgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, c->m, c->n,
-                              c->k, 1.0f, s->x, c->k, s->w, c->k, 0.0f, s->y,
-                              c->n, s->b, c->act);
+        return hgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, w_op(c), c->m, c->n,
+                              c->k, 1.0f, s->x, c->k, s->w, w_ld(c), 0.0f,
+                              s->y, c->n, s->b, c->act);
     case FB_DTYPE_BF16:
-        return bgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, c->m, c->n,
-                              c->k, 1.0f, s->x, c->k, s->w, c->k, 0.0f, s->y,
-                              c->n, s->b, c->act);
+        return bgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, w_op(c), c->m, c->n,
+                              c->k, 1.0f, s->x, c->k, s->w, w_ld(c), 0.0f,
+                              s->y, c->n, s->b, c->act);
     }
     return FB_STATUS_INVALID_ARGUMENT;
 }
@@ -59,7 +70,7 @@ fb_status bench_plan_fusedblas(fb_handle h, const bench_case *c,
                                   c->n, s->wg, s->bg, s->wu, s->bu, s->wd,
                                   s->bd, plan);
     return fb_plan_create_gemm(h, c->dtype, FB_ROW_MAJOR, FB_NO_TRANS,
-                               FB_TRANS, c->m, c->n, c->k, 1.0f, s->w, c->k,
+                               w_op(c), c->m, c->n, c->k, 1.0f, s->w, w_ld(c),
                                0.0f, s->b, c->act, plan);
 }
 
@@ -81,6 +92,8 @@ fb_status bench_call_e4m3(fb_handle h, const bench_case *c,
                                       c->n, s->x, c->k, w[0].q, w[0].s, s->bg,
                                       w[1].q, w[1].s, s->bu, w[2].q, w[2].s,
                                       s->bd, s->y, c->n);
+    if (c->weights_kn) /* the e4m3 weights are quantised as n x k */
+        return FB_STATUS_NOT_SUPPORTED;
     return gemm_e4m3_bias_act(h, c->dtype, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                               c->m, c->n, c->k, 1.0f, s->x, c->k, w[0].q,
                               c->k, w[0].s, 0.0f, s->y, c->n, s->b, c->act);

@@ -36,6 +36,8 @@ void bench_usage(FILE *f)
 "  --mem-budget MB            host memory one case may use (default: 1/4 of RAM, at most 6144)\n"
 "  --gpu-mem-budget MB        device memory one case may use (default: 80%% free)\n"
 "  --tf32                     fp32 on the GPU may use TF32 (ours and cuBLAS)\n"
+"  --weights-kn               gemm: W stored k x n (B not transposed, BLAS's\n"
+"                             NN) instead of nn.Linear's n x k; GPU only\n"
 "  --no-check                 do not compare outputs with the baseline\n"
 "  --csv FILE                 write every row as CSV (ceilings beside it)\n"
 "  --md FILE                  write the table as Markdown (for bench/RESULTS.md)\n"
@@ -220,6 +222,8 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
             o->gpu_mem_budget_mb = (double)n;
         } else if (!strcmp(a, "--tf32")) {
             o->tf32 = 1;
+        } else if (!strcmp(a, "--weights-kn")) {
+            o->weights_kn = 1;
         } else if (!strcmp(a, "--no-check")) {
             o->check = 0;
         } else if (!strcmp(a, "--csv")) {
@@ -252,6 +256,11 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         }
 #undef NEED_VALUE
 #undef BAD_VALUE
+    }
+    if (o->weights_kn && o->backends.cpu) {
+        fprintf(stderr, "fusedblas-bench: --weights-kn is for the GPU "
+                        "backends (--backend cuda, gpu, ...)\n");
+        return -1;
     }
     if (o->quick) {
         o->target_s = 0.02;

@@ -117,8 +117,9 @@ static int add_shape_cases(const bench_options *opt, bench_case_list *out)
         if (!(mask & (1 << t)))
             continue;
         bench_case c = {0};
-        c.group = "custom";
         c.routine = opt->shape_len == 4 ? BENCH_MLP : BENCH_GEMM;
+        c.group = opt->weights_kn && c.routine == BENCH_GEMM ? "custom-kn"
+                                                             : "custom";
         c.dtype = (fb_dtype)t;
         c.act = opt->act_given ? opt->act : FB_ACT_GELU_TANH;
         c.m = opt->shape[0];
@@ -126,6 +127,7 @@ static int add_shape_cases(const bench_options *opt, bench_case_list *out)
         c.h = opt->shape_len == 4 ? opt->shape[2] : 0;
         c.n = opt->shape[opt->shape_len - 1];
         c.bias = opt->bias >= 0 ? opt->bias : c.routine == BENCH_GEMM;
+        c.weights_kn = opt->weights_kn && c.routine == BENCH_GEMM;
         c.on_cpu = c.on_gpu = c.quick = 1;
         if (push(out, &c) != 0)
             return -1;
@@ -161,6 +163,7 @@ int bench_cases_build(const bench_options *opt, bench_case_list *out)
                 c.h = sp->h;
                 c.n = sp->n;
                 c.bias = sp->bias;
+                c.weights_kn = opt->weights_kn && c.routine == BENCH_GEMM;
                 c.on_cpu = (sp->cpu_dtypes & bit) && c.m <= sp->cpu_m_max;
                 c.on_gpu = 1;
                 c.quick = opt->quick;

@@ -35,6 +35,13 @@ cublasStatus_t bench_gpu_gemm_xwt(const bench_gpu *g, fb_dtype t, int64_t m,
                                   int64_t n, int64_t k, const void *x,
                                   const void *w, void *y)
 {
+    return bench_gpu_gemm_xw(g, t, m, n, k, x, w, 0, y);
+}
+
+cublasStatus_t bench_gpu_gemm_xw(const bench_gpu *g, fb_dtype t, int64_t m,
+                                 int64_t n, int64_t k, const void *x,
+                                 const void *w, int w_kn, void *y)
+{
     const float alpha = 1.0f, beta = 0.0f;
     cudaDataType_t dt = t == FB_DTYPE_F32   ? CUDA_R_32F
                         : t == FB_DTYPE_F16 ? CUDA_R_16F
@@ -42,10 +49,12 @@ cublasStatus_t bench_gpu_gemm_xwt(const bench_gpu *g, fb_dtype t, int64_t m,
     cublasComputeType_t ct = t == FB_DTYPE_F32 && g->tf32
                                  ? CUBLAS_COMPUTE_32F_FAST_TF32
                                  : CUBLAS_COMPUTE_32F;
-    /* Column-major view: y^T (n x m) = w (as k x n, transposed) * x^T. */
-    return cublasGemmEx(g->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
-                        (int)k, &alpha, w, dt, (int)k, x, dt, (int)k, &beta, y,
-                        dt, (int)n, ct, CUBLAS_GEMM_DEFAULT);
+    /* Column-major view: y^T (n x m) = w (as k x n, transposed; w_kn: as
+     * n x k) * x^T. */
+    return cublasGemmEx(g->cublas, w_kn ? CUBLAS_OP_N : CUBLAS_OP_T,
+                        CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, dt,
+                        w_kn ? (int)n : (int)k, x, dt, (int)k, &beta, y, dt,
+                        (int)n, ct, CUBLAS_GEMM_DEFAULT);
 }
 
 static void eager_fini(void *state)
@@ -119,7 +128,8 @@ static int eager_run(void *state, int j)
     cublasStatus_t cs;
     int e;
     if (c->routine == BENCH_GEMM) {
-        if ((cs = bench_gpu_gemm_xwt(g, t, c->m, c->n, c->k, set->x, set->w, set->y)))
+        if ((cs = bench_gpu_gemm_xw(g, t, c->m, c->n, c->k, set->x, set->w,
+                                    c->weights_kn, set->y)))
             return fail(s, "cublasGemmEx", cs);
         if (!s->gemm_only && (c->act != FB_ACT_NONE || set->b) &&
             (e = fbb_eager_bias_act(t, c->act, c->m, c->n, set->y, c->n, set->b, st)))

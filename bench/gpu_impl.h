@@ -53,5 +53,9 @@ extern const bench_gpu_impl bench_gpu_fb_cuda_e4m3;
 cublasStatus_t bench_gpu_gemm_xwt(const bench_gpu *g, fb_dtype t, int64_t m,
                                   int64_t n, int64_t k, const void *x,
                                   const void *w, void *y);
+/* The same with w_kn: w stored k x n, y = x w. */
+cublasStatus_t bench_gpu_gemm_xw(const bench_gpu *g, fb_dtype t, int64_t m,
+                                 int64_t n, int64_t k, const void *x,
+                                 const void *w, int w_kn, void *y);
 
 #endif /* FB_BENCH_GPU_IMPL_H */

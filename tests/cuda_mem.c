@@ -49,6 +49,16 @@ int cuda_device_count(void)
     return n;
 }
 
+int cuda_device_cc(void)
+{
+    struct cudaDeviceProp prop;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+        return 0;
+    return 10 * prop.major + prop.minor;
+}
+
 void cuda_device_describe(char *name, size_t len, int *sms)
 {
     struct cudaDeviceProp prop;

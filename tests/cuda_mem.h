@@ -17,5 +17,7 @@ extern const tmem tmem_cuda;
 int cuda_device_count(void);
 /* The current device's name and number of SMs. */
 void cuda_device_describe(char *name, size_t len, int *sms);
+/* Its compute capability as 10 major + minor (0 if unknown). */
+int cuda_device_cc(void);
 
 #endif /* FB_TEST_CUDA_MEM_H */

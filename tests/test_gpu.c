@@ -20,6 +20,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "bad_args.h"
 #include "cuda_mem.h"
 #include "gemm_check.h"
@@ -79,6 +80,59 @@ static void gemm_large(const target *t, int nt, const target *cpu)
             gemm_check(&d, t, nt, cpu);
             gemm_data_free(&d);
         }
+}
+
+/* The GEMM engine (compute 9.0) with every layout and transpose: an
+ * operand its tensor maps cannot read in place (MN-major, or a leading
+ * dimension that is not a multiple of 8) is packed first, and the path
+ * says so ("+pack"). Checked on cuda-fused against the oracle and the CPU;
+ * elsewhere (no engine) cuda-fused may decline. */
+static void gemm_engine_layouts(const target *fused, const target *cpu,
+                                int hopper)
+{
+    /* v: dtype, layout, transa, transb (16), each with aligned operands
+     * (k and every leading dimension multiples of 8, no offset) and with
+     * ragged ones */
+    for (int v = 0; v < 32; v++) {
+        const int ragged = v >= 16;
+        gemm_case c = {0};
+        c.dtype = v % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
+        c.layout = v / 2 % 2 ? FB_COL_MAJOR : FB_ROW_MAJOR;
+        c.transa = v / 4 % 2 ? FB_TRANS : FB_NO_TRANS;
+        c.transb = v / 8 % 2 ? FB_TRANS : FB_NO_TRANS;
+        c.m = 300 + v, c.n = 260 + 3 * v, c.k = 200 + 8 * (v % 16);
+        c.alpha = 0.8f;
+        c.beta = v % 3 ? 0.0f : 0.5f;
+        c.has_bias = 1;
+        c.act = all_acts[v % N_ACTS];
+        if (ragged) {
+            c.k += 1 + v % 5;
+            gemm_case_set_lds(&c, v % 3, v % 4, v % 2);
+            c.offset = v % 2;
+        } else {
+            gemm_case_set_lds(&c, 0, 0, v % 2);
+        }
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        gemm_check(&d, fused, 1, cpu);
+        gemm_data_free(&d);
+        if (!hopper)
+            continue;
+        /* nn.Linear's layout (row-major NoTrans x Trans, or its
+         * column-major mirror) with aligned operands runs in place */
+        const char *path = fb_handle_last_path(fused->handle);
+        const int row = c.layout == FB_ROW_MAJOR;
+        const int ta = c.transa == FB_TRANS, tb = c.transb == FB_TRANS;
+        const int linear = row ? !ta && tb : ta && !tb;
+        const int packed = strstr(path, "+pack") != NULL;
+        tap_ok(strncmp(path, "cuda-fused/gemm_sm90", 20) == 0 &&
+                   packed == !(linear && !ragged),
+               "engine layouts: %s %s %c%c %lld x %lld x %lld%s ran %s",
+               dt_name(c.dtype), row ? "row-major" : "col-major",
+               ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)c.m,
+               (long long)c.n, (long long)c.k, ragged ? " ragged" : "",
+               path);
+    }
 }
 
 /* Each (m, k, h, n) of a list in every dtype, a random gate activation
@@ -275,6 +329,7 @@ int main(void)
     t[nt++] = gpu_target("cuda-fused/host-memory", FB_BACKEND_CUDA_FUSED,
                          &tmem_host, 0);
 
+    gemm_engine_layouts(&t[1], &cpu, cuda_device_cc() == 90);
     gemm_sweep_conformance(t, nt, &cpu);
     gemm_sweep_activations(t, nt, &cpu);
     special_sweep(t, nt, &cpu);

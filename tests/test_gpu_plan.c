@@ -94,6 +94,13 @@ static void families(fb_handle fused, fb_handle lt, fb_handle rule,
     static const int64_t egm[] = {520, 777, 1040};
     plan_check_gemm(fused, &tmem_cuda, &eg, egm, 3, sync_device,
                     "cuda-fused/gemm_sm90");
+    /* the weights stored k x n, the rows of X padded: the engine packs
+     * them K-major first, in the scratch the plan reserved */
+    plan_gemm_spec ek = {FB_DTYPE_F16, FB_ROW_MAJOR, FB_NO_TRANS,
+                         FB_NO_TRANS, 1040, 1032, 1000, 1.0f, 0.5f, 1,
+                         FB_ACT_SILU, 3};
+    plan_check_gemm(fused, &tmem_cuda, &ek, egm, 3, sync_device,
+                    "cuda-fused/gemm_sm90");
 
     /* k = 0 and alpha = 0: nothing to multiply, C <- act(beta C + bias):
      * cuda-fused's epilogue kernel, and cuda-lt. */

@@ -76,6 +76,7 @@ typedef struct fb_fused_gemm_impl {
     const char *name;
     bool (*applies)(const fb_fused_env *env, const fb_gemm_problem *p);
     bool (*preferred)(const fb_fused_env *env, const fb_gemm_problem *p);
+    size_t (*scratch)(const fb_gemm_problem *p);
     fb_status (*run)(const fb_fused_env *env, const fb_gemm_problem *p,
                      char *path, size_t pathlen);
 } fb_fused_gemm_impl;

@@ -1301,29 +1301,101 @@ static fb_status ge_mlp(const fb_fused_env *env, const fb_mlp_problem *p,
 
 using namespace fbf;
 
-/* Covered: 16-bit data; op(A) = A^T and op(B) = B (both operands K-major:
- * a row-major nn.Linear call); lda, ldb multiples of 8 and A, B 16-byte
- * aligned (the tensor maps' rules); dimensions below 2^30; a compute 9.0
- * device and a module built for sm_90a. alpha == 0 and k == 0 are not
+/* Whether the tensor maps read A (the engine's W: op(A) = A^T, m x k
+ * row-major) and B (its X: op(B) = B, n x k row-major) where they are:
+ * K-major, 16-byte aligned, rows a multiple of 16 bytes apart. */
+static bool ge_a_in_place(const fb_gemm_problem *p)
+{
+    return p->transa && ge_operand_ok(p->a, p->lda);
+}
+
+static bool ge_b_in_place(const fb_gemm_problem *p)
+{
+    return !p->transb && ge_operand_ok(p->b, p->ldb);
+}
+
+/* What the engine can do: 16-bit data; dimensions below 2^30; a compute
+ * 9.0 device and a module built for sm_90a. alpha == 0 and k == 0 are not
  * taken (A and B are not referenced then). */
-static bool ge_gemm_covered(const fb_fused_env *env,
-                            const fb_gemm_problem *p)
+static bool ge_gemm_shape_ok(const fb_fused_env *env,
+                             const fb_gemm_problem *p)
 {
     return ge_device_ok(env) &&
            (p->dtype == FB_DTYPE_BF16 || p->dtype == FB_DTYPE_F16) &&
-           p->transa && !p->transb && p->multiply &&
-           ge_dims_ok(p->m, p->n, p->k) && ge_operand_ok(p->a, p->lda) &&
-           ge_operand_ok(p->b, p->ldb) && p->ldc < ((int64_t)1 << 40);
+           p->multiply && ge_dims_ok(p->m, p->n, p->k) &&
+           p->ldc < ((int64_t)1 << 40);
+}
+
+/* Covered with both operands read in place (a row-major nn.Linear call
+ * with aligned operands): what the e4m3 path's widened tiles give. */
+static bool ge_gemm_covered(const fb_fused_env *env,
+                            const fb_gemm_problem *p)
+{
+    return ge_gemm_shape_ok(env, p) && ge_a_in_place(p) && ge_b_in_place(p);
+}
+
+size_t fbf_gemm_sm90_scratch(const fb_gemm_problem *p)
+{
+    size_t bytes = 0;
+    if (!ge_a_in_place(p))
+        bytes += fbf_pack16_bytes(p->m, p->k);
+    if (!ge_b_in_place(p))
+        bytes += fbf_pack16_bytes(p->n, p->k);
+    return bytes;
+}
+
+/* p with each operand the maps cannot read in place packed K-major into
+ * env->scratch (A first, then B), the copies enqueued on env->stream. */
+static fb_status ge_pack_operands(const fb_fused_env *env,
+                                  const fb_gemm_problem *p,
+                                  fb_gemm_problem *q)
+{
+    *q = *p;
+    char *at = static_cast<char *>(env->scratch);
+    if (!ge_a_in_place(p)) {
+        /* !transa: A is m x k column-major, its k across the rows */
+        const fb_status st =
+            fbf_pack16(env->stream, p->a, p->lda, !p->transa, p->m, p->k, at);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        q->a = at, q->lda = fbf_pack16_ld(p->k), q->transa = 1;
+        at += fbf_pack16_bytes(p->m, p->k);
+    }
+    if (!ge_b_in_place(p)) {
+        /* transb: op(B) = B^T, B is n x k column-major */
+        const fb_status st =
+            fbf_pack16(env->stream, p->b, p->ldb, p->transb != 0, p->n, p->k,
+                       at);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        q->b = at, q->ldb = fbf_pack16_ld(p->k), q->transb = 0;
+    }
+    return FB_STATUS_SUCCESS;
 }
 
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen)
 {
-    if (!ge_gemm_covered(env, p))
+    if (!ge_gemm_shape_ok(env, p))
         return FB_STATUS_NOT_SUPPORTED;
     if (mode == FBF_CHECK)
         return FB_STATUS_SUCCESS;
-    return fbf_gemm_sm90_scaled(env, p, NULL, path, pathlen);
+    const size_t need = fbf_gemm_sm90_scratch(p);
+    if (need == 0)
+        return fbf_gemm_sm90_scaled(env, p, NULL, path, pathlen);
+    if (env->scratch == NULL || env->scratch_bytes < need ||
+        !tiny_aligned16(env->scratch))
+        return FB_STATUS_NOT_SUPPORTED;
+    fb_gemm_problem q;
+    fb_status st = ge_pack_operands(env, p, &q);
+    if (st == FB_STATUS_SUCCESS)
+        st = fbf_gemm_sm90_scaled(env, &q, NULL, path, pathlen);
+    if (st == FB_STATUS_SUCCESS && path != NULL) {
+        const size_t n = strlen(path);
+        if (n + 5 < pathlen)
+            memcpy(path + n, "+pack", 6);
+    }
+    return st;
 }
 
 fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
@@ -1347,7 +1419,7 @@ fb_status fbf_gemm_sm90_scaled(const fb_fused_env *env,
 bool fbf_gemm_sm90_rounds(const fb_fused_env *env, const fb_gemm_problem *p,
                           double *rounds, double *busy)
 {
-    if (!ge_gemm_covered(env, p))
+    if (!ge_gemm_shape_ok(env, p))
         return false;
     /* D is X's rows (p->n) by W's (p->m), as ge_gemm_mode lays it out */
     const int mode = ge_mode_single(p->ep.act, p->ep.bias != NULL, p->k);

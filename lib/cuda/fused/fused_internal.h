@@ -115,13 +115,27 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
                                 char *path, size_t pathlen);
 
 /* The Hopper GEMM engine (fused_gemm_sm90.cu; compute 9.0, sm_90a
- * builds): gemm_bias_act with both operands K-major (a row-major
- * nn.Linear call), and the gated MLP as a dual GEMM writing H into hbuf
- * (at least m x h elements of the input type, row stride h; NULL is
+ * builds): gemm_bias_act, and the gated MLP as a dual GEMM writing H into
+ * hbuf (at least m x h elements of the input type, row stride h; NULL is
  * enough for FBF_CHECK) and the down GEMM. NOT_SUPPORTED where it does
- * not cover the call. */
+ * not cover the call.
+ * The gemm takes every transpose: an operand its tensor maps cannot read
+ * in place (MN-major, or a stride or base they do not take) is first
+ * packed K-major into env->scratch, which must then hold
+ * fbf_gemm_sm90_scratch(p) bytes (else NOT_SUPPORTED, nothing launched);
+ * the path then ends in "+pack". */
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen);
+size_t fbf_gemm_sm90_scratch(const fb_gemm_problem *p);
+
+/* A 16-bit operand of rows x k packed K-major into dst (row stride
+ * fbf_pack16_ld(k), fbf_pack16_bytes(rows, k) bytes, 16-byte aligned):
+ * element (r, kk) of the source is src[r * ld + kk], or src[r + kk * ld]
+ * where mn_major. Enqueued on stream (fused_pack16.cu). */
+int64_t fbf_pack16_ld(int64_t k);
+size_t fbf_pack16_bytes(int64_t rows, int64_t k);
+fb_status fbf_pack16(cudaStream_t stream, const void *src, int64_t ld,
+                     bool mn_major, int64_t rows, int64_t k, void *dst);
 /* How many rounds the engine's persistent grid takes over p's output
  * tiles (units of work over the clusters that run at once; 2.5: two full
  * rounds and a half-full third), and how busy those whole rounds are (the

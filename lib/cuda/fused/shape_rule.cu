@@ -62,6 +62,8 @@ bool gemm_rows_say(const Crossover (&rows)[N], const fb_fused_env *env,
 
 bool none(const fb_fused_env *, const fb_gemm_problem *) { return false; }
 
+size_t no_gemm_scratch(const fb_gemm_problem *) { return 0; }
+
 /* ---- gemm ---------------------------------------------------------------
  * gemm_tiny has no row (measured slower than cuBLAS + elementwise). */
 
@@ -155,11 +157,33 @@ bool engine_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
            fbf_gemm_sm90(env, p, FBF_CHECK, NULL, 0) == FB_STATUS_SUCCESS;
 }
 
+/* An MN-major operand is transposed K-major before the engine runs: a
+ * pass reading and writing it, 4 bytes an element, and a launch. cuda-lt
+ * reads every layout as it is but pays its second pass, about 10 bytes an
+ * output. With the weights stored k x n (fusedblas-bench --weights-kn,
+ * H100, docs/gemm-engine.md) the engine won at 4096 rows and lost at 1024
+ * for 1024 -> 4096, won at 4096 and 8192 and was level at 2048 for 4096
+ * -> 11008: the transposes' bytes plus 8 MB for the launch at most 45 %
+ * of the second pass's (crossovers at 1344 and 3802 rows). At 11008 -> 4096
+ * the shape's own rule below says cuda-lt, as measured. Operands packed
+ * only for their stride or base are not counted: the layout alone
+ * decides, so a plan (whose activations' strides are not known when it
+ * is made) and the plain call choose alike. */
+bool engine_pack_pays(const fb_gemm_problem *p)
+{
+    const double k = (double)p->k;
+    const double moved = 4.0 * ((p->transa ? 0.0 : (double)p->m * k) +
+                                (p->transb ? (double)p->n * k : 0.0));
+    if (moved == 0.0)
+        return true;
+    return moved + 8e6 <= 0.45 * 10.0 * (double)p->m * (double)p->n;
+}
+
 bool engine_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const bool plain = p->ep.bias == NULL && p->ep.act == FB_ACT_NONE &&
                        p->beta == 0.0f;
-    if (plain)
+    if (plain || !engine_pack_pays(p))
         return false;
     return is_h100(env) ? engine_gemm_h100(env, p)
                         : gemm_rows_say(engine_gemm_rows, env, p);
@@ -311,12 +335,13 @@ fb_status engine_mlp_run(const fb_fused_env *env, const fb_mlp_problem *p,
 } /* namespace */
 
 const fb_fused_gemm_impl fb_fused_gemm_impls[] = {
-    {"cuda-fused/gemm_tiny", tiny_gemm_applies, none, tiny_gemm_run},
+    {"cuda-fused/gemm_tiny", tiny_gemm_applies, none, no_gemm_scratch,
+     tiny_gemm_run},
     {"cuda-fused/gemm_decode", decode_gemm_applies, decode_gemm_preferred,
-     decode_gemm_run},
+     no_gemm_scratch, decode_gemm_run},
     {"cuda-fused/gemm_sm90", engine_gemm_applies, engine_gemm_preferred,
-     engine_gemm_run},
-    {NULL, NULL, NULL, NULL},
+     fbf_gemm_sm90_scratch, engine_gemm_run},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 const fb_fused_mlp_impl fb_fused_mlp_impls[] = {

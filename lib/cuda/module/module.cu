@@ -198,13 +198,31 @@ static fb_status not_taken(fb_cuda_result *r, const char *forced)
 /* The fused family's run; a family that finds at launch that it does not
  * take the call after all (nothing launched) leaves it to cuda-lt where
  * the walk could have chosen cuda-lt. */
-static fb_status run_gemm_on(fb_cuda_ctx *ctx, const fb_fused_env *env,
+/* The family's scratch (operands it packs), in the handle's mlp scratch:
+ * one call at a time a handle. */
+static fb_status reserve_scratch(fb_cuda_ctx *ctx, fb_fused_env *env,
+                                 size_t need, fb_cuda_result *r)
+{
+    if (need == 0)
+        return FB_STATUS_SUCCESS;
+    fb_status st = fb_ctx_reserve(ctx, &ctx->scratch, need, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    env->scratch = ctx->scratch.ptr;
+    env->scratch_bytes = ctx->scratch.bytes;
+    return FB_STATUS_SUCCESS;
+}
+
+static fb_status run_gemm_on(fb_cuda_ctx *ctx, fb_fused_env *env,
                              const fb_fused_gemm_impl *e,
                              const fb_gemm_problem *q, fb_math_mode math,
                              bool lt_after, fb_cuda_result *r)
 {
     if (e != NULL) {
-        fb_status st = e->run(env, q, r->path, sizeof r->path);
+        fb_status st = reserve_scratch(ctx, env, e->scratch(q), r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        st = e->run(env, q, r->path, sizeof r->path);
         if (st != FB_STATUS_NOT_SUPPORTED || !lt_after)
             return fused_outcome(st, r);
         fb_result_clear(r);
@@ -262,17 +280,11 @@ static fb_status run_mlp_on(fb_cuda_ctx *ctx, fb_fused_env *env,
 {
     if (e != NULL) {
         /* H of the two-launch families lives in the handle's mlp scratch,
-         * which cuda-lt's intermediates use too (one call at a time a
-         * handle) */
-        const size_t need = e->scratch(q);
-        if (need) {
-            fb_status st = fb_ctx_reserve(ctx, &ctx->scratch, need, r);
-            if (st != FB_STATUS_SUCCESS)
-                return st;
-            env->scratch = ctx->scratch.ptr;
-            env->scratch_bytes = ctx->scratch.bytes;
-        }
-        fb_status st = e->run(env, q, r->path, sizeof r->path);
+         * which cuda-lt's intermediates use too */
+        fb_status st = reserve_scratch(ctx, env, e->scratch(q), r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
+        st = e->run(env, q, r->path, sizeof r->path);
         if (st != FB_STATUS_NOT_SUPPORTED || !lt_after)
             return fused_outcome(st, r);
         fb_result_clear(r);
@@ -610,6 +622,10 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
             scratch = lt > scratch ? lt : scratch;
         } else if (g->dtype != FB_DTYPE_F32) {
             const fb_gemm_problem p = gemm_at(g, pl->segs.hi[i]);
+            if (ch >= 0) {
+                const size_t s = fb_fused_gemm_impls[ch].scratch(&p);
+                scratch = s > scratch ? s : scratch;
+            }
             const size_t col = (size_t)((p.m + 7) / 8 * 8) * sizeof(float);
             size_t a = col * (size_t)p.n;
             a = a < FB_CTX_ACCUM_BYTES ? a : FB_CTX_ACCUM_BYTES;
