@@ -101,6 +101,17 @@ extern const fb_fused_mlp_impl fb_fused_mlp_impls[];
  * stride p->h, 16-byte aligned. h NULL and h_bytes 0: only whether the
  * engine covers the call. NOT_SUPPORTED, nothing launched, where it does
  * not. */
+/* A plan's weights on the GEMM engine (cuda-fused/gemm_sm90): the bytes of
+ * the K-major copy the engine would pack them into at every call (0: it
+ * reads them where they lie); and p with its weights replaced by that
+ * copy at dst (16-byte aligned), which is written first (on stream) when
+ * pack. The copy gives the engine the values, so the same bits, as the
+ * call's own packing. */
+size_t fb_fused_gemm_weights_packed_bytes(const fb_gemm_problem *p);
+fb_status fb_fused_gemm_use_packed_weights(cudaStream_t stream,
+                                           fb_gemm_problem *p, void *dst,
+                                           bool pack);
+
 fb_status fb_fused_mlp_hidden(const fb_fused_env *env,
                               const fb_mlp_problem *p, void *h,
                               size_t h_bytes, char *path, size_t pathlen);

@@ -1373,6 +1373,31 @@ static fb_status ge_pack_operands(const fb_fused_env *env,
     return FB_STATUS_SUCCESS;
 }
 
+size_t fb_fused_gemm_weights_packed_bytes(const fb_gemm_problem *p)
+{
+    if (p->weight_is_a)
+        return ge_a_in_place(p) ? 0 : fbf_pack16_bytes(p->m, p->k);
+    return ge_b_in_place(p) ? 0 : fbf_pack16_bytes(p->n, p->k);
+}
+
+fb_status fb_fused_gemm_use_packed_weights(cudaStream_t stream,
+                                           fb_gemm_problem *p, void *dst,
+                                           bool pack)
+{
+    fb_status st = FB_STATUS_SUCCESS;
+    if (p->weight_is_a) {
+        if (pack)
+            st = fbf_pack16(stream, p->a, p->lda, !p->transa, p->m, p->k, dst);
+        p->a = dst, p->lda = fbf_pack16_ld(p->k), p->transa = 1;
+    } else {
+        if (pack)
+            st = fbf_pack16(stream, p->b, p->ldb, p->transb != 0, p->n, p->k,
+                            dst);
+        p->b = dst, p->ldb = fbf_pack16_ld(p->k), p->transb = 0;
+    }
+    return st;
+}
+
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen)
 {

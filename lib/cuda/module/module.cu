@@ -514,6 +514,10 @@ struct fb_cuda_plan {
     /* the weights' tensor maps, encoded at the first execution that
      * needs each and kept */
     fbf_map_cache *maps;
+    /* a gemm's weights packed K-major once for the GEMM engine (NULL: it
+     * reads them where they lie, or never runs), on device */
+    void *packed;
+    int device;
 };
 
 namespace {
@@ -566,6 +570,51 @@ int choose_at(void *vctx, int64_t m)
 
 } /* namespace */
 
+static const char kEngineGemm[] = "cuda-fused/gemm_sm90";
+
+static bool plan_runs_engine(const fb_cuda_plan *pl, int ch)
+{
+    return pl->is_gemm && ch >= 0 &&
+           strcmp(fb_fused_gemm_impls[ch].name, kEngineGemm) == 0;
+}
+
+/* Where some m of a gemm plan runs on the GEMM engine and the engine
+ * would pack the weights at every call, pack them once now, into memory
+ * the plan owns (the plan's contract: its weights do not change). */
+static fb_status plan_pack_weights(fb_cuda_ctx *ctx, fb_cuda_plan *pl,
+                                   const fb_gemm_problem *g,
+                                   fb_cuda_result *r)
+{
+    bool engine = false;
+    for (int i = 0; i < pl->segs.n; i++)
+        engine = engine || plan_runs_engine(pl, pl->segs.choice[i]);
+    const size_t bytes = engine ? fb_fused_gemm_weights_packed_bytes(g) : 0;
+    if (bytes == 0)
+        return FB_STATUS_SUCCESS;
+    cudaError_t e = cudaMalloc(&pl->packed, bytes);
+    if (e != cudaSuccess) {
+        pl->packed = NULL;
+        (void)cudaGetLastError();
+        return fb_result_cuda(r, e, "cudaMalloc(the plan's packed weights)");
+    }
+    fb_gemm_problem q = *g;
+    const fb_status st =
+        fb_fused_gemm_use_packed_weights(ctx->stream, &q, pl->packed, true);
+    if (st != FB_STATUS_SUCCESS)
+        return fb_result_cuda(r, cudaGetLastError(), "packing the weights");
+    return FB_STATUS_SUCCESS;
+}
+
+static void plan_free(fb_cuda_plan *pl)
+{
+    fbf_map_cache_destroy(pl->maps);
+    if (pl->packed != NULL) {
+        fb_device_scope scope(pl->device);
+        (void)cudaFree(pl->packed);
+    }
+    free(pl);
+}
+
 static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
                              const fb_mlp_problem *q, fb_backend path,
                              fb_math_mode math, const char *forced,
@@ -584,6 +633,7 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
     if (pl == NULL)
         return fb_result_fail(r, FB_STATUS_ALLOC_FAILED, "plan: no memory");
     pl->is_gemm = g != NULL;
+    pl->device = ctx->device;
     pl->path = path;
     pl->math = math;
     pl->forced = forced != NULL;
@@ -600,11 +650,16 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
         free(pl);
         return not_taken(r, forced);
     }
+    fb_status st = FB_STATUS_SUCCESS;
+    if (g != NULL)
+        st = plan_pack_weights(ctx, pl, g, r);
 
     /* The device buffers every m up to max_m needs, reserved now: H for
-     * the two-launch families, cuda-lt's intermediates (at most two
-     * h-wide, 16-byte-aligned columns per row, of the input type), and the
-     * fp32 accumulator of a 16-bit gemm on cuda-lt. */
+     * the two-launch families, the operands the GEMM engine packs at each
+     * execution (the activations, where their layout asks for it),
+     * cuda-lt's intermediates (at most two h-wide, 16-byte-aligned columns
+     * per row, of the input type), and the fp32 accumulator of a 16-bit
+     * gemm on cuda-lt. */
     size_t scratch = 0, accum = 0;
     const int64_t es = q != NULL ? fb_dtype_size(q->dtype) : 0;
     for (int i = 0; i < pl->segs.n; i++) {
@@ -621,7 +676,10 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
                 (size_t)((2 * p.h + vec - 1) / vec * vec * p.m * es), 256);
             scratch = lt > scratch ? lt : scratch;
         } else if (g->dtype != FB_DTYPE_F32) {
-            const fb_gemm_problem p = gemm_at(g, pl->segs.hi[i]);
+            fb_gemm_problem p = gemm_at(g, pl->segs.hi[i]);
+            if (pl->packed != NULL && plan_runs_engine(pl, ch))
+                (void)fb_fused_gemm_use_packed_weights(ctx->stream, &p,
+                                                       pl->packed, false);
             if (ch >= 0) {
                 const size_t s = fb_fused_gemm_impls[ch].scratch(&p);
                 scratch = s > scratch ? s : scratch;
@@ -632,14 +690,15 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
             accum = a > accum ? a : accum;
         }
     }
-    fb_status st = FB_STATUS_SUCCESS;
-    if (scratch > 0)
+    if (st == FB_STATUS_SUCCESS && scratch > 0)
         st = fb_ctx_reserve(ctx, &ctx->scratch, scratch, r);
     if (st == FB_STATUS_SUCCESS && accum > 0)
         st = fb_ctx_reserve_capped(ctx, &ctx->accum, accum,
                                    FB_CTX_ACCUM_BYTES, r);
     const void *weights[3] = {NULL, NULL, NULL};
-    if (g != NULL)
+    if (pl->packed != NULL)
+        weights[0] = pl->packed;
+    else if (g != NULL)
         weights[0] = g->weight_is_a ? g->a : g->b;
     else
         weights[0] = q->wg, weights[1] = q->wu, weights[2] = q->wd;
@@ -659,8 +718,7 @@ static fb_status plan_create(fb_cuda_ctx *ctx, const fb_gemm_problem *g,
             st = fb_result_cuda(r, e, "cudaStreamSynchronize");
     }
     if (st != FB_STATUS_SUCCESS) {
-        fbf_map_cache_destroy(pl->maps);
-        free(pl);
+        plan_free(pl);
         return st;
     }
     *plan = pl;
@@ -699,12 +757,25 @@ static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
     env.weights_fixed = 1;
     fbf_map_cache_scope maps(plan->maps);
     const bool rewalk = ch >= 0 && !plan->forced;
+    fb_gemm_problem q = *p;
+    const bool packed = plan->packed != NULL && plan_runs_engine(plan, ch);
+    if (packed)
+        (void)fb_fused_gemm_use_packed_weights(ctx->stream, &q, plan->packed,
+                                               false);
     if (ch == -3)
         st = run_epilogue(&env, p, r);
     else
         st = run_gemm_on(ctx, &env,
-                         ch >= 0 ? &fb_fused_gemm_impls[ch] : NULL, p,
+                         ch >= 0 ? &fb_fused_gemm_impls[ch] : NULL, &q,
                          plan->math, false, r);
+    /* the plain call packs the weights itself and says so; the plan packed
+     * them once, the same operands and bits */
+    if (packed && st == FB_STATUS_SUCCESS) {
+        const size_t n = strlen(r->path);
+        if ((n < 5 || strcmp(r->path + n - 5, "+pack") != 0) &&
+            n + 5 < sizeof r->path)
+            memcpy(r->path + n, "+pack", 6);
+    }
     if (rewalk && st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = run_gemm(ctx, p, plan->path, plan->math, NULL, r);
@@ -754,8 +825,7 @@ static const char *plan_impl(const fb_cuda_plan *plan, int64_t m)
 static void plan_destroy(fb_cuda_plan *plan)
 {
     if (plan != NULL)
-        fbf_map_cache_destroy(plan->maps);
-    free(plan);
+        plan_free(plan);
 }
 
 static const fb_cuda_module module_table = {
