@@ -33,10 +33,32 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
                      size_t scratch_bytes, char *path, size_t len,
                      fb_cuda_result *r);
 
-/* Within the module: whether the decode kernel takes p; p with fp32
- * output (c is float whatever p->dtype) on the tiled kernel. */
-bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p);
+/* Within the module: whether fb_fp8_gemm runs p on one of its register
+ * kernels (decode or mid), which the callers then take before any
+ * prefill path; p with fp32 output (c is float whatever p->dtype) on the
+ * tiled kernel. */
+bool fb_fp8_direct_applies(const fb_e4m3_gemm_problem *p);
 void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
+
+/* The mid kernel (fused_fp8_mid.cu): tokens staged in shared memory, a
+ * block per 256 weight rows and up to 64 tokens, k split over a cluster
+ * where the blocks are too few; sm_90 only. The rule that picks it (rows
+ * FB_FP8_MID_MIN_ROWS .. FB_FP8_MID_MAX_ROWS) is in fused_fp8_gemm.cu and
+ * fused_fp8_mlp.cu; _applies says only whether it can run p, at any
+ * number of rows. splits: the
+ * blocks sharing k (1 .. 8), 0 to choose by the grid. */
+#define FB_FP8_MID_MIN_ROWS 33
+#define FB_FP8_MID_MAX_ROWS 192
+/* token tiles of 64 up to this many rows, 128 beyond */
+#define FB_FP8_MID_TILE64_MAX 64
+bool fb_fp8_mid_gemm_applies(const fb_e4m3_gemm_problem *p);
+bool fb_fp8_mid_gate_up_applies(const fb_e4m3_mlp_problem *p);
+cudaError_t fb_fp8_mid_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
+                            int splits);
+/* H into hbuf (m x h, row stride h) */
+cudaError_t fb_fp8_mid_gate_up(cudaStream_t stream,
+                               const fb_e4m3_mlp_problem *p, void *hbuf,
+                               int splits);
 
 /* More than 16 rows of 16-bit data (fused_fp8_prefill.cu; the callers
  * take the decode kernel first where it applies, up to 64 rows): the weights

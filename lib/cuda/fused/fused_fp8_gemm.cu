@@ -26,6 +26,7 @@
 #include "fused_fp8.h"
 #include "fused_fp8_decode.cuh"
 #include "fused_fp8_device.cuh"
+#include "fused_internal.h"
 
 namespace {
 
@@ -125,12 +126,37 @@ __global__ void __launch_bounds__(256) e4m3_gemm_tiled(fb_e4m3_gemm_problem p)
 
 } // namespace
 
-bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p)
+namespace {
+
+bool decode_applies(const fb_e4m3_gemm_problem *p)
 {
     return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
            p->m <= kMaxTokens && p->k > 0 && p->alpha != 0.0f && p->w_ks == 1 &&
            p->w_cs % 16 == 0 && (uintptr_t)p->w % 16 == 0 && p->x_ks == 1 &&
-           p->x_ts % 4 == 0 && (uintptr_t)p->x % 8 == 0;
+           p->x_ts % 4 == 0 && (uintptr_t)p->x % 8 == 0 &&
+           (p->n + 15) / 16 <= 0x7fffffff; /* one block per 16 channels */
+}
+
+enum kernel_choice { kTiled, kDecode, kMid };
+
+/* The shape rule (docs/fp8-weights.md): the mid kernel for
+ * FB_FP8_MID_MIN_ROWS .. FB_FP8_MID_MAX_ROWS rows, the decode kernel below,
+ * where each can run the call. */
+kernel_choice choose(const fb_e4m3_gemm_problem *p)
+{
+    const int knob = FBF_KNOB(e4m3_kernel);
+    const bool mid_rows = knob == 2 || (knob == 0 && p->m >= FB_FP8_MID_MIN_ROWS &&
+                                        p->m <= FB_FP8_MID_MAX_ROWS);
+    if (mid_rows && fb_fp8_mid_gemm_applies(p))
+        return kMid;
+    return decode_applies(p) ? kDecode : kTiled;
+}
+
+} // namespace
+
+bool fb_fp8_direct_applies(const fb_e4m3_gemm_problem *p)
+{
+    return choose(p) != kTiled;
 }
 
 namespace {
@@ -162,9 +188,14 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
 fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
                       char *path, size_t len)
 {
-    /* one block per 16 channels: n must fit the grid's 2^31 - 1 */
-    const bool decode = fb_fp8_decode_applies(p) &&
-                        (p->n + 15) / 16 <= 0x7fffffff;
+    const kernel_choice k = choose(p);
+    if (k == kMid) {
+        /* a launch error is the caller's to read (fb_result_launch) */
+        (void)fb_fp8_mid_gemm(stream, p, FBF_KNOB(e4m3_splits));
+        snprintf(path, len, "cuda-fused/e4m3-mid-mma");
+        return FB_STATUS_SUCCESS;
+    }
+    const bool decode = k == kDecode;
     switch (p->dtype) {
     case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode); break;
     case FB_DTYPE_BF16:
