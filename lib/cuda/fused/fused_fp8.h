@@ -42,15 +42,21 @@ void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
 
 /* The mid kernel (fused_fp8_mid.cu): tokens staged in shared memory, a
  * block per 256 weight rows and up to 64 tokens, k split over a cluster
- * where the blocks are too few; sm_90 only. The rule that picks it (rows
- * FB_FP8_MID_MIN_ROWS .. FB_FP8_MID_MAX_ROWS) is in fused_fp8_gemm.cu and
- * fused_fp8_mlp.cu; _applies says only whether it can run p, at any
- * number of rows. splits: the
- * blocks sharing k (1 .. 8), 0 to choose by the grid. */
-#define FB_FP8_MID_MIN_ROWS 33
+ * where the blocks are too few; sm_90 only. _applies says only whether
+ * it can run p, at any number of rows; fb_fp8_mid_rows is the shape rule
+ * (docs/fp8-weights.md, measured on the H100) for a product of m rows, k
+ * inputs and n outputs (the MLP's gate and up: n = 2h): from 17 rows
+ * where the outputs are many (n >= 8192) and not fewer than the inputs,
+ * from 33 where not fewer, from 65 whatever the shape (the decode kernel
+ * below, faster on down projections, whose few blocks of 256 channels
+ * split k), up to FB_FP8_MID_MAX_ROWS (the GEMM engine beyond). splits:
+ * the blocks sharing k (1, 2, 4, 8), 0 to choose by the grid. */
 #define FB_FP8_MID_MAX_ROWS 192
-/* token tiles of 64 up to this many rows, 128 beyond */
-#define FB_FP8_MID_TILE64_MAX 64
+static inline bool fb_fp8_mid_rows(int64_t m, int64_t k, int64_t n)
+{
+    return m <= FB_FP8_MID_MAX_ROWS &&
+           (m > 64 || (m > 32 && k <= n) || (m > 16 && k <= n && n >= 8192));
+}
 bool fb_fp8_mid_gemm_applies(const fb_e4m3_gemm_problem *p);
 bool fb_fp8_mid_gate_up_applies(const fb_e4m3_mlp_problem *p);
 cudaError_t fb_fp8_mid_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,

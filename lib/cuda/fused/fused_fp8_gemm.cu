@@ -139,14 +139,13 @@ bool decode_applies(const fb_e4m3_gemm_problem *p)
 
 enum kernel_choice { kTiled, kDecode, kMid };
 
-/* The shape rule (docs/fp8-weights.md): the mid kernel for
- * FB_FP8_MID_MIN_ROWS .. FB_FP8_MID_MAX_ROWS rows, the decode kernel below,
- * where each can run the call. */
+/* The shape rule: the mid kernel where fb_fp8_mid_rows says so, the
+ * decode kernel below and beside it, where each can run the call. */
 kernel_choice choose(const fb_e4m3_gemm_problem *p)
 {
     const int knob = FBF_KNOB(e4m3_kernel);
-    const bool mid_rows = knob == 2 || (knob == 0 && p->m >= FB_FP8_MID_MIN_ROWS &&
-                                        p->m <= FB_FP8_MID_MAX_ROWS);
+    const bool mid_rows =
+        knob == 2 || (knob == 0 && fb_fp8_mid_rows(p->m, p->k, p->n));
     if (mid_rows && fb_fp8_mid_gemm_applies(p))
         return kMid;
     return decode_applies(p) ? kDecode : kTiled;

@@ -8,7 +8,7 @@
  * tokens from global memory, so X is read once per 16 channels: at 64
  * rows of 4096 -> 11008 that is 350 MB of X against 45 MB of weights. Here
  * a block owns 256 weight rows (8 warps x 2 tiles of 16) and a token tile
- * of 8 MT tokens; per 64-wide chunk of k the token tile is copied into a
+ * of 8 MT tokens (8 .. 64); per 64-wide chunk of k the token tile is copied into a
  * shared-memory ring (cp.async, kStages deep) and every warp reads its B
  * fragments from there, while the weights still go straight from global
  * memory into registers as the A side of m16n8k16, lane (g, t) holding
@@ -164,6 +164,65 @@ __device__ __forceinline__ void stage(const MidOperands &o, int64_t t0,
     }
 }
 
+/* The common case of stage() with its addresses worked out once: a whole
+ * chunk of a block whose rows are all below n. This thread's weight
+ * pieces are rows r + 64 i of the block (r = tid / 4), which are matrix
+ * rows row(r) + i rstep (rstep 64, or 32 for the MLP's pairs, whose
+ * matrix is the same for all four); its token pieces are tile rows
+ * tid / (64 / per) + (256 / (64 / per)) j, the first xn of them inside
+ * the tile and below m.
+ * A few integer adds and the copies a chunk, instead of the index
+ * arithmetic of every piece. */
+template <typename T, int MT, bool X16> struct FastStage {
+    static constexpr int per = X16 ? 8 : 4, rows_per = kMidWarps * 32 / (64 / per);
+    static constexpr int xpieces =
+        (8 * MT * (64 / per) + kMidWarps * 32 - 1) / (kMidWarps * 32);
+    const uint8_t *w0;
+    int64_t wstep;
+    const T *x0;
+    int64_t xstep;
+    int xn;
+    bool ok; /* the block's rows all below n */
+
+    __device__ __forceinline__ FastStage(const MidOperands &o, int64_t t0)
+    {
+        const int tid = threadIdx.x, r = tid / 4;
+        const int h = o.pair ? r / 8 % 2 : 0;
+        const int64_t last = o.pair ? o.c0 + kMidRows / 2 - 1 : o.c0 + kMidRows - 1;
+        ok = last < o.n;
+        w0 = o.w[h] + min(mid_row(o, r), o.n - 1) * o.w_cs + tid % 4 * 16;
+        wstep = (o.pair ? 32 : 64) * o.w_cs;
+        const int xr = tid / (64 / per);
+        x0 = (const T *)o.x + (t0 + xr) * o.x_ts + tid % (64 / per) * per;
+        xstep = rows_per * o.x_ts;
+        /* tile rows from this thread's first piece on */
+        const int64_t left = min((int64_t)(8 * MT), o.m - t0) - xr;
+        xn = left <= 0 ? 0
+                       : (int)min((left + rows_per - 1) / rows_per,
+                                  (int64_t)xpieces);
+    }
+
+    __device__ __forceinline__ void operator()(int64_t ch, uint8_t *slot) const
+    {
+        const int tid = threadIdx.x;
+        const int64_t kb = ch * 64;
+#pragma unroll
+        for (int i = 0; i < kMidRows * 4 / (kMidWarps * 32); i++)
+            cp_async16(slot + tid * 16 + i * (kMidWarps * 32 * 16),
+                       w0 + i * wstep + kb);
+        T *xs = (T *)(slot + kWChunk) + tid / (64 / per) * kXStride +
+                tid % (64 / per) * per;
+#pragma unroll
+        for (int j = 0; j < xpieces; j++)
+            if (j < xn) {
+                if (X16)
+                    cp_async16(xs + j * rows_per * kXStride, x0 + j * xstep + kb);
+                else
+                    cp_async8(xs + j * rows_per * kXStride, x0 + j * xstep + kb);
+            }
+    }
+};
+
 /* The products of one chunk: steps in pairs, so that each B load is 16
  * bytes (two steps of token 8j + g) and only one pair's A fragments are
  * live. wv[nt][h]: this lane's 16 bytes of tile nt's row 8h + g. */
@@ -205,31 +264,43 @@ __device__ __forceinline__ void mid_chunk(const uint4 (&wv)[kMidNT][2],
     }
 }
 
-/* Chunks cb .. ce - 1 of the block's rows against token tile t0, through
- * the ring. */
+/* Chunks cb, cb + cs, cb + 2 cs, .. below ce of the block's rows against
+ * token tile t0, through the ring. The blocks of a cluster take every
+ * cs-th chunk from their rank on, so that the cluster, running together,
+ * reads cs adjacent 64-byte pieces of each row at a time (whole DRAM
+ * bursts and pages) rather than cs far-apart ranges. */
 template <typename T, int MT, bool X16>
 __device__ __forceinline__ void mid_loop(const MidOperands &o, int64_t t0,
-                                         int64_t cb, int64_t ce,
+                                         int64_t cb, int64_t ce, int cs,
                                          uint8_t *ring,
                                          float (&acc)[MT][kMidNT][4])
 {
     constexpr int slot = mid_slot_bytes<MT>();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
+    const FastStage<T, MT, X16> fast(o, t0);
+    /* chunks from here on are partial (the last, when k % 64 != 0) */
+    const int64_t whole = fast.ok ? o.k / 64 : 0;
 #pragma unroll
     for (int s = 0; s < kStages - 1; s++) {
-        if (cb + s < ce)
-            stage<T, MT, X16>(o, t0, cb + s, ring + s * slot);
+        const int64_t c = cb + s * cs;
+        if (c < whole)
+            fast(c, ring + s * slot);
+        else if (c < ce)
+            stage<T, MT, X16>(o, t0, c, ring + s * slot);
         cp_async_commit();
     }
     int cur = 0;
-    for (int64_t ch = cb; ch < ce; ch++) {
+    for (int64_t ch = cb; ch < ce; ch += cs) {
         cp_async_wait<kStages - 2>();
         __syncthreads();
-        /* into the slot of chunk ch - 1, which every warp has finished */
-        const int64_t nx = ch + kStages - 1;
+        /* into the slot of the previous chunk, which every warp has
+         * finished */
+        const int64_t nx = ch + (int64_t)(kStages - 1) * cs;
         const int nslot = cur == 0 ? kStages - 1 : cur - 1;
-        if (nx < ce)
+        if (nx < whole)
+            fast(nx, ring + nslot * slot);
+        else if (nx < ce)
             stage<T, MT, X16>(o, t0, nx, ring + nslot * slot);
         cp_async_commit();
         const uint8_t *ws = ring + cur * slot;
@@ -256,8 +327,7 @@ __device__ __forceinline__ void mid_sums(const MidOperands &o, int64_t t0,
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int rank = (int)(blockIdx.x % (unsigned)splits);
     const int64_t chunks = (o.k + 63) / 64;
-    const int64_t cb = chunks * rank / splits,
-                  ce = chunks * (rank + 1) / splits;
+    const int64_t cb = rank, ce = chunks;
     float acc[MT][kMidNT][4];
 #pragma unroll
     for (int j = 0; j < MT; j++)
@@ -266,9 +336,9 @@ __device__ __forceinline__ void mid_sums(const MidOperands &o, int64_t t0,
             acc[j][nt][0] = acc[j][nt][1] = acc[j][nt][2] = acc[j][nt][3] =
                 0.0f;
     if ((uintptr_t)o.x % 16 == 0 && o.x_ts % 8 == 0)
-        mid_loop<T, MT, true>(o, t0, cb, ce, smem, acc);
+        mid_loop<T, MT, true>(o, t0, cb, ce, splits, smem, acc);
     else
-        mid_loop<T, MT, false>(o, t0, cb, ce, smem, acc);
+        mid_loop<T, MT, false>(o, t0, cb, ce, splits, smem, acc);
     __syncthreads(); /* the ring is reused for the sums */
     const int warp = threadIdx.x / 32;
     float *red = (float *)smem;
@@ -317,14 +387,13 @@ __host__ __device__ inline int64_t token_tiles(int64_t m, int mt)
     return (m + 8 * mt - 1) / (8 * mt);
 }
 
-/* Blocks an SM: two up to 64 tokens a block (128 registers: 64
- * accumulators, one step pair's A fragments, no weights held across
- * chunks; at most 100 KB of shared memory each); one at 128 tokens, whose
- * 128 accumulators halve the widening per product and the weights' reads
- * from L2 per token. */
-__host__ __device__ constexpr int mid_min_blocks(int mt)
+/* Two blocks an SM: 128 registers (64 accumulators at 64 tokens, one
+ * step pair's A fragments, no weights held across chunks) and at most
+ * 100 KB of shared memory each. A token tile of 128 (one block an SM,
+ * 128 accumulators) measured no faster where the rule takes this kernel. */
+__host__ __device__ constexpr int mid_min_blocks(int)
 {
-    return mt >= 16 ? 1 : 2;
+    return 2;
 }
 
 template <typename T, int MT>
@@ -448,7 +517,7 @@ int mid_mt(int64_t m)
     const int knob = FBF_KNOB(e4m3_mid_tokens);
     if (knob > 0)
         return knob / 8;
-    return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : m <= FB_FP8_MID_TILE64_MAX ? 8 : 16;
+    return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8;
 }
 
 /* The device's SMs, or 0 where it has no clusters (before sm_90). */
@@ -537,8 +606,7 @@ cudaError_t gemm_mid(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
     case 1: return gemm_mid_mt<T, 1>(stream, p, sms, splits);
     case 2: return gemm_mid_mt<T, 2>(stream, p, sms, splits);
     case 4: return gemm_mid_mt<T, 4>(stream, p, sms, splits);
-    case 8: return gemm_mid_mt<T, 8>(stream, p, sms, splits);
-    default: return gemm_mid_mt<T, 16>(stream, p, sms, splits);
+    default: return gemm_mid_mt<T, 8>(stream, p, sms, splits);
     }
 }
 
@@ -563,8 +631,7 @@ cudaError_t gate_up_mid(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
     case 1: return gate_up_mid_mt<T, 1>(stream, p, hbuf, sms, splits);
     case 2: return gate_up_mid_mt<T, 2>(stream, p, hbuf, sms, splits);
     case 4: return gate_up_mid_mt<T, 4>(stream, p, hbuf, sms, splits);
-    case 8: return gate_up_mid_mt<T, 8>(stream, p, hbuf, sms, splits);
-    default: return gate_up_mid_mt<T, 16>(stream, p, hbuf, sms, splits);
+    default: return gate_up_mid_mt<T, 8>(stream, p, hbuf, sms, splits);
     }
 }
 

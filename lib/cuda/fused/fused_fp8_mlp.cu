@@ -7,8 +7,11 @@
  * channels, its 16-row tile those rows of Wg over the same rows of Wu --
  * and writes H = act_g(G sg + bg) .* (U su + bu) rounded to the input type
  * into the scratch; the down projection is then gemm_e4m3's kernel on H.
- * More rows: G and U in fp32 (cuBLASLt on widened weights, else the tiled
- * kernel), H from them, then the down projection. Either way H is stored
+ * From 17 to 192 rows by the shape rule (fb_fp8_mid_rows): the same
+ * pairing on the mid kernel (fused_fp8_mid.cu).
+ * More rows: the engine's dual GEMM, or G and U in fp32 (cuBLASLt on
+ * widened weights, else the tiled kernel), H from them, then the down
+ * projection. Either way H is stored
  * in the input type, as the CPU backend (and a framework) stores it.
  */
 #include <stdio.h>
@@ -77,13 +80,13 @@ bool gate_up_decode_applies(const fb_e4m3_mlp_problem *p)
 }
 
 /* Gate and up in one register kernel: the mid kernel by the gemm's rule
- * (fused_fp8_gemm.cu), the decode kernel below it. */
+ * for a product of 2h outputs (fused_fp8.h), the decode kernel below. */
 enum gate_up_choice { kGateUpNone, kGateUpDecode, kGateUpMid };
 gate_up_choice gate_up_choose(const fb_e4m3_mlp_problem *p)
 {
     const int knob = FBF_KNOB(e4m3_kernel);
-    const bool mid_rows = knob == 2 || (knob == 0 && p->m >= FB_FP8_MID_MIN_ROWS &&
-                                        p->m <= FB_FP8_MID_MAX_ROWS);
+    const bool mid_rows =
+        knob == 2 || (knob == 0 && fb_fp8_mid_rows(p->m, p->k, 2 * p->h));
     if (mid_rows && fb_fp8_mid_gate_up_applies(p))
         return kGateUpMid;
     return gate_up_decode_applies(p) ? kGateUpDecode : kGateUpNone;

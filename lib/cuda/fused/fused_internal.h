@@ -65,8 +65,8 @@ typedef struct fbf_tuning {
                           (0: the shape rule) */
     int e4m3_splits;   /* e4m3 mid kernel: blocks sharing k (0: its own
                           choice) */
-    int e4m3_mid_tokens; /* e4m3 mid kernel: tokens a block (8, 16, 32, 64,
-                            128; 0: by the rows) */
+    int e4m3_mid_tokens; /* e4m3 mid kernel: tokens a block (8, 16, 32, 64;
+                            0: by the rows) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
