@@ -6,7 +6,9 @@
  * rows with 16-byte loads, widens them in registers (exactly: every e4m3
  * value is an fp16 and a bf16) and multiplies on the tensor cores
  * (mma.sync m16n8k16, fp32 accumulators), the scale applied to each
- * channel's fp32 sum; and a tiled fp32 kernel that takes every shape,
+ * channel's fp32 sum; the mid kernel (fused_fp8_mid.cu), the same
+ * widening with the tokens staged in shared memory, for tens to
+ * hundreds of tokens; and a tiled fp32 kernel that takes every shape,
  * stride and dtype. The MLP runs gate and up together (H stored in the
  * input type, as the CPU does), then the down projection.
  */

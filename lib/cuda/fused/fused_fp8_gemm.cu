@@ -18,6 +18,10 @@
  * streaming hint. More than 8 tokens: 2, 4 or 8 token tiles share each
  * widened A fragment.
  *
+ * From 17 to 192 tokens, by the shape rule (fb_fp8_mid_rows): the mid
+ * kernel (fused_fp8_mid.cu), the same widening with the tokens staged in
+ * shared memory once per 256 channels.
+ *
  * Everything else: a 64 x 64 tile per block, fp32 products of values
  * widened on their way into shared memory, any strides.
  */

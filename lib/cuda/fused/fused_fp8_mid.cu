@@ -415,31 +415,52 @@ __global__ void __launch_bounds__(kMidWarps * 32, mid_min_blocks(MT))
     const int rank = (int)(blockIdx.x % (unsigned)splits);
     float *red = (float *)smem;
     /* four rows a thread, rows fast (neighbouring threads write
-     * neighbouring channels), four groups at a time */
+     * neighbouring channels), two groups at a time; a thread's four
+     * channels are the same in every group (the stride is a multiple of
+     * the 64 groups of a token), so their scales and biases are read
+     * once, before any store (the compiler cannot move a load past a
+     * store that may alias it). The arithmetic is fb_fp8_finish's. */
     constexpr int groups = 2 * MT * kMidRows, U = 2;
     const int step = splits * blockDim.x;
+    const int rq = (rank * blockDim.x + threadIdx.x) % (kMidRows / 4) * 4;
+    const int64_t j = o.c0 + rq;
+    float sc[4], bi[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const bool in = j + e < p.n;
+        sc[e] = in ? p.scale[j + e] : 0.0f;
+        bi[e] = in && p.bias != NULL ? fb_load_f32(((const T *)p.bias)[j + e])
+                                     : 0.0f;
+    }
     for (int base = rank * blockDim.x + threadIdx.x; base < groups;
          base += U * step) {
         int off[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int q = min(base + u * step, groups - 1);
-            off[u] = q / (kMidRows / 4) * kRedStride + q % (kMidRows / 4) * 4;
+            off[u] = q / (kMidRows / 4) * kRedStride + rq;
         }
         float4 sum[U];
         cluster_sums<U>(cl, red, splits, off, sum);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int q = base + u * step;
-            const int i = q / (kMidRows / 4), r = q % (kMidRows / 4) * 4;
-            const int64_t ti = t0 + i, j = o.c0 + r;
+            const int64_t ti = t0 + q / (kMidRows / 4);
             if (q >= groups || ti >= p.m)
                 continue;
             const float d[4] = {sum[u].x, sum[u].y, sum[u].z, sum[u].w};
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (j + e < p.n)
-                    fb_fp8_finish<T, T>(p, ti, j + e, d[e], false);
+            for (int e = 0; e < 4; e++) {
+                if (j + e >= p.n)
+                    continue;
+                T *c = (T *)p.c + ti * p.c_ts + (j + e) * p.c_cs;
+                float v = p.alpha * (d[e] * sc[e]);
+                if (p.beta != 0.0f)
+                    v += p.beta * fb_load_f32(*c);
+                if (p.bias != NULL)
+                    v += bi[e];
+                *c = fb_store_as<T>(fb_act_dynamic(p.act, v));
+            }
         }
     }
     cl.sync(); /* no block leaves while another reads its shared memory */
@@ -469,14 +490,27 @@ __global__ void __launch_bounds__(kMidWarps * 32, mid_min_blocks(MT))
     float *red = (float *)smem;
     constexpr int groups = 2 * MT * half, U = 2;
     const int step = splits * blockDim.x;
+    /* a thread's four channels are the same in every group (see the
+     * gemm): their scales and biases read once, before any store */
+    const int jl = (rank * blockDim.x + threadIdx.x) % (half / 4) * 4;
+    const int rg = jl / 8 * 16 + jl % 8;
+    const int64_t j = o.c0 + jl;
+    float sg[4], su[4], bg[4], bu[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const bool in = j + e < p.h;
+        sg[e] = in ? p.sg[j + e] : 0.0f;
+        su[e] = in ? p.su[j + e] : 0.0f;
+        bg[e] = in && p.bg != NULL ? fb_load_f32(((const T *)p.bg)[j + e]) : 0.0f;
+        bu[e] = in && p.bu != NULL ? fb_load_f32(((const T *)p.bu)[j + e]) : 0.0f;
+    }
     for (int base = rank * blockDim.x + threadIdx.x; base < groups;
          base += U * step) {
         int off[2 * U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int q = min(base + u * step, groups - 1);
-            const int jl = q % (half / 4) * 4;
-            off[2 * u] = q / (half / 4) * kRedStride + jl / 8 * 16 + jl % 8;
+            off[2 * u] = q / (half / 4) * kRedStride + rg;
             off[2 * u + 1] = off[2 * u] + 8;
         }
         float4 sum[2 * U];
@@ -484,8 +518,7 @@ __global__ void __launch_bounds__(kMidWarps * 32, mid_min_blocks(MT))
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int q = base + u * step;
-            const int i = q / (half / 4), jl = q % (half / 4) * 4;
-            const int64_t ti = t0 + i, j = o.c0 + jl;
+            const int64_t ti = t0 + q / (half / 4);
             if (q >= groups || ti >= p.m)
                 continue;
             const float gs[4] = {sum[2 * u].x, sum[2 * u].y, sum[2 * u].z,
@@ -496,11 +529,11 @@ __global__ void __launch_bounds__(kMidWarps * 32, mid_min_blocks(MT))
             for (int e = 0; e < 4; e++) {
                 if (j + e >= p.h)
                     continue;
-                float gv = gs[e] * p.sg[j + e], uv = us[e] * p.su[j + e];
+                float gv = gs[e] * sg[e], uv = us[e] * su[e];
                 if (p.bg != NULL)
-                    gv += fb_load_f32(((const T *)p.bg)[j + e]);
+                    gv += bg[e];
                 if (p.bu != NULL)
-                    uv += fb_load_f32(((const T *)p.bu)[j + e]);
+                    uv += bu[e];
                 hbuf[ti * p.h + j + e] =
                     fb_store_as<T>(fb_act_dynamic(p.gate_act, gv) * uv);
             }
