@@ -26,6 +26,9 @@
  *   compute-sanitizer, which runs kernels far slower), implies --no-bench
  *   --f32-probe  only the fp32 decode kernels' engines, timed against the
  *   copy rate; --f32-once  each of them launched once (for ncu)
+ *   --e4m3-probe  the e4m3 register kernels (decode, mid) checked and
+ *   timed (fused_selftest_e4m3.cuh); --e4m3-once  only the checks at
+ *   small shapes (for the sanitizers)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -1817,11 +1820,15 @@ static void f32_probe(Device &dev, bool once)
 
 /* ---- main ------------------------------------------------------------ */
 
+#include "fused_selftest_e4m3.cuh"
+
 int main(int argc, char **argv)
 {
     bool quick = false, bench = true, small = false, decode_only = false,
          stack_only = false, split_only = false, early_only = false,
-         f32_only = false, f32_once = false, tiny_only = false, tiny_once = false;
+         f32_only = false, f32_once = false, tiny_only = false, tiny_once = false,
+         e4m3_only = false, e4m3_once = false;
+    long long e4m3_one_shape[4] = {0, 0, 0, 0}; /* m, k, n, splits */
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick"))
@@ -1847,6 +1854,17 @@ int main(int argc, char **argv)
             tiny_only = true;
         else if (!strcmp(argv[i], "--tiny-once"))
             tiny_only = tiny_once = true;
+        else if (!strcmp(argv[i], "--e4m3-probe"))
+            e4m3_only = true;
+        else if (!strcmp(argv[i], "--e4m3-once"))
+            e4m3_only = e4m3_once = true;
+        else if (!strcmp(argv[i], "--e4m3-one") && i + 4 < argc) {
+            e4m3_one_shape[0] = atoll(argv[i + 1]);
+            e4m3_one_shape[1] = atoll(argv[i + 2]);
+            e4m3_one_shape[2] = atoll(argv[i + 3]);
+            e4m3_one_shape[3] = atoll(argv[i + 4]);
+            i += 4;
+        }
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1898,6 +1916,18 @@ int main(int argc, char **argv)
             printf("device-to-device copy again: %.0f GB/s (read + write)\n", dev.copy_gbs);
         }
         return 0;
+    }
+    if (e4m3_one_shape[0] > 0) {
+        e4m3_one(dev, e4m3_one_shape[0], e4m3_one_shape[1], e4m3_one_shape[2],
+                 (int)e4m3_one_shape[3]);
+        return 0;
+    }
+    if (e4m3_only) {
+        if (!e4m3_once)
+            e4m3_checks(dev, seed, false);
+        e4m3_probe(dev, e4m3_once);
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
     }
     if (tiny_only) {
         tiny_probe(dev, tiny_once);

@@ -74,9 +74,11 @@ static void graph_capture(void)
                  {0, FB_DTYPE_F16, 256, 512, 0, 768, "lt-prefill gemm f16"},
                  {0, FB_DTYPE_F32, 40, 96, 0, 72, "tiled gemm f32"},
                  {1, FB_DTYPE_BF16, 1, 1024, 2048, 512, "decode mlp bf16"},
-                 {1, FB_DTYPE_F16, 40, 256, 512, 256, "decode-64 mlp f16"},
+                 {1, FB_DTYPE_F16, 40, 256, 512, 256, "mid mlp f16"},
                  {0, FB_DTYPE_BF16, 24, 512, 0, 1040, "decode-32 gemm bf16"},
-                 {1, FB_DTYPE_F16, 96, 256, 512, 256, "prefill mlp f16"}};
+                 {1, FB_DTYPE_F16, 96, 256, 512, 256, "mid mlp f16"},
+                 {0, FB_DTYPE_BF16, 100, 512, 0, 1040, "mid gemm bf16"},
+                 {1, FB_DTYPE_BF16, 200, 256, 512, 256, "prefill mlp bf16"}};
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -222,15 +224,25 @@ int main(void)
         {FB_DTYPE_F16, FB_TRANS, 64, 24, 208, 0, "e4m3-decode-mma-64"},
         {FB_DTYPE_BF16, FB_TRANS, 40, 24, 40, 0,
          "e4m3-lt-prefill/widen-strided"}, /* ldb 40: not the decode's */
-        {FB_DTYPE_BF16, FB_TRANS, 65, 72, 128, 0, "e4m3-lt-prefill/widen16"},
-        {FB_DTYPE_F16, FB_TRANS, 97, 70, 48, 0, "e4m3-lt-prefill/widen16"},
+        /* the mid kernel to 192 rows (from 17 where n >= 8192 and
+         * k <= n, from 33 where k <= n, from 65 otherwise), ragged k and
+         * n */
+        {FB_DTYPE_BF16, FB_TRANS, 24, 8200, 96, 0, "e4m3-mid-mma"},
+        {FB_DTYPE_BF16, FB_TRANS, 33, 300, 200, 8, "e4m3-mid-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 48, 515, 130, 14, "e4m3-mid-mma"},
+        {FB_DTYPE_BF16, FB_TRANS, 65, 72, 128, 0, "e4m3-mid-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 97, 70, 48, 0, "e4m3-mid-mma"},
+        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0, "e4m3-mid-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-mid-mma"},
         {FB_DTYPE_BF16, FB_TRANS, 65, 37, 40, 0,
          "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
         {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
          "e4m3-lt-prefill/widen-strided"},
-        /* from 128 rows the GEMM engine, the outputs finished in its
-         * epilogue (D's rows whole 16-byte units or not) */
-        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0,
+        /* from 128 rows the GEMM engine where the mid kernel does not
+         * take the call (past 192 rows, or rows not 16-byte aligned), the
+         * outputs finished in its epilogue (D's rows whole 16-byte units
+         * or not) */
+        {FB_DTYPE_BF16, FB_TRANS, 193, 72, 128, 0,
          "e4m3-engine-prefill/widen16"},
         {FB_DTYPE_F16, FB_TRANS, 300, 264, 96, 0,
          "e4m3-engine-prefill/widen16"},
@@ -251,18 +263,23 @@ int main(void)
                (long long)paths[i].n, (long long)paths[i].k, ran,
                paths[i].path);
     }
-    /* The MLP from 17 to 64 rows on the decode kernels (two or four
-     * m-tiles), and past 64 on cuBLASLt over weights widened 16 at a
-     * time. */
+    /* The MLP: gate and up on the mid kernel by the gemm's rule for 2h
+     * outputs, else the decode kernel up to 64 rows and the engine from
+     * 128; the down projection by the gemm's rule. */
     static const struct {
         int64_t m, k, h, n;
         const char *path;
     } mid[] = {{17, 48, 80, 40, "gate-up-decode-mma+decode-mma-32"},
                {32, 64, 144, 24, "gate-up-decode-mma+decode-mma-32"},
-               {33, 96, 176, 56, "gate-up-decode-mma+decode-mma-64"},
-               {64, 112, 48, 72, "gate-up-decode-mma+decode-mma-64"},
-               {65, 48, 80, 40, "gate-up-lt-prefill+lt-prefill/widen16"},
-               {130, 48, 80, 40, "gate-up-engine-prefill+engine-prefill/widen16"},
+               {33, 96, 176, 56, "gate-up-mid-mma+decode-mma-64"},
+               {64, 112, 64, 72, "gate-up-mid-mma+mid-mma"},
+               {24, 64, 4112, 40, "gate-up-mid-mma+decode-mma-32"},
+               {65, 48, 80, 40, "gate-up-mid-mma+mid-mma"},
+               {50, 160, 320, 96, "gate-up-mid-mma+decode-mma-64"},
+               {100, 208, 300, 136, "gate-up-mid-mma+lt-prefill/widen-strided"},
+               {127, 64, 1008, 200, "gate-up-mid-mma+mid-mma"},
+               {130, 48, 80, 40, "gate-up-mid-mma+mid-mma"},
+               {200, 64, 160, 48, "gate-up-engine-prefill+engine-prefill/widen16"},
                {131, 40, 72, 24,
                 "gate-up-engine-prefill+engine-prefill/widen-strided"}};
     for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
@@ -284,6 +301,41 @@ int main(void)
     /* 64 rows at the goal's k on the decode kernel, ragged n. */
     fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                   64, 1100, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);
+    /* The mid kernel with alpha, beta C, no bias, each activation, both
+     * types, on random and on exact data (bit for bit whatever the k
+     * split's order), and at the goal's k (a k split over a cluster). */
+    static const struct {
+        fb_dtype dt;
+        int64_t m, n, k, pad;
+        float alpha, beta;
+        int bias, exact;
+        fb_activation act;
+    } midc[] = {
+        {FB_DTYPE_F16, 100, 300, 520, 8, 2.0f, 0.5f, 0, 0, FB_ACT_RELU},
+        {FB_DTYPE_BF16, 70, 257, 136, 8, 1.0f, 1.0f, 1, 0, FB_ACT_SILU},
+        {FB_DTYPE_BF16, 40, 600, 333, 3, 0.5f, 0.0f, 1, 0, FB_ACT_GELU_ERF},
+        {FB_DTYPE_F16, 150, 90, 64, 0, 1.0f, 0.0f, 1, 0, FB_ACT_NONE},
+        {FB_DTYPE_BF16, 81, 333, 272, 0, 1.0f, 0.5f, 1, 1, FB_ACT_RELU},
+        {FB_DTYPE_F16, 190, 130, 208, 0, 1.0f, 0.0f, 0, 1, FB_ACT_NONE},
+        {FB_DTYPE_BF16, 100, 1100, 4096, 0, 1.0f, 0.0f, 1, 0,
+         FB_ACT_GELU_TANH}};
+    for (size_t i = 0; i < sizeof midc / sizeof midc[0]; i++) {
+        fp8_gemm_case(&t[0], midc[i].dt, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                      midc[i].m, midc[i].n, midc[i].k, midc[i].alpha,
+                      midc[i].beta, midc[i].bias, midc[i].act, midc[i].exact,
+                      midc[i].pad);
+        const char *ran = fb_handle_last_path(t[0].handle);
+        tap_ok(strstr(ran, "e4m3-mid-mma") != NULL,
+               "cuda-fused: mid %s m=%lld n=%lld k=%lld ran %s",
+               dt_name(midc[i].dt), (long long)midc[i].m,
+               (long long)midc[i].n, (long long)midc[i].k, ran);
+    }
+    /* The MLP's mid gate-and-up with and without biases, each gate. */
+    fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_GELU_TANH, 90, 144, 520, 72, 0,
+                 0, 0);
+    fp8_mlp_case(&t[0], FB_DTYPE_F16, FB_ACT_RELU, 45, 64, 264, 300, 1, 1, 0);
+    fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_GELU_ERF, 120, 96, 136, 56, 1,
+                 0, 8);
     /* Decode at the goal's widths, one case each (the oracle is slow). */
     fp8_mlp_case(&t[0], FB_DTYPE_BF16, FB_ACT_SILU, 1, 4096, 11008, 4096, 0,
                  0, 0);

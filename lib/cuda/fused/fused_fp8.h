@@ -6,7 +6,9 @@
  * rows with 16-byte loads, widens them in registers (exactly: every e4m3
  * value is an fp16 and a bf16) and multiplies on the tensor cores
  * (mma.sync m16n8k16, fp32 accumulators), the scale applied to each
- * channel's fp32 sum; and a tiled fp32 kernel that takes every shape,
+ * channel's fp32 sum; the mid kernel (fused_fp8_mid.cu), the same
+ * widening with the tokens staged in shared memory, for tens to
+ * hundreds of tokens; and a tiled fp32 kernel that takes every shape,
  * stride and dtype. The MLP runs gate and up together (H stored in the
  * input type, as the CPU does), then the down projection.
  */
@@ -33,10 +35,38 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
                      size_t scratch_bytes, char *path, size_t len,
                      fb_cuda_result *r);
 
-/* Within the module: whether the decode kernel takes p; p with fp32
- * output (c is float whatever p->dtype) on the tiled kernel. */
-bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p);
+/* Within the module: whether fb_fp8_gemm runs p on one of its register
+ * kernels (decode or mid), which the callers then take before any
+ * prefill path; p with fp32 output (c is float whatever p->dtype) on the
+ * tiled kernel. */
+bool fb_fp8_direct_applies(const fb_e4m3_gemm_problem *p);
 void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
+
+/* The mid kernel (fused_fp8_mid.cu): tokens staged in shared memory, a
+ * block per 256 weight rows and up to 64 tokens, k split over a cluster
+ * where the blocks are too few; sm_90 only. _applies says only whether
+ * it can run p, at any number of rows; fb_fp8_mid_rows is the shape rule
+ * (docs/fp8-weights.md, measured on the H100) for a product of m rows, k
+ * inputs and n outputs (the MLP's gate and up: n = 2h): from 17 rows
+ * where the outputs are many (n >= 8192) and not fewer than the inputs,
+ * from 33 where not fewer, from 65 whatever the shape (the decode kernel
+ * below, faster on down projections, whose few blocks of 256 channels
+ * split k), up to FB_FP8_MID_MAX_ROWS (the GEMM engine beyond). splits:
+ * the blocks sharing k (1, 2, 4, 8), 0 to choose by the grid. */
+#define FB_FP8_MID_MAX_ROWS 192
+static inline bool fb_fp8_mid_rows(int64_t m, int64_t k, int64_t n)
+{
+    return m <= FB_FP8_MID_MAX_ROWS &&
+           (m > 64 || (m > 32 && k <= n) || (m > 16 && k <= n && n >= 8192));
+}
+bool fb_fp8_mid_gemm_applies(const fb_e4m3_gemm_problem *p);
+bool fb_fp8_mid_gate_up_applies(const fb_e4m3_mlp_problem *p);
+cudaError_t fb_fp8_mid_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
+                            int splits);
+/* H into hbuf (m x h, row stride h) */
+cudaError_t fb_fp8_mid_gate_up(cudaStream_t stream,
+                               const fb_e4m3_mlp_problem *p, void *hbuf,
+                               int splits);
 
 /* More than 16 rows of 16-bit data (fused_fp8_prefill.cu; the callers
  * take the decode kernel first where it applies, up to 64 rows): the weights

@@ -18,6 +18,10 @@
  * streaming hint. More than 8 tokens: 2, 4 or 8 token tiles share each
  * widened A fragment.
  *
+ * From 17 to 192 tokens, by the shape rule (fb_fp8_mid_rows): the mid
+ * kernel (fused_fp8_mid.cu), the same widening with the tokens staged in
+ * shared memory once per 256 channels.
+ *
  * Everything else: a 64 x 64 tile per block, fp32 products of values
  * widened on their way into shared memory, any strides.
  */
@@ -26,6 +30,7 @@
 #include "fused_fp8.h"
 #include "fused_fp8_decode.cuh"
 #include "fused_fp8_device.cuh"
+#include "fused_internal.h"
 
 namespace {
 
@@ -125,12 +130,36 @@ __global__ void __launch_bounds__(256) e4m3_gemm_tiled(fb_e4m3_gemm_problem p)
 
 } // namespace
 
-bool fb_fp8_decode_applies(const fb_e4m3_gemm_problem *p)
+namespace {
+
+bool decode_applies(const fb_e4m3_gemm_problem *p)
 {
     return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_BF16) &&
            p->m <= kMaxTokens && p->k > 0 && p->alpha != 0.0f && p->w_ks == 1 &&
            p->w_cs % 16 == 0 && (uintptr_t)p->w % 16 == 0 && p->x_ks == 1 &&
-           p->x_ts % 4 == 0 && (uintptr_t)p->x % 8 == 0;
+           p->x_ts % 4 == 0 && (uintptr_t)p->x % 8 == 0 &&
+           (p->n + 15) / 16 <= 0x7fffffff; /* one block per 16 channels */
+}
+
+enum kernel_choice { kTiled, kDecode, kMid };
+
+/* The shape rule: the mid kernel where fb_fp8_mid_rows says so, the
+ * decode kernel below and beside it, where each can run the call. */
+kernel_choice choose(const fb_e4m3_gemm_problem *p)
+{
+    const int knob = FBF_KNOB(e4m3_kernel);
+    const bool mid_rows =
+        knob == 2 || (knob == 0 && fb_fp8_mid_rows(p->m, p->k, p->n));
+    if (mid_rows && fb_fp8_mid_gemm_applies(p))
+        return kMid;
+    return decode_applies(p) ? kDecode : kTiled;
+}
+
+} // namespace
+
+bool fb_fp8_direct_applies(const fb_e4m3_gemm_problem *p)
+{
+    return choose(p) != kTiled;
 }
 
 namespace {
@@ -162,9 +191,14 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
 fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
                       char *path, size_t len)
 {
-    /* one block per 16 channels: n must fit the grid's 2^31 - 1 */
-    const bool decode = fb_fp8_decode_applies(p) &&
-                        (p->n + 15) / 16 <= 0x7fffffff;
+    const kernel_choice k = choose(p);
+    if (k == kMid) {
+        /* a launch error is the caller's to read (fb_result_launch) */
+        (void)fb_fp8_mid_gemm(stream, p, FBF_KNOB(e4m3_splits));
+        snprintf(path, len, "cuda-fused/e4m3-mid-mma");
+        return FB_STATUS_SUCCESS;
+    }
+    const bool decode = k == kDecode;
     switch (p->dtype) {
     case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode); break;
     case FB_DTYPE_BF16:

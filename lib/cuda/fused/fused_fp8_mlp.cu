@@ -7,14 +7,18 @@
  * channels, its 16-row tile those rows of Wg over the same rows of Wu --
  * and writes H = act_g(G sg + bg) .* (U su + bu) rounded to the input type
  * into the scratch; the down projection is then gemm_e4m3's kernel on H.
- * More rows: G and U in fp32 (cuBLASLt on widened weights, else the tiled
- * kernel), H from them, then the down projection. Either way H is stored
+ * From 17 to 192 rows by the shape rule (fb_fp8_mid_rows): the same
+ * pairing on the mid kernel (fused_fp8_mid.cu).
+ * More rows: the engine's dual GEMM, or G and U in fp32 (cuBLASLt on
+ * widened weights, else the tiled kernel), H from them, then the down
+ * projection. Either way H is stored
  * in the input type, as the CPU backend (and a framework) stores it.
  */
 #include <stdio.h>
 #include "fused_fp8.h"
 #include "fused_fp8_decode.cuh"
 #include "fused_fp8_device.cuh"
+#include "fused_internal.h"
 #include "module/result.h"
 
 namespace {
@@ -75,6 +79,19 @@ bool gate_up_decode_applies(const fb_e4m3_mlp_problem *p)
            p->ldx % 4 == 0 && (uintptr_t)p->x % 8 == 0;
 }
 
+/* Gate and up in one register kernel: the mid kernel by the gemm's rule
+ * for a product of 2h outputs (fused_fp8.h), the decode kernel below. */
+enum gate_up_choice { kGateUpNone, kGateUpDecode, kGateUpMid };
+gate_up_choice gate_up_choose(const fb_e4m3_mlp_problem *p)
+{
+    const int knob = FBF_KNOB(e4m3_kernel);
+    const bool mid_rows =
+        knob == 2 || (knob == 0 && fb_fp8_mid_rows(p->m, p->k, 2 * p->h));
+    if (mid_rows && fb_fp8_mid_gate_up_applies(p))
+        return kGateUpMid;
+    return gate_up_decode_applies(p) ? kGateUpDecode : kGateUpNone;
+}
+
 /* A projection x (rows, ld) times W^T with scales and bias, as a gemm. */
 fb_e4m3_gemm_problem projection(fb_dtype dt, int64_t m, int64_t n, int64_t k,
                                 const void *x, int64_t ldx, const uint8_t *w,
@@ -129,7 +146,7 @@ size_t fb_fp8_mlp_scratch_bytes(fb_cuda_ctx *ctx,
 {
     const size_t mh = (size_t)p->m * (size_t)p->h;
     const size_t hbytes = (mh * elem_size(p->dtype) + 255) / 256 * 256;
-    return gate_up_decode_applies(p) ||
+    return gate_up_choose(p) != kGateUpNone ||
                    fb_fp8_gate_up_prefill_applies(ctx, p)
                ? hbytes
                : hbytes + 2 * mh * 4;
@@ -144,10 +161,14 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         return FB_STATUS_INTERNAL;
     const size_t mh = (size_t)p->m * (size_t)p->h;
     void *hbuf = scratch;
-    const bool fused = gate_up_decode_applies(p);
+    const gate_up_choice reg = gate_up_choose(p);
+    const bool fused = reg != kGateUpNone;
     bool prefill = false;
     fb_status engine = FB_STATUS_NOT_SUPPORTED;
-    if (p->h > 0 && fused) {
+    if (p->h > 0 && reg == kGateUpMid) {
+        /* a launch error is read by the caller (fb_result_launch) */
+        (void)fb_fp8_mid_gate_up(stream, p, hbuf, FBF_KNOB(e4m3_splits));
+    } else if (p->h > 0 && fused) {
         if (p->dtype == FB_DTYPE_F16)
             gate_up_decode<__half>(stream, p, hbuf);
         else
@@ -194,7 +215,7 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
     char down[64] = "";
-    fb_status st = fb_fp8_decode_applies(&d)
+    fb_status st = fb_fp8_direct_applies(&d)
                        ? FB_STATUS_NOT_SUPPORTED
                        : fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
     if (st == FB_STATUS_NOT_SUPPORTED) {
@@ -202,7 +223,8 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         st = fb_fp8_gemm(stream, &d, down, sizeof down);
     }
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
-             fused                          ? "gate-up-decode-mma"
+             reg == kGateUpMid              ? "gate-up-mid-mma"
+             : fused                        ? "gate-up-decode-mma"
              : engine == FB_STATUS_SUCCESS  ? "gate-up-engine-prefill"
              : prefill                      ? "gate-up-lt-prefill"
                                             : "gate-up-tiled-fp32",

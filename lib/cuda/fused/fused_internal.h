@@ -60,6 +60,13 @@ typedef struct fbf_tuning {
                           4 the first work split (tile j to warp j % W,
                           no column phases), 8 X by cp.async (not by the
                           copy engine) */
+    int e4m3_kernel;   /* e4m3 gemm and gate-and-up: 1 the decode kernel,
+                          2 the mid kernel, where each can run the call
+                          (0: the shape rule) */
+    int e4m3_splits;   /* e4m3 mid kernel: blocks sharing k (0: its own
+                          choice) */
+    int e4m3_mid_tokens; /* e4m3 mid kernel: tokens a block (8, 16, 32, 64;
+                            0: by the rows) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX

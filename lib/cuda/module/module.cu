@@ -439,9 +439,9 @@ static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
         return fb_result_cuda(r, scope.error(), "cudaSetDevice");
     /* many rows: the GEMM engine or cuBLASLt's GEMM on widened weight
      * tiles; else (or where cuBLASLt has no algorithm) our kernels; up to
-     * 64 rows the decode kernel where it applies */
+     * FB_FP8_MID_MAX_ROWS rows the decode or mid kernel where it applies */
     char ran[sizeof r->path] = "";
-    st = fb_fp8_decode_applies(p)
+    st = fb_fp8_direct_applies(p)
              ? FB_STATUS_NOT_SUPPORTED
              : fb_fp8_gemm_prefill(ctx, p, 0, ran, sizeof ran, r);
     if (st == FB_STATUS_SUCCESS) {
