@@ -356,6 +356,7 @@ __device__ __forceinline__ void mid_sums(const MidOperands &o, int64_t t0,
         }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* The sums over the cluster's k shares of red[off[u] .. off[u] + 3] for
  * U offsets, in rank order; a rank's U loads are issued together, since
  * each is a round trip to another SM. */
@@ -380,6 +381,7 @@ __device__ __forceinline__ void cluster_sums(cg::cluster_group &cl,
                 s[u].w += v[u].w;
     }
 }
+#endif
 
 /* Token tiles of a problem with m rows. */
 __host__ __device__ inline int64_t token_tiles(int64_t m, int mt)
