@@ -168,7 +168,7 @@ fb_status run_engine(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
     g.ep.bias_per_row = 1;
     fb_gemm_decide(&g);
     g.a = &widened_stand_in;
-    if (fbf_gemm_sm90(&env, &g, FBF_CHECK, NULL, 0) != FB_STATUS_SUCCESS)
+    if (!fbf_gemm_sm90_in_place(&env, &g))
         return FB_STATUS_NOT_SUPPORTED;
     fb_status st = fb_ctx_reserve(ctx, &ctx->staging,
                                   (size_t)g.m * (size_t)p->k * sizeof(T), r);

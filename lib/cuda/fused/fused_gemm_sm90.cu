@@ -1334,6 +1334,12 @@ static bool ge_gemm_covered(const fb_fused_env *env,
     return ge_gemm_shape_ok(env, p) && ge_a_in_place(p) && ge_b_in_place(p);
 }
 
+bool fbf_gemm_sm90_in_place(const fb_fused_env *env,
+                            const fb_gemm_problem *p)
+{
+    return ge_gemm_covered(env, p);
+}
+
 size_t fbf_gemm_sm90_scratch(const fb_gemm_problem *p)
 {
     size_t bytes = 0;

@@ -134,6 +134,10 @@ fb_status fbf_prefill_mlp_wgmma(const fb_fused_env *env,
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
                         fbf_mode mode, char *path, size_t pathlen);
 size_t fbf_gemm_sm90_scratch(const fb_gemm_problem *p);
+/* Whether the engine covers p with both operands read where they lie
+ * (what fbf_gemm_sm90_scaled takes: it packs nothing). */
+bool fbf_gemm_sm90_in_place(const fb_fused_env *env,
+                            const fb_gemm_problem *p);
 
 /* A 16-bit operand of rows x k packed K-major into dst (row stride
  * fbf_pack16_ld(k), fbf_pack16_bytes(rows, k) bytes, 16-byte aligned):
