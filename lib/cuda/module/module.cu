@@ -580,7 +580,10 @@ static bool plan_runs_engine(const fb_cuda_plan *pl, int ch)
 
 /* Where some m of a gemm plan runs on the GEMM engine and the engine
  * would pack the weights at every call, pack them once now, into memory
- * the plan owns (the plan's contract: its weights do not change). */
+ * the plan owns (the plan's contract: its weights do not change). Not
+ * while the stream is being captured: the copy would then be a node of
+ * the caller's graph, written only when it replays, and executions would
+ * pack at each call as plain calls do. */
 static fb_status plan_pack_weights(fb_cuda_ctx *ctx, fb_cuda_plan *pl,
                                    const fb_gemm_problem *g,
                                    fb_cuda_result *r)
@@ -589,7 +592,9 @@ static fb_status plan_pack_weights(fb_cuda_ctx *ctx, fb_cuda_plan *pl,
     for (int i = 0; i < pl->segs.n; i++)
         engine = engine || plan_runs_engine(pl, pl->segs.choice[i]);
     const size_t bytes = engine ? fb_fused_gemm_weights_packed_bytes(g) : 0;
-    if (bytes == 0)
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    if (bytes == 0 || cudaStreamIsCapturing(ctx->stream, &cs) != cudaSuccess ||
+        cs != cudaStreamCaptureStatusNone)
         return FB_STATUS_SUCCESS;
     cudaError_t e = cudaMalloc(&pl->packed, bytes);
     if (e != cudaSuccess) {
