@@ -108,6 +108,8 @@ extern const fb_fused_mlp_impl fb_fused_mlp_impls[];
  * pack. The copy gives the engine the values, so the same bits, as the
  * call's own packing. */
 size_t fb_fused_gemm_weights_packed_bytes(const fb_gemm_problem *p);
+/* Ends path with "+pack" (the engine ran on packed operands), once. */
+void fb_fused_path_mark_packed(char *path, size_t pathlen);
 fb_status fb_fused_gemm_use_packed_weights(cudaStream_t stream,
                                            fb_gemm_problem *p, void *dst,
                                            bool pack);

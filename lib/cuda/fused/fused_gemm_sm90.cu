@@ -1379,6 +1379,17 @@ static fb_status ge_pack_operands(const fb_fused_env *env,
     return FB_STATUS_SUCCESS;
 }
 
+void fb_fused_path_mark_packed(char *path, size_t pathlen)
+{
+    static const char mark[] = "+pack";
+    const size_t m = sizeof mark - 1;
+    if (path == NULL)
+        return;
+    const size_t n = strlen(path);
+    if ((n < m || strcmp(path + n - m, mark) != 0) && n + m < pathlen)
+        memcpy(path + n, mark, m + 1);
+}
+
 size_t fb_fused_gemm_weights_packed_bytes(const fb_gemm_problem *p)
 {
     if (p->weight_is_a)
@@ -1421,11 +1432,8 @@ fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
     fb_status st = ge_pack_operands(env, p, &q);
     if (st == FB_STATUS_SUCCESS)
         st = fbf_gemm_sm90_scaled(env, &q, NULL, path, pathlen);
-    if (st == FB_STATUS_SUCCESS && path != NULL) {
-        const size_t n = strlen(path);
-        if (n + 5 < pathlen)
-            memcpy(path + n, "+pack", 6);
-    }
+    if (st == FB_STATUS_SUCCESS)
+        fb_fused_path_mark_packed(path, pathlen);
     return st;
 }
 

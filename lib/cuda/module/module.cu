@@ -195,11 +195,8 @@ static fb_status not_taken(fb_cuda_result *r, const char *forced)
                           "dtype or math mode)");
 }
 
-/* The fused family's run; a family that finds at launch that it does not
- * take the call after all (nothing launched) leaves it to cuda-lt where
- * the walk could have chosen cuda-lt. */
-/* The family's scratch (operands it packs), in the handle's mlp scratch:
- * one call at a time a handle. */
+/* The family's scratch (H, operands it packs), in the handle's mlp
+ * scratch: one call at a time a handle. */
 static fb_status reserve_scratch(fb_cuda_ctx *ctx, fb_fused_env *env,
                                  size_t need, fb_cuda_result *r)
 {
@@ -213,6 +210,9 @@ static fb_status reserve_scratch(fb_cuda_ctx *ctx, fb_fused_env *env,
     return FB_STATUS_SUCCESS;
 }
 
+/* The fused family's run; a family that finds at launch that it does not
+ * take the call after all (nothing launched) leaves it to cuda-lt where
+ * the walk could have chosen cuda-lt. */
 static fb_status run_gemm_on(fb_cuda_ctx *ctx, fb_fused_env *env,
                              const fb_fused_gemm_impl *e,
                              const fb_gemm_problem *q, fb_math_mode math,
@@ -775,12 +775,8 @@ static fb_status plan_gemm(fb_cuda_ctx *ctx, const fb_cuda_plan *plan,
                          plan->math, false, r);
     /* the plain call packs the weights itself and says so; the plan packed
      * them once, the same operands and bits */
-    if (packed && st == FB_STATUS_SUCCESS) {
-        const size_t n = strlen(r->path);
-        if ((n < 5 || strcmp(r->path + n - 5, "+pack") != 0) &&
-            n + 5 < sizeof r->path)
-            memcpy(r->path + n, "+pack", 6);
-    }
+    if (packed && st == FB_STATUS_SUCCESS)
+        fb_fused_path_mark_packed(r->path, sizeof r->path);
     if (rewalk && st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = run_gemm(ctx, p, plan->path, plan->math, NULL, r);
