@@ -1350,6 +1350,30 @@ size_t fbf_gemm_sm90_scratch(const fb_gemm_problem *p)
     return bytes;
 }
 
+/* p's A (the engine's W) or B (its X) replaced by its K-major copy at
+ * dst, written first (on stream) when pack. !transa: A is m x k
+ * column-major, its k across the rows; transb: op(B) = B^T, B is n x k
+ * column-major. */
+static fb_status ge_use_packed_a(cudaStream_t stream, fb_gemm_problem *p,
+                                 void *dst, bool pack)
+{
+    fb_status st = FB_STATUS_SUCCESS;
+    if (pack)
+        st = fbf_pack16(stream, p->a, p->lda, !p->transa, p->m, p->k, dst);
+    p->a = dst, p->lda = fbf_pack16_ld(p->k), p->transa = 1;
+    return st;
+}
+
+static fb_status ge_use_packed_b(cudaStream_t stream, fb_gemm_problem *p,
+                                 void *dst, bool pack)
+{
+    fb_status st = FB_STATUS_SUCCESS;
+    if (pack)
+        st = fbf_pack16(stream, p->b, p->ldb, p->transb != 0, p->n, p->k, dst);
+    p->b = dst, p->ldb = fbf_pack16_ld(p->k), p->transb = 0;
+    return st;
+}
+
 /* p with each operand the maps cannot read in place packed K-major into
  * env->scratch (A first, then B), the copies enqueued on env->stream. */
 static fb_status ge_pack_operands(const fb_fused_env *env,
@@ -1358,25 +1382,14 @@ static fb_status ge_pack_operands(const fb_fused_env *env,
 {
     *q = *p;
     char *at = static_cast<char *>(env->scratch);
+    fb_status st = FB_STATUS_SUCCESS;
     if (!ge_a_in_place(p)) {
-        /* !transa: A is m x k column-major, its k across the rows */
-        const fb_status st =
-            fbf_pack16(env->stream, p->a, p->lda, !p->transa, p->m, p->k, at);
-        if (st != FB_STATUS_SUCCESS)
-            return st;
-        q->a = at, q->lda = fbf_pack16_ld(p->k), q->transa = 1;
+        st = ge_use_packed_a(env->stream, q, at, true);
         at += fbf_pack16_bytes(p->m, p->k);
     }
-    if (!ge_b_in_place(p)) {
-        /* transb: op(B) = B^T, B is n x k column-major */
-        const fb_status st =
-            fbf_pack16(env->stream, p->b, p->ldb, p->transb != 0, p->n, p->k,
-                       at);
-        if (st != FB_STATUS_SUCCESS)
-            return st;
-        q->b = at, q->ldb = fbf_pack16_ld(p->k), q->transb = 0;
-    }
-    return FB_STATUS_SUCCESS;
+    if (st == FB_STATUS_SUCCESS && !ge_b_in_place(p))
+        st = ge_use_packed_b(env->stream, q, at, true);
+    return st;
 }
 
 void fb_fused_path_mark_packed(char *path, size_t pathlen)
@@ -1401,18 +1414,8 @@ fb_status fb_fused_gemm_use_packed_weights(cudaStream_t stream,
                                            fb_gemm_problem *p, void *dst,
                                            bool pack)
 {
-    fb_status st = FB_STATUS_SUCCESS;
-    if (p->weight_is_a) {
-        if (pack)
-            st = fbf_pack16(stream, p->a, p->lda, !p->transa, p->m, p->k, dst);
-        p->a = dst, p->lda = fbf_pack16_ld(p->k), p->transa = 1;
-    } else {
-        if (pack)
-            st = fbf_pack16(stream, p->b, p->ldb, p->transb != 0, p->n, p->k,
-                            dst);
-        p->b = dst, p->ldb = fbf_pack16_ld(p->k), p->transb = 0;
-    }
-    return st;
+    return p->weight_is_a ? ge_use_packed_a(stream, p, dst, pack)
+                          : ge_use_packed_b(stream, p, dst, pack);
 }
 
 fb_status fbf_gemm_sm90(const fb_fused_env *env, const fb_gemm_problem *p,
