@@ -7,8 +7,11 @@
  * channels, its 16-row tile those rows of Wg over the same rows of Wu --
  * and writes H = act_g(G sg + bg) .* (U su + bu) rounded to the input type
  * into the scratch; the down projection is then gemm_e4m3's kernel on H.
- * More rows: G and U in fp32 (cuBLASLt on widened weights, else the tiled
- * kernel), H from them, then the down projection. Either way H is stored
+ * From 128 to 512 rows (Hopper, aligned): gate and up as one dual GEMM of
+ * the e4m3 wgmma kernel, H formed in registers, and the down projection
+ * on the same kernel; else the GEMM engine's dual GEMM on widened
+ * weights. Otherwise G and U in fp32 (cuBLASLt on widened
+ * weights, else the tiled kernel), H from them, then the down projection. Either way H is stored
  * in the input type, as the CPU backend (and a framework) stores it.
  */
 #include <stdio.h>
@@ -130,6 +133,7 @@ size_t fb_fp8_mlp_scratch_bytes(fb_cuda_ctx *ctx,
     const size_t mh = (size_t)p->m * (size_t)p->h;
     const size_t hbytes = (mh * elem_size(p->dtype) + 255) / 256 * 256;
     return gate_up_decode_applies(p) ||
+                   fb_fp8_gate_up_wgmma_applies(ctx, p) ||
                    fb_fp8_gate_up_prefill_applies(ctx, p)
                ? hbytes
                : hbytes + 2 * mh * 4;
@@ -147,11 +151,16 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     const bool fused = gate_up_decode_applies(p);
     bool prefill = false;
     fb_status engine = FB_STATUS_NOT_SUPPORTED;
+    fb_status wgmma = FB_STATUS_NOT_SUPPORTED;
     if (p->h > 0 && fused) {
         if (p->dtype == FB_DTYPE_F16)
             gate_up_decode<__half>(stream, p, hbuf);
         else
             gate_up_decode<__nv_bfloat16>(stream, p, hbuf);
+    } else if (p->h > 0 && (wgmma = fb_fp8_gate_up_wgmma(ctx, p, hbuf)) !=
+                               FB_STATUS_NOT_SUPPORTED) {
+        if (wgmma != FB_STATUS_SUCCESS)
+            return wgmma;
     } else if (p->h > 0 &&
                (engine = fb_fp8_gate_up_prefill(
                     ctx, p, hbuf, mh * elem_size(p->dtype), r)) !=
@@ -194,15 +203,20 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
     char down[64] = "";
-    fb_status st = fb_fp8_decode_applies(&d)
-                       ? FB_STATUS_NOT_SUPPORTED
-                       : fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
+    fb_status st = FB_STATUS_NOT_SUPPORTED;
+    if (!fb_fp8_decode_applies(&d)) {
+        st = fb_fp8_gemm_wgmma(ctx, &d, fb_fp8_wgmma_mlp_max_rows(), down,
+                               sizeof down);
+        if (st == FB_STATUS_NOT_SUPPORTED)
+            st = fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
+    }
     if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(stream, &d, down, sizeof down);
     }
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
              fused                          ? "gate-up-decode-mma"
+             : wgmma == FB_STATUS_SUCCESS   ? "gate-up-wgmma"
              : engine == FB_STATUS_SUCCESS  ? "gate-up-engine-prefill"
              : prefill                      ? "gate-up-lt-prefill"
                                             : "gate-up-tiled-fp32",
