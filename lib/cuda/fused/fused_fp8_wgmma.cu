@@ -420,18 +420,26 @@ static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
                                               env->stream));
 }
 
-/* Tokens a tile: the width whose grid takes the fewest tile-times, a
- * tile of BN tokens costing BN + 64 (the weight tile's stream, paid per
- * tile whatever BN), rounds of sm_count tiles. */
+/* Tokens a tile. Up to 256 rows 64 (two CTAs a SM: the weights'
+ * stream wants every SM, and 128 channels x 64 tokens gives 2 to 4 tiles
+ * a SM), up to 1024 rows 128: the widths measured fastest there (the
+ * first version, docs/fp8-weights.md). Beyond, the width whose grid
+ * takes the fewest tile-times, a tile of BN tokens costing BN + 64 (the
+ * weight tile's stream, paid per tile whatever BN), rounds of sm_count
+ * tiles. */
 static int ew_pick_bn(const fb_fused_env *env, int64_t m, int64_t n,
                       bool dual)
 {
+    if (m <= 256)
+        return 64;
+    if (m <= 1024)
+        return 128;
     const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
     const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
     int best = 256;
     double best_cost = 0;
-    const int cand[3] = {256, 128, 64};
-    for (int i = 0; i < 3; ++i) {
+    const int cand[2] = {256, 128};
+    for (int i = 0; i < 2; ++i) {
         const int bn = cand[i];
         const int64_t tiles = nch * ((m + bn - 1) / bn);
         const double cost = (double)((tiles + sms - 1) / sms) * (bn + 64);
