@@ -29,12 +29,17 @@
  *   --e4m3-probe  the e4m3 register kernels (decode, mid) checked and
  *   timed (fused_selftest_e4m3.cuh); --e4m3-once  only the checks at
  *   small shapes (for the sanitizers)
+ *   --e4m3-wgmma-probe  the e4m3 wgmma kernel checked against float64
+ *   and timed against the mid kernel, the engine-prefill path and bf16
+ *   weights (fused_selftest_e4m3_wgmma.cuh); --e4m3-wgmma-once  only its
+ *   checks (small shapes); --e4m3-wgmma-diag  its parts switched off
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <cmath>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +51,7 @@
 #include <memory>
 #include <vector>
 #include "fused/fused_internal.h"
+#include "fused/fused_fp8_device.cuh"
 #include "device_math.cuh"
 
 #ifndef FBF_SANDBOX
@@ -1821,13 +1827,15 @@ static void f32_probe(Device &dev, bool once)
 /* ---- main ------------------------------------------------------------ */
 
 #include "fused_selftest_e4m3.cuh"
+#include "fused_selftest_e4m3_wgmma.cuh"
 
 int main(int argc, char **argv)
 {
     bool quick = false, bench = true, small = false, decode_only = false,
          stack_only = false, split_only = false, early_only = false,
          f32_only = false, f32_once = false, tiny_only = false, tiny_once = false,
-         e4m3_only = false, e4m3_once = false;
+         e4m3_only = false, e4m3_once = false, e4m3_wgmma_only = false,
+         e4m3_wgmma_once = false, e4m3_wgmma_diag_only = false;
     long long e4m3_one_shape[4] = {0, 0, 0, 0}; /* m, k, n, splits */
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
@@ -1865,6 +1873,12 @@ int main(int argc, char **argv)
             e4m3_one_shape[3] = atoll(argv[i + 4]);
             i += 4;
         }
+        else if (!strcmp(argv[i], "--e4m3-wgmma-probe"))
+            e4m3_wgmma_only = true;
+        else if (!strcmp(argv[i], "--e4m3-wgmma-once"))
+            e4m3_wgmma_only = e4m3_wgmma_once = true;
+        else if (!strcmp(argv[i], "--e4m3-wgmma-diag"))
+            e4m3_wgmma_only = e4m3_wgmma_diag_only = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1916,6 +1930,17 @@ int main(int argc, char **argv)
             printf("device-to-device copy again: %.0f GB/s (read + write)\n", dev.copy_gbs);
         }
         return 0;
+    }
+    if (e4m3_wgmma_only) {
+        if (e4m3_wgmma_diag_only)
+            e4m3_wgmma_diag(dev);
+        else
+            e4m3_wgmma_probe(dev, e4m3_wgmma_once, seed);
+        printf("\n== summary ==\n");
+        for (const std::string &l : g_tune_lines)
+            printf("%s\n", l.c_str());
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
     }
     if (e4m3_one_shape[0] > 0) {
         e4m3_one(dev, e4m3_one_shape[0], e4m3_one_shape[1], e4m3_one_shape[2],

@@ -71,14 +71,16 @@ static void graph_capture(void)
         int64_t m, k, h, n;
         const char *what;
     } cases[] = {{0, FB_DTYPE_BF16, 4, 1024, 0, 2048, "decode gemm bf16"},
-                 {0, FB_DTYPE_F16, 256, 512, 0, 768, "lt-prefill gemm f16"},
+                 {0, FB_DTYPE_F16, 200, 512, 0, 768, "wgmma gemm f16"},
+                 {0, FB_DTYPE_BF16, 256, 512, 0, 768, "engine-prefill gemm bf16"},
+                 {1, FB_DTYPE_BF16, 200, 256, 512, 128, "wgmma mlp bf16"},
                  {0, FB_DTYPE_F32, 40, 96, 0, 72, "tiled gemm f32"},
                  {1, FB_DTYPE_BF16, 1, 1024, 2048, 512, "decode mlp bf16"},
                  {1, FB_DTYPE_F16, 40, 256, 512, 256, "mid mlp f16"},
                  {0, FB_DTYPE_BF16, 24, 512, 0, 1040, "decode-32 gemm bf16"},
                  {1, FB_DTYPE_F16, 96, 256, 512, 256, "mid mlp f16"},
                  {0, FB_DTYPE_BF16, 100, 512, 0, 1040, "mid gemm bf16"},
-                 {1, FB_DTYPE_BF16, 200, 256, 512, 256, "prefill mlp bf16"}};
+                 {1, FB_DTYPE_BF16, 600, 256, 512, 256, "engine-prefill mlp bf16"}};
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -238,14 +240,24 @@ int main(void)
          "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
         {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
          "e4m3-lt-prefill/widen-strided"},
-        /* from 128 rows the GEMM engine where the mid kernel does not
-         * take the call (past 192 rows, or rows not 16-byte aligned), the
-         * outputs finished in its epilogue (D's rows whole 16-byte units
-         * or not) */
-        {FB_DTYPE_BF16, FB_TRANS, 193, 72, 128, 0,
-         "e4m3-engine-prefill/widen16"},
+        /* from 128 rows where the mid kernel does not take the call (past
+         * 192 rows, or weight rows not 16-byte units): up to 255 rows the
+         * e4m3 wgmma kernel where its tensor maps read the operands in
+         * place (ragged m, n and k, padded rows) */
+        {FB_DTYPE_BF16, FB_TRANS, 193, 72, 128, 0, "e4m3-wgmma"},
+        {FB_DTYPE_F16, FB_TRANS, 255, 264, 96, 0, "e4m3-wgmma"},
+        {FB_DTYPE_BF16, FB_TRANS, 200, 200, 136, 8, "e4m3-wgmma"},
+        {FB_DTYPE_F16, FB_TRANS, 233, 1000, 1000, 8, "e4m3-wgmma"},
+        {FB_DTYPE_BF16, FB_TRANS, 250, 130, 1000, 8, "e4m3-wgmma"},
+        /* else the GEMM engine on widened weights, the outputs finished
+         * in its epilogue (weight rows not a multiple of 16 bytes, or
+         * 256 rows and more) */
+        {FB_DTYPE_F16, FB_TRANS, 128, 72, 136, 0,
+         "e4m3-engine-prefill/widen-strided"},
         {FB_DTYPE_F16, FB_TRANS, 300, 264, 96, 0,
          "e4m3-engine-prefill/widen16"},
+        {FB_DTYPE_BF16, FB_TRANS, 777, 200, 136, 8,
+         "e4m3-engine-prefill/widen-strided"},
         {FB_DTYPE_BF16, FB_TRANS, 200, 37, 40, 0,
          "e4m3-engine-prefill/widen-strided"}, /* k 40 */
         {FB_DTYPE_F16, FB_NO_TRANS, 150, 72, 96, 0,
@@ -264,8 +276,10 @@ int main(void)
                paths[i].path);
     }
     /* The MLP: gate and up on the mid kernel by the gemm's rule for 2h
-     * outputs, else the decode kernel up to 64 rows and the engine from
-     * 128; the down projection by the gemm's rule. */
+     * outputs, else the decode kernel up to 64 rows, the e4m3 wgmma
+     * kernel from 128 to 512 (gate and up as one dual GEMM; the down
+     * projection where its weight rows are 16-byte units) and the engine
+     * beyond; the down projection by the gemm's rule. */
     static const struct {
         int64_t m, k, h, n;
         const char *path;
@@ -279,9 +293,15 @@ int main(void)
                {100, 208, 300, 136, "gate-up-mid-mma+lt-prefill/widen-strided"},
                {127, 64, 1008, 200, "gate-up-mid-mma+mid-mma"},
                {130, 48, 80, 40, "gate-up-mid-mma+mid-mma"},
-               {200, 64, 160, 48, "gate-up-engine-prefill+engine-prefill/widen16"},
+               {200, 64, 160, 48, "gate-up-wgmma+wgmma"},
                {131, 40, 72, 24,
-                "gate-up-engine-prefill+engine-prefill/widen-strided"}};
+                "gate-up-engine-prefill+engine-prefill/widen-strided"},
+               {300, 256, 1008, 200, "gate-up-wgmma+wgmma"},
+               {512, 128, 208, 136, "gate-up-wgmma+wgmma"},
+               {250, 64, 136, 72,
+                "gate-up-wgmma+engine-prefill/widen-strided"},
+               {513, 48, 80, 40,
+                "gate-up-engine-prefill+engine-prefill/widen16"}};
     for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
         fp8_mlp_case(&t[0], i % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16,
                      FB_ACT_SILU, mid[i].m, mid[i].k, mid[i].h, mid[i].n, 1,
@@ -292,12 +312,16 @@ int main(void)
                (long long)mid[i].m, (long long)mid[i].k, (long long)mid[i].h,
                (long long)mid[i].n, ran, mid[i].path);
     }
-    /* The engine with beta C read (its direct stores), and at the goal's
-     * k with a ragged n. */
+    /* The wgmma kernel with beta C read (integer data, bit for bit), and
+     * at the goal's k with a ragged n; the engine with beta at 300 rows. */
     fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                   160, 96, 64, 2.0f, 0.5f, 1, FB_ACT_RELU, 1, 0);
     fp8_gemm_case(&t[0], FB_DTYPE_F16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                   129, 1100, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);
+    fp8_gemm_case(&t[0], FB_DTYPE_F16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  200, 136, 272, 0.5f, -1.0f, 1, FB_ACT_NONE, 1, 16);
+    fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  300, 96, 64, 2.0f, 0.5f, 1, FB_ACT_RELU, 1, 0);
     /* 64 rows at the goal's k on the decode kernel, ragged n. */
     fp8_gemm_case(&t[0], FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                   64, 1100, 4096, 1.0f, 0.0f, 1, FB_ACT_GELU_TANH, 0, 0);

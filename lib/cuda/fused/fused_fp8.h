@@ -70,6 +70,8 @@ cudaError_t fb_fp8_mid_gate_up(cudaStream_t stream,
 
 /* More than 16 rows of 16-bit data (fused_fp8_prefill.cu; the callers
  * take the decode kernel first where it applies, up to 64 rows): the weights
+ * widened inside the GEMM on the e4m3 wgmma kernel (16-bit output, 128 ..
+ * 255 rows, where it covers the call: fb_fp8_gemm_wgmma), or
  * widened per tile of channels, then the GEMM engine with the outputs
  * finished in its epilogue (16-bit output, where it covers the call), or
  * cuBLASLt's GEMM into fp32 and our epilogue. f32_out: p->c is float (the
@@ -92,5 +94,24 @@ bool fb_fp8_gate_up_prefill_applies(fb_cuda_ctx *ctx,
 fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
                                  const fb_e4m3_mlp_problem *p, void *hbuf,
                                  size_t hbuf_bytes, fb_cuda_result *r);
+
+/* The gemm on the e4m3 wgmma kernel (fused_fp8_wgmma.cu: the weights
+ * widened inside the GEMM) for 128 .. max_rows rows of 16-bit data with
+ * 16-bit output (fb_fp8_gemm_prefill asks it first, up to the gemm's
+ * bound; the MLP's down projection up to fb_fp8_wgmma_mlp_max_rows()).
+ * NOT_SUPPORTED, nothing launched, where it does not cover the call. */
+fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
+                            int64_t max_rows, char *path, size_t pathlen);
+int64_t fb_fp8_wgmma_mlp_max_rows(void);
+
+/* The MLP's H for 128 .. fb_fp8_wgmma_mlp_max_rows() rows of 16-bit data
+ * on the e4m3 wgmma kernel (gate and up widened inside one dual GEMM, H
+ * formed from one thread's accumulators) into hbuf (m x h, row stride h).
+ * NOT_SUPPORTED, nothing launched, where it does not cover the call,
+ * which _applies tells beforehand. */
+bool fb_fp8_gate_up_wgmma_applies(fb_cuda_ctx *ctx,
+                                  const fb_e4m3_mlp_problem *p);
+fb_status fb_fp8_gate_up_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,
+                               void *hbuf);
 
 #endif /* FB_FUSED_FP8_H */

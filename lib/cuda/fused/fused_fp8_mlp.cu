@@ -9,9 +9,12 @@
  * into the scratch; the down projection is then gemm_e4m3's kernel on H.
  * From 17 to 192 rows by the shape rule (fb_fp8_mid_rows): the same
  * pairing on the mid kernel (fused_fp8_mid.cu).
- * More rows: the engine's dual GEMM, or G and U in fp32 (cuBLASLt on
- * widened weights, else the tiled kernel), H from them, then the down
- * projection. Either way H is stored
+ * From 193 to 512 rows (Hopper, aligned): gate and up as one dual GEMM of
+ * the e4m3 wgmma kernel, H formed in registers, and the down projection
+ * on the same kernel. More rows: the engine's dual GEMM on widened
+ * weights, or G and U in fp32 (cuBLASLt on widened weights, else the
+ * tiled kernel), H from them, then the down projection. Either way H is
+ * stored
  * in the input type, as the CPU backend (and a framework) stores it.
  */
 #include <stdio.h>
@@ -147,6 +150,7 @@ size_t fb_fp8_mlp_scratch_bytes(fb_cuda_ctx *ctx,
     const size_t mh = (size_t)p->m * (size_t)p->h;
     const size_t hbytes = (mh * elem_size(p->dtype) + 255) / 256 * 256;
     return gate_up_choose(p) != kGateUpNone ||
+                   fb_fp8_gate_up_wgmma_applies(ctx, p) ||
                    fb_fp8_gate_up_prefill_applies(ctx, p)
                ? hbytes
                : hbytes + 2 * mh * 4;
@@ -165,6 +169,7 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     const bool fused = reg != kGateUpNone;
     bool prefill = false;
     fb_status engine = FB_STATUS_NOT_SUPPORTED;
+    fb_status wgmma = FB_STATUS_NOT_SUPPORTED;
     if (p->h > 0 && reg == kGateUpMid) {
         /* a launch error is read by the caller (fb_result_launch) */
         (void)fb_fp8_mid_gate_up(stream, p, hbuf, FBF_KNOB(e4m3_splits));
@@ -173,6 +178,10 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
             gate_up_decode<__half>(stream, p, hbuf);
         else
             gate_up_decode<__nv_bfloat16>(stream, p, hbuf);
+    } else if (p->h > 0 && (wgmma = fb_fp8_gate_up_wgmma(ctx, p, hbuf)) !=
+                               FB_STATUS_NOT_SUPPORTED) {
+        if (wgmma != FB_STATUS_SUCCESS)
+            return wgmma;
     } else if (p->h > 0 &&
                (engine = fb_fp8_gate_up_prefill(
                     ctx, p, hbuf, mh * elem_size(p->dtype), r)) !=
@@ -215,9 +224,13 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
     char down[64] = "";
-    fb_status st = fb_fp8_direct_applies(&d)
-                       ? FB_STATUS_NOT_SUPPORTED
-                       : fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
+    fb_status st = FB_STATUS_NOT_SUPPORTED;
+    if (!fb_fp8_direct_applies(&d)) {
+        st = fb_fp8_gemm_wgmma(ctx, &d, fb_fp8_wgmma_mlp_max_rows(), down,
+                               sizeof down);
+        if (st == FB_STATUS_NOT_SUPPORTED)
+            st = fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
+    }
     if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(stream, &d, down, sizeof down);
@@ -225,6 +238,7 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
              reg == kGateUpMid              ? "gate-up-mid-mma"
              : fused                        ? "gate-up-decode-mma"
+             : wgmma == FB_STATUS_SUCCESS   ? "gate-up-wgmma"
              : engine == FB_STATUS_SUCCESS  ? "gate-up-engine-prefill"
              : prefill                      ? "gate-up-lt-prefill"
                                             : "gate-up-tiled-fp32",

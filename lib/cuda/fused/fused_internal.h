@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include "fused.h"
+#include "problem_fp8.h"
 
 /* How a launcher is called: to launch the call, or only to say whether
  * it covers it, launching nothing (the implementation tables' applies,
@@ -67,6 +68,9 @@ typedef struct fbf_tuning {
                           choice) */
     int e4m3_mid_tokens; /* e4m3 mid kernel: tokens a block (8, 16, 32, 64;
                             0: by the rows) */
+    int e4m3_variant;  /* e4m3 wgmma kernel, bits (diagnostics: wrong
+                          results): 1 no widening (the raw bytes as A),
+                          2 no wgmma, 4 no epilogue */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
@@ -175,6 +179,28 @@ fb_status fbf_mlp_hidden_sm90(const fb_fused_env *env,
 fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
                        void *hbuf, size_t hbuf_bytes, fbf_mode mode,
                        char *path, size_t pathlen);
+
+/* e4m3 weights widened inside a Hopper GEMM (fused_fp8_wgmma.cu; compute
+ * 9.0, sm_90a builds): the weights as wgmma's register operand, widened
+ * exactly from shared memory, D^T = W X^T. The gemm writes p's output
+ * with the e4m3 contract (fb_fp8_finish's order); covers 16-bit data with
+ * X's rows and the output's channels contiguous, k and X's row stride
+ * multiples of 8, weight rows contiguous with a stride a multiple of 16,
+ * 16-byte aligned X and weights, alpha != 0. The gate-and-up form writes
+ * H = act(sg .* X Wg^T + bg) .* (su .* X Wu^T + bu) in the input type
+ * into hbuf (m x h, row stride h; k a multiple of 16). bn: tokens a tile
+ * (64, 128, 256; anything else: the launcher's choice). NOT_SUPPORTED,
+ * nothing launched, where it does not cover the call. */
+bool fbf_e4m3_wgmma_gemm_covers(const fb_fused_env *env,
+                                const fb_e4m3_gemm_problem *p);
+fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
+                              const fb_e4m3_gemm_problem *p, int bn,
+                              char *path, size_t pathlen);
+bool fbf_e4m3_wgmma_gate_up_covers(const fb_fused_env *env,
+                                   const fb_e4m3_mlp_problem *p);
+fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
+                                 const fb_e4m3_mlp_problem *p, void *hbuf,
+                                 int bn);
 
 /* Writes "cuda-fused/<name>" into path (if any). */
 void fbf_set_path(char *path, size_t pathlen, const char *name);
