@@ -358,7 +358,8 @@ def gemm_rule_grid():
 
 def mlp_rule_grid():
     """The gated MLP's engine row (shape_rule.cu): prefill row counts over
-    the widths of several model families, both gate activations."""
+    the widths of several model families, both gate activations; and the
+    prefill pair's widths, where it and the engine both apply."""
     bf16, f16 = torch.bfloat16, torch.float16
     w = []
     for k, h, n in ((1536, 8960, 1536), (2048, 5632, 2048), (2048, 8192, 2048),
@@ -369,6 +370,12 @@ def mlp_rule_grid():
     for m in (1024, 2048, 4096):
         for k, h, n in ((2560, 10240, 2560), (4096, 11008, 4096)):
             w.append(Workload("rule-mlp", "mlp", f16, m, k, h, n, False, False))
+    # the prefill pair's widths (k, n <= 1024, h <= 4096) against the engine
+    for m in (2048, 8192, 16384):
+        w.append(Workload("rule-pair", "mlp", bf16, m, 768, 3072, 768, False, False))
+    for m in (4096, 8192):
+        w.append(Workload("rule-pair", "mlp", bf16, m, 1024, 4096, 1024, False, False))
+    w.append(Workload("rule-pair", "mlp", f16, 8192, 768, 3072, 768, False, False))
     return w
 
 
