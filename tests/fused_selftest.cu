@@ -32,7 +32,7 @@
  *   --e4m3-wgmma-probe  the e4m3 wgmma kernel checked against float64
  *   and timed against the mid kernel, the engine-prefill path and bf16
  *   weights (fused_selftest_e4m3_wgmma.cuh); --e4m3-wgmma-once  only its
- *   checks (small shapes); --e4m3-wgmma-diag  its parts switched off
+ *   checks (small shapes)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -1835,7 +1835,7 @@ int main(int argc, char **argv)
          stack_only = false, split_only = false, early_only = false,
          f32_only = false, f32_once = false, tiny_only = false, tiny_once = false,
          e4m3_only = false, e4m3_once = false, e4m3_wgmma_only = false,
-         e4m3_wgmma_once = false, e4m3_wgmma_diag_only = false;
+         e4m3_wgmma_once = false;
     long long e4m3_one_shape[4] = {0, 0, 0, 0}; /* m, k, n, splits */
     uint64_t seed = 20261121;
     for (int i = 1; i < argc; ++i) {
@@ -1877,8 +1877,6 @@ int main(int argc, char **argv)
             e4m3_wgmma_only = true;
         else if (!strcmp(argv[i], "--e4m3-wgmma-once"))
             e4m3_wgmma_only = e4m3_wgmma_once = true;
-        else if (!strcmp(argv[i], "--e4m3-wgmma-diag"))
-            e4m3_wgmma_only = e4m3_wgmma_diag_only = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
     }
@@ -1932,10 +1930,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (e4m3_wgmma_only) {
-        if (e4m3_wgmma_diag_only)
-            e4m3_wgmma_diag(dev);
-        else
-            e4m3_wgmma_probe(dev, e4m3_wgmma_once, seed);
+        e4m3_wgmma_probe(dev, e4m3_wgmma_once, seed);
         printf("\n== summary ==\n");
         for (const std::string &l : g_tune_lines)
             printf("%s\n", l.c_str());

@@ -1,8 +1,7 @@
-/* Part of fused_selftest.cu (included there): --e4m3-wgmma-probe,
- * --e4m3-wgmma-once and --e4m3-wgmma-diag, the e4m3 wgmma kernel
- * (fused_fp8_wgmma.cu). */
+/* Part of fused_selftest.cu (included there): --e4m3-wgmma-probe and
+ * --e4m3-wgmma-once, the e4m3 wgmma kernel (fused_fp8_wgmma.cu). */
 
-/* ---- --e4m3-probe / --e4m3-once: the e4m3 wgmma kernel ---------------
+/* ---- --e4m3-wgmma-probe / --e4m3-wgmma-once --------------------------
  * (fused_fp8_wgmma.cu) against a float64 reference of the dequantised
  * weights (ragged m, n, k; bias, activations, alpha, beta; integer data
  * bit for bit; NaN bytes and NaN activations propagating; repeats
@@ -569,63 +568,6 @@ static void e4m3_time_mlp(Device &dev, int m, int k, int h)
     g_tune_lines.push_back(line);
     cudaFree(x); cudaFree(y); cudaFree(hb); cudaFree(g16); cudaFree(u16); cudaFree(wide);
     cudaFree(wg); cudaFree(wu); cudaFree(wd); cudaFree(sg); cudaFree(su); cudaFree(sd);
-}
-
-/* --e4m3-wgmma-diag: the kernel's parts switched off one at a time (wrong
- * results, times only) */
-static void e4m3_wgmma_diag(Device &dev)
-{
-    for (int m : {128, 2048}) {
-        for (int bn : {64, 256}) {
-            const fb_dtype d = FB_DTYPE_BF16;
-            const int k = 4096, n = 11008;
-            cudaStream_t s = dev.stream;
-            void *x, *y, *bias;
-            uint8_t *w[3];
-            float *sc;
-            CK(cudaMalloc(&x, (size_t)m * k * 2));
-            CK(cudaMalloc(&y, (size_t)m * n * 2));
-            CK(cudaMalloc(&bias, (size_t)n * 2));
-            CK(cudaMalloc(&sc, (size_t)n * 4));
-            for (int i = 0; i < 3; ++i) {
-                CK(cudaMalloc(&w[i], (size_t)n * k));
-                e4m3_rand_k<<<1024, 256, 0, s>>>(w[i], (size_t)n * k, 77 + i, 0);
-            }
-            fill_random(d, x, (size_t)m * k, 5, 1.0f, s);
-            fill_random(d, bias, n, 6, 0.5f, s);
-            scale_rand_k<<<64, 256, 0, s>>>(sc, n, 7, 0);
-            fb_e4m3_gemm_problem p;
-            memset(&p, 0, sizeof p);
-            p.dtype = d;
-            p.m = m, p.n = n, p.k = k;
-            p.alpha = 1.0f;
-            p.x = x, p.x_ts = k, p.x_ks = 1;
-            p.w_cs = k, p.w_ks = 1;
-            p.scale = sc;
-            p.c = y, p.c_ts = n, p.c_cs = 1;
-            p.bias = bias;
-            p.act = FB_ACT_GELU_TANH;
-            char line[256];
-            int len = snprintf(line, sizeof line, "diag m %d bn %d:", m, bn);
-            for (int v : {0, 1, 2, 4, 5, 6, 7}) {
-                fbf_tuning t = fbf_tuning();
-                t.e4m3_variant = v;
-                Knobs kn(t);
-                char path[64];
-                const double us = time_us(s, 3, 20, [&](int i) {
-                    p.w = w[i % 3];
-                    if (fbf_e4m3_wgmma_gemm(&dev.env, &p, bn, path, sizeof path) != FB_STATUS_SUCCESS)
-                        CK(cudaErrorUnknown);
-                });
-                len += snprintf(line + len, sizeof line - len, "  v%d %7.1f", v, us);
-            }
-            printf("%s\n", line);
-            g_tune_lines.push_back(line);
-            cudaFree(x); cudaFree(y); cudaFree(bias); cudaFree(sc);
-            for (int i = 0; i < 3; ++i)
-                cudaFree(w[i]);
-        }
-    }
 }
 
 static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)

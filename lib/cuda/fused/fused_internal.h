@@ -68,9 +68,6 @@ typedef struct fbf_tuning {
                           choice) */
     int e4m3_mid_tokens; /* e4m3 mid kernel: tokens a block (8, 16, 32, 64;
                             0: by the rows) */
-    int e4m3_variant;  /* e4m3 wgmma kernel, bits (diagnostics: wrong
-                          results): 1 no widening (the raw bytes as A),
-                          2 no wgmma, 4 no epilogue */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
