@@ -11,8 +11,9 @@
 #include "fused/fused_fp8.h"
 #include "module/result.h"
 
-/* fused_fp8_mlp.cu's prefill entries: the sandbox has no module (no
- * staging, no cuBLASLt), so the MLP driver runs its register kernels. */
+/* fused_fp8_mlp.cu's prefill entries (fused_fp8_prefill.cu): the sandbox
+ * has no module (no staging, no cuBLASLt), so the MLP driver runs its
+ * register kernels; the wgmma kernel is called directly. */
 fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *, const fb_e4m3_gemm_problem *,
                               int, char *, size_t, fb_cuda_result *)
 {
@@ -24,6 +25,24 @@ bool fb_fp8_gate_up_prefill_applies(fb_cuda_ctx *, const fb_e4m3_mlp_problem *)
 }
 fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *, const fb_e4m3_mlp_problem *,
                                  void *, size_t, fb_cuda_result *)
+{
+    return FB_STATUS_NOT_SUPPORTED;
+}
+fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *, const fb_e4m3_gemm_problem *,
+                            int64_t, char *, size_t)
+{
+    return FB_STATUS_NOT_SUPPORTED;
+}
+int64_t fb_fp8_wgmma_mlp_max_rows(void)
+{
+    return 0;
+}
+bool fb_fp8_gate_up_wgmma_applies(fb_cuda_ctx *, const fb_e4m3_mlp_problem *)
+{
+    return false;
+}
+fb_status fb_fp8_gate_up_wgmma(fb_cuda_ctx *, const fb_e4m3_mlp_problem *,
+                               void *)
 {
     return FB_STATUS_NOT_SUPPORTED;
 }
