@@ -33,10 +33,6 @@ fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *, const fb_e4m3_gemm_problem *,
 {
     return FB_STATUS_NOT_SUPPORTED;
 }
-int64_t fb_fp8_wgmma_mlp_max_rows(void)
-{
-    return 0;
-}
 bool fb_fp8_gate_up_wgmma_applies(fb_cuda_ctx *, const fb_e4m3_mlp_problem *)
 {
     return false;

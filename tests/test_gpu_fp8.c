@@ -234,16 +234,19 @@ int main(void)
         {FB_DTYPE_F16, FB_TRANS, 48, 515, 130, 14, "e4m3-mid-mma"},
         {FB_DTYPE_BF16, FB_TRANS, 65, 72, 128, 0, "e4m3-mid-mma"},
         {FB_DTYPE_F16, FB_TRANS, 97, 70, 48, 0, "e4m3-mid-mma"},
-        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0, "e4m3-mid-mma"},
-        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-mid-mma"},
+        /* from 128 rows where the wgmma kernel below does not take the
+         * call (k 100: not a multiple of 8) */
+        {FB_DTYPE_F16, FB_TRANS, 160, 72, 100, 12, "e4m3-mid-mma"},
         {FB_DTYPE_BF16, FB_TRANS, 65, 37, 40, 0,
          "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
         {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
          "e4m3-lt-prefill/widen-strided"},
-        /* from 128 rows where the mid kernel does not take the call (past
-         * 192 rows, or weight rows not 16-byte units): up to 255 rows the
-         * e4m3 wgmma kernel where its tensor maps read the operands in
-         * place (ragged m, n and k, padded rows) */
+        /* from 128 to 384 rows the e4m3 wgmma kernel where its tensor
+         * maps read the operands in place (ragged m, n and k, padded
+         * rows) */
+        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0, "e4m3-wgmma"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-wgmma"},
+        {FB_DTYPE_BF16, FB_TRANS, 384, 72, 128, 0, "e4m3-wgmma"},
         {FB_DTYPE_BF16, FB_TRANS, 193, 72, 128, 0, "e4m3-wgmma"},
         {FB_DTYPE_F16, FB_TRANS, 255, 264, 96, 0, "e4m3-wgmma"},
         {FB_DTYPE_BF16, FB_TRANS, 200, 200, 136, 8, "e4m3-wgmma"},
@@ -251,10 +254,10 @@ int main(void)
         {FB_DTYPE_BF16, FB_TRANS, 250, 130, 1000, 8, "e4m3-wgmma"},
         /* else the GEMM engine on widened weights, the outputs finished
          * in its epilogue (weight rows not a multiple of 16 bytes, or
-         * 256 rows and more) */
+         * more than 384 rows) */
         {FB_DTYPE_F16, FB_TRANS, 128, 72, 136, 0,
          "e4m3-engine-prefill/widen-strided"},
-        {FB_DTYPE_F16, FB_TRANS, 300, 264, 96, 0,
+        {FB_DTYPE_F16, FB_TRANS, 385, 264, 96, 0,
          "e4m3-engine-prefill/widen16"},
         {FB_DTYPE_BF16, FB_TRANS, 777, 200, 136, 8,
          "e4m3-engine-prefill/widen-strided"},
@@ -275,11 +278,11 @@ int main(void)
                (long long)paths[i].n, (long long)paths[i].k, ran,
                paths[i].path);
     }
-    /* The MLP: gate and up on the mid kernel by the gemm's rule for 2h
-     * outputs, else the decode kernel up to 64 rows, the e4m3 wgmma
-     * kernel from 128 to 512 (gate and up as one dual GEMM; the down
-     * projection where its weight rows are 16-byte units) and the engine
-     * beyond; the down projection by the gemm's rule. */
+    /* The MLP: from 128 to 512 rows the e4m3 wgmma kernel (gate and up
+     * as one dual GEMM; the down projection where its weight rows are
+     * 16-byte units); else gate and up on the mid kernel by the gemm's
+     * rule for 2h outputs, the decode kernel up to 64 rows and the engine
+     * from 128; the down projection by the gemm's rule. */
     static const struct {
         int64_t m, k, h, n;
         const char *path;
@@ -292,7 +295,7 @@ int main(void)
                {50, 160, 320, 96, "gate-up-mid-mma+decode-mma-64"},
                {100, 208, 300, 136, "gate-up-mid-mma+lt-prefill/widen-strided"},
                {127, 64, 1008, 200, "gate-up-mid-mma+mid-mma"},
-               {130, 48, 80, 40, "gate-up-mid-mma+mid-mma"},
+               {130, 48, 80, 40, "gate-up-wgmma+wgmma"},
                {200, 64, 160, 48, "gate-up-wgmma+wgmma"},
                {131, 40, 72, 24,
                 "gate-up-engine-prefill+engine-prefill/widen-strided"},
@@ -338,9 +341,10 @@ int main(void)
         {FB_DTYPE_F16, 100, 300, 520, 8, 2.0f, 0.5f, 0, 0, FB_ACT_RELU},
         {FB_DTYPE_BF16, 70, 257, 136, 8, 1.0f, 1.0f, 1, 0, FB_ACT_SILU},
         {FB_DTYPE_BF16, 40, 600, 333, 3, 0.5f, 0.0f, 1, 0, FB_ACT_GELU_ERF},
-        {FB_DTYPE_F16, 150, 90, 64, 0, 1.0f, 0.0f, 1, 0, FB_ACT_NONE},
+        /* k not a multiple of 8 from 128 rows: the wgmma kernel's first */
+        {FB_DTYPE_F16, 150, 90, 60, 4, 1.0f, 0.0f, 1, 0, FB_ACT_NONE},
         {FB_DTYPE_BF16, 81, 333, 272, 0, 1.0f, 0.5f, 1, 1, FB_ACT_RELU},
-        {FB_DTYPE_F16, 190, 130, 208, 0, 1.0f, 0.0f, 0, 1, FB_ACT_NONE},
+        {FB_DTYPE_F16, 190, 130, 204, 4, 1.0f, 0.0f, 0, 1, FB_ACT_NONE},
         {FB_DTYPE_BF16, 100, 1100, 4096, 0, 1.0f, 0.0f, 1, 0,
          FB_ACT_GELU_TANH}};
     for (size_t i = 0; i < sizeof midc / sizeof midc[0]; i++) {

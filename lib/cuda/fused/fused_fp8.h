@@ -51,7 +51,9 @@ void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p);
  * where the outputs are many (n >= 8192) and not fewer than the inputs,
  * from 33 where not fewer, from 65 whatever the shape (the decode kernel
  * below, faster on down projections, whose few blocks of 256 channels
- * split k), up to FB_FP8_MID_MAX_ROWS (the GEMM engine beyond). splits:
+ * split k), up to FB_FP8_MID_MAX_ROWS (the GEMM engine beyond; the e4m3
+ * wgmma kernel below goes first from its first row where it covers the
+ * call). splits:
  * the blocks sharing k (1, 2, 4, 8), 0 to choose by the grid. */
 #define FB_FP8_MID_MAX_ROWS 192
 static inline bool fb_fp8_mid_rows(int64_t m, int64_t k, int64_t n)
@@ -69,9 +71,8 @@ cudaError_t fb_fp8_mid_gate_up(cudaStream_t stream,
                                int splits);
 
 /* More than 16 rows of 16-bit data (fused_fp8_prefill.cu; the callers
- * take the decode kernel first where it applies, up to 64 rows): the weights
- * widened inside the GEMM on the e4m3 wgmma kernel (16-bit output, 128 ..
- * 255 rows, where it covers the call: fb_fp8_gemm_wgmma), or
+ * take the e4m3 wgmma kernel, the decode kernel or the mid kernel first
+ * where they apply): the weights
  * widened per tile of channels, then the GEMM engine with the outputs
  * finished in its epilogue (16-bit output, where it covers the call), or
  * cuBLASLt's GEMM into fp32 and our epilogue. f32_out: p->c is float (the
@@ -95,16 +96,23 @@ fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
                                  const fb_e4m3_mlp_problem *p, void *hbuf,
                                  size_t hbuf_bytes, fb_cuda_result *r);
 
-/* The gemm on the e4m3 wgmma kernel (fused_fp8_wgmma.cu: the weights
- * widened inside the GEMM) for 128 .. max_rows rows of 16-bit data with
- * 16-bit output (fb_fp8_gemm_prefill asks it first, up to the gemm's
- * bound; the MLP's down projection up to fb_fp8_wgmma_mlp_max_rows()).
- * NOT_SUPPORTED, nothing launched, where it does not cover the call. */
+/* The e4m3 wgmma kernel (fused_fp8_wgmma.cu: the weights widened inside
+ * the GEMM, no widened copy in memory) runs ahead of the mid kernel and
+ * of the engine on widened weights, where it covers the call, from
+ * FB_FP8_WGMMA_MIN_ROWS rows up to FB_FP8_WGMMA_GEMM_MAX_ROWS for the
+ * gemm and FB_FP8_WGMMA_MLP_MAX_ROWS for both of the MLP's launches: the
+ * ranges where it measured faster than both (docs/fp8-weights.md). */
+#define FB_FP8_WGMMA_MIN_ROWS 128
+#define FB_FP8_WGMMA_GEMM_MAX_ROWS 384
+#define FB_FP8_WGMMA_MLP_MAX_ROWS 512
+
+/* The gemm on the e4m3 wgmma kernel for FB_FP8_WGMMA_MIN_ROWS .. max_rows
+ * rows of 16-bit data with 16-bit output. NOT_SUPPORTED, nothing
+ * launched, where it does not cover the call. */
 fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
                             int64_t max_rows, char *path, size_t pathlen);
-int64_t fb_fp8_wgmma_mlp_max_rows(void);
 
-/* The MLP's H for 128 .. fb_fp8_wgmma_mlp_max_rows() rows of 16-bit data
+/* The MLP's H for FB_FP8_WGMMA_MIN_ROWS .. FB_FP8_WGMMA_MLP_MAX_ROWS rows of 16-bit data
  * on the e4m3 wgmma kernel (gate and up widened inside one dual GEMM, H
  * formed from one thread's accumulators) into hbuf (m x h, row stride h).
  * NOT_SUPPORTED, nothing launched, where it does not cover the call,

@@ -7,15 +7,15 @@
  * channels, its 16-row tile those rows of Wg over the same rows of Wu --
  * and writes H = act_g(G sg + bg) .* (U su + bu) rounded to the input type
  * into the scratch; the down projection is then gemm_e4m3's kernel on H.
- * From 17 to 192 rows by the shape rule (fb_fp8_mid_rows): the same
- * pairing on the mid kernel (fused_fp8_mid.cu).
- * From 193 to 512 rows (Hopper, aligned): gate and up as one dual GEMM of
- * the e4m3 wgmma kernel, H formed in registers, and the down projection
- * on the same kernel. More rows: the engine's dual GEMM on widened
+ * From 128 to 512 rows (Hopper, aligned): gate and up as one dual GEMM
+ * of the e4m3 wgmma kernel, H formed in registers, and the down
+ * projection on the same kernel. Else from 17 to 192 rows by the shape
+ * rule (fb_fp8_mid_rows): the decode kernel's pairing on the mid kernel
+ * (fused_fp8_mid.cu). More rows: the engine's dual GEMM on widened
  * weights, or G and U in fp32 (cuBLASLt on widened weights, else the
  * tiled kernel), H from them, then the down projection. Either way H is
- * stored
- * in the input type, as the CPU backend (and a framework) stores it.
+ * stored in the input type, as the CPU backend (and a framework) stores
+ * it.
  */
 #include <stdio.h>
 #include "fused_fp8.h"
@@ -170,7 +170,11 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
     bool prefill = false;
     fb_status engine = FB_STATUS_NOT_SUPPORTED;
     fb_status wgmma = FB_STATUS_NOT_SUPPORTED;
-    if (p->h > 0 && reg == kGateUpMid) {
+    if (p->h > 0 && (wgmma = fb_fp8_gate_up_wgmma(ctx, p, hbuf)) !=
+                        FB_STATUS_NOT_SUPPORTED) {
+        if (wgmma != FB_STATUS_SUCCESS)
+            return wgmma;
+    } else if (p->h > 0 && reg == kGateUpMid) {
         /* a launch error is read by the caller (fb_result_launch) */
         (void)fb_fp8_mid_gate_up(stream, p, hbuf, FBF_KNOB(e4m3_splits));
     } else if (p->h > 0 && fused) {
@@ -178,10 +182,6 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
             gate_up_decode<__half>(stream, p, hbuf);
         else
             gate_up_decode<__nv_bfloat16>(stream, p, hbuf);
-    } else if (p->h > 0 && (wgmma = fb_fp8_gate_up_wgmma(ctx, p, hbuf)) !=
-                               FB_STATUS_NOT_SUPPORTED) {
-        if (wgmma != FB_STATUS_SUCCESS)
-            return wgmma;
     } else if (p->h > 0 &&
                (engine = fb_fp8_gate_up_prefill(
                     ctx, p, hbuf, mh * elem_size(p->dtype), r)) !=
@@ -224,21 +224,18 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         p->dtype, p->m, p->n, p->h, p->h > 0 ? hbuf : NULL, p->h, p->wd,
         p->sd, p->y, p->ldy, p->bd);
     char down[64] = "";
-    fb_status st = FB_STATUS_NOT_SUPPORTED;
-    if (!fb_fp8_direct_applies(&d)) {
-        st = fb_fp8_gemm_wgmma(ctx, &d, fb_fp8_wgmma_mlp_max_rows(), down,
-                               sizeof down);
-        if (st == FB_STATUS_NOT_SUPPORTED)
-            st = fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
-    }
+    fb_status st = fb_fp8_gemm_wgmma(ctx, &d, FB_FP8_WGMMA_MLP_MAX_ROWS,
+                                     down, sizeof down);
+    if (st == FB_STATUS_NOT_SUPPORTED && !fb_fp8_direct_applies(&d))
+        st = fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
     if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
         st = fb_fp8_gemm(stream, &d, down, sizeof down);
     }
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
-             reg == kGateUpMid              ? "gate-up-mid-mma"
+             wgmma == FB_STATUS_SUCCESS     ? "gate-up-wgmma"
+             : reg == kGateUpMid            ? "gate-up-mid-mma"
              : fused                        ? "gate-up-decode-mma"
-             : wgmma == FB_STATUS_SUCCESS   ? "gate-up-wgmma"
              : engine == FB_STATUS_SUCCESS  ? "gate-up-engine-prefill"
              : prefill                      ? "gate-up-lt-prefill"
                                             : "gate-up-tiled-fp32",

@@ -25,16 +25,6 @@
  * 64) or measured faster on cuBLASLt's tiles (docs/fp8-weights.md). */
 #define FB_FP8_ENGINE_MIN_ROWS 128
 
-/* The e4m3 wgmma kernel (fused_fp8_wgmma.cu: the weights widened inside
- * the GEMM, no widened copy in memory) from FB_FP8_WGMMA_MIN_ROWS rows,
- * where it covers the call, ahead of the engine: up to
- * FB_FP8_WGMMA_GEMM_MAX_ROWS for the gemm, FB_FP8_WGMMA_MLP_MAX_ROWS for
- * both of the MLP's launches, the ranges where it measured faster than
- * the engine on widened weights (docs/fp8-weights.md). */
-#define FB_FP8_WGMMA_MIN_ROWS 128
-#define FB_FP8_WGMMA_GEMM_MAX_ROWS 255
-#define FB_FP8_WGMMA_MLP_MAX_ROWS 512
-
 namespace {
 
 /* out[j * k + p] = q(j0 + j, p) for j < cols, p < k, as T (exact). */
@@ -366,12 +356,6 @@ fb_status fb_fp8_gemm_prefill(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
     else
         return FB_STATUS_NOT_SUPPORTED;
     fb_status st = FB_STATUS_NOT_SUPPORTED;
-    if (!f32_out) {
-        st = fb_fp8_gemm_wgmma(ctx, p, FB_FP8_WGMMA_GEMM_MAX_ROWS, path,
-                               pathlen);
-        if (st != FB_STATUS_NOT_SUPPORTED)
-            return st;
-    }
     if (!f32_out)
         st = p->dtype == FB_DTYPE_F16
                  ? run_engine<__half>(ctx, p, transb, ldb, r)
@@ -428,11 +412,6 @@ fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
     if (!fbf_e4m3_wgmma_gemm_covers(&env, p))
         return FB_STATUS_NOT_SUPPORTED;
     return fbf_e4m3_wgmma_gemm(&env, p, 0, path, pathlen);
-}
-
-int64_t fb_fp8_wgmma_mlp_max_rows(void)
-{
-    return FB_FP8_WGMMA_MLP_MAX_ROWS;
 }
 
 bool fb_fp8_gate_up_wgmma_applies(fb_cuda_ctx *ctx,

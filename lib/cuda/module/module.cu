@@ -437,13 +437,15 @@ static fb_status module_gemm_e4m3(fb_cuda_ctx *ctx,
     fb_device_scope scope(ctx->device);
     if (scope.error() != cudaSuccess)
         return fb_result_cuda(r, scope.error(), "cudaSetDevice");
-    /* many rows: the GEMM engine or cuBLASLt's GEMM on widened weight
-     * tiles; else (or where cuBLASLt has no algorithm) our kernels; up to
-     * FB_FP8_MID_MAX_ROWS rows the decode or mid kernel where it applies */
+    /* the e4m3 wgmma kernel where it covers the call; else up to
+     * FB_FP8_MID_MAX_ROWS rows the decode or mid kernel where it applies;
+     * else the GEMM engine or cuBLASLt's GEMM on widened weight tiles;
+     * else (or where cuBLASLt has no algorithm) the tiled kernel */
     char ran[sizeof r->path] = "";
-    st = fb_fp8_direct_applies(p)
-             ? FB_STATUS_NOT_SUPPORTED
-             : fb_fp8_gemm_prefill(ctx, p, 0, ran, sizeof ran, r);
+    st = fb_fp8_gemm_wgmma(ctx, p, FB_FP8_WGMMA_GEMM_MAX_ROWS, ran,
+                           sizeof ran);
+    if (st == FB_STATUS_NOT_SUPPORTED && !fb_fp8_direct_applies(p))
+        st = fb_fp8_gemm_prefill(ctx, p, 0, ran, sizeof ran, r);
     if (st == FB_STATUS_SUCCESS) {
         snprintf(r->path, sizeof r->path, "%s", ran);
     } else if (st == FB_STATUS_NOT_SUPPORTED) {
