@@ -332,9 +332,10 @@ static fb_status local_partial(fb_cuda_ctx *ctx, const fb_tp_mlp_problem *tp,
     return FB_STATUS_SUCCESS;
 }
 
-/* The chunks' local MLPs on the handle's stream, each chunk's all-reduce
- * on the communication stream once its rows are written (several chunks)
- * or on the handle's stream (one chunk). The trace, if any, brackets each. */
+/* The chunks' local MLPs on the handle's stream (a zero partial where this
+ * rank holds no hidden rows), each chunk's all-reduce on the communication
+ * stream once its rows are written (several chunks) or on the handle's
+ * stream (one chunk). The trace, if any, brackets each. */
 static fb_status chunked_partial(fb_cuda_ctx *ctx, const fb_tp_comm *c,
                                  const fb_tp_mlp_problem *tp, float *partial,
                                  int64_t ldp, int64_t step, int chunks,
@@ -354,9 +355,18 @@ static fb_status chunked_partial(fb_cuda_ctx *ctx, const fb_tp_comm *c,
         void *const *rb = tp_trace ? tp_trace->reduce_begin : NULL;
         void *const *re = tp_trace ? tp_trace->reduce_end : NULL;
         st = trace_mark(tb, i, ctx->stream, r);
-        if (st == FB_STATUS_SUCCESS)
+        if (st == FB_STATUS_SUCCESS && tp->mlp.h == 0) {
+            /* Chunked as the other ranks' calls, which depend on m alone,
+             * so that this rank makes the same collectives. */
+            cudaError_t e = cudaMemsetAsync(d, 0, elems * sizeof(float),
+                                            ctx->stream);
+            if (e != cudaSuccess)
+                st = fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
+            snprintf(local, locallen, "h=0");
+        } else if (st == FB_STATUS_SUCCESS) {
             st = local_partial(ctx, tp, r0, rows, d, ldp, math, local,
                                locallen, r);
+        }
         if (st == FB_STATUS_SUCCESS)
             st = trace_mark(te, i, ctx->stream, r);
         if (st != FB_STATUS_SUCCESS)
@@ -421,26 +431,16 @@ fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     if (st != FB_STATUS_SUCCESS)
         return st;
 
+    /* The chunks depend on m alone, alike on every rank, h_local = 0
+     * included. */
+    const int64_t step = chunk_rows(p->m);
+    const int chunks = (int)((p->m + step - 1) / step);
     char local[96] = "";
-    int chunks = 1;
-    if (p->h == 0) {
-        cudaError_t e = cudaMemsetAsync(partial, 0, elems * sizeof(float),
-                                        ctx->stream);
-        if (e != cudaSuccess)
-            return fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
-        snprintf(local, sizeof local, "h=0");
-        if (tp_trace != NULL)
-            tp_trace->chunks = 0; /* nothing computed to trace */
-        st = all_reduce(ctx->stream, c, partial, elems, r);
-    } else {
-        const int64_t step = chunk_rows(p->m);
-        chunks = (int)((p->m + step - 1) / step);
-        if (chunks > 1)
-            st = fb_ctx_comm_stream(ctx, r);
-        if (st == FB_STATUS_SUCCESS)
-            st = chunked_partial(ctx, c, tp, partial, ldp, step, chunks,
-                                 math, local, sizeof local, r);
-    }
+    if (chunks > 1)
+        st = fb_ctx_comm_stream(ctx, r);
+    if (st == FB_STATUS_SUCCESS)
+        st = chunked_partial(ctx, c, tp, partial, ldp, step, chunks, math,
+                             local, sizeof local, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
     st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy, p->n, p->m,
