@@ -115,7 +115,9 @@ typedef struct fb_cuda_module {
                           const int64_t *mine, int64_t *all, int len,
                           fb_cuda_result *r);
     /* The local MLP's fp32 partial of Y (no bias), ncclAllReduce(sum) of
-     * the partials, then Y <- round(sum + bd). */
+     * the partials, then Y <- round(sum + bd); a chunked 16-bit call may
+     * reduce-scatter each chunk instead, round each rank's share and
+     * all-gather Y (tp.cu). */
     fb_status (*tp_mlp)(fb_cuda_ctx *ctx, const fb_tp_comm *c,
                         const fb_tp_mlp_problem *p, fb_math_mode math,
                         fb_cuda_result *r);
