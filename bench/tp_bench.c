@@ -17,12 +17,17 @@
  *   tp-graph    the same call captured in a CUDA graph and replayed, per
  *               rank (no launch cost on the host)
  *   allreduce   ncclAllReduce of the m x n fp32 partial alone, per rank
+ *   rs+ag       ncclReduceScatter of the m x n fp32 partial, then
+ *               ncclAllGather of the m x n bf16 output, alone, per rank
+ *               (the collectives of the chunked call's reduce-scatter
+ *               form, without its epilogue; m a multiple of the ranks)
  *
  * Then, per m and rank, one more tp call traced with CUDA events (the
  * module's trace hook, lib/cuda/tp/tp_trace.h): each chunk's compute span
- * on the handle's stream and all-reduce span on the communication stream,
+ * on the handle's stream and communication span (the all-reduce, or the
+ * reduce-scatter, epilogue and all-gather) on the communication stream,
  * in microseconds from an event recorded just before the call, and the
- * fraction of the all-reduce time that ran while a chunk computed.
+ * fraction of the communication time that ran while a chunk computed.
  *
  * Calls are enqueued back to back, as a model's layers are, with an event
  * pair around each; the time of a row is the median of those pairs (p10
@@ -54,6 +59,10 @@ static struct {
     int (*comm_destroy)(void *comm);
     int (*all_reduce)(const void *send, void *recv, size_t count, int dtype,
                       int op, void *comm, void *stream);
+    int (*reduce_scatter)(const void *send, void *recv, size_t recvcount,
+                          int dtype, int op, void *comm, void *stream);
+    int (*all_gather)(const void *send, void *recv, size_t sendcount,
+                      int dtype, void *comm, void *stream);
     const char *(*error_string)(int result);
     int (*get_version)(int *version);
 } nccl;
@@ -97,15 +106,19 @@ static void load_nccl(void)
         fprintf(stderr, "tp_bench: no NCCL: %s\n", dlerror());
         exit(77);
     }
-    const char *names[5] = {"ncclCommInitAll", "ncclCommDestroy",
-                            "ncclAllReduce", "ncclGetErrorString",
+    const char *names[7] = {"ncclCommInitAll",   "ncclCommDestroy",
+                            "ncclAllReduce",     "ncclReduceScatter",
+                            "ncclAllGather",     "ncclGetErrorString",
                             "ncclGetVersion"};
-    void *fns[5] = {&nccl.comm_init_all, &nccl.comm_destroy,
-                    &nccl.all_reduce, &nccl.error_string, &nccl.get_version};
-    size_t sizes[5] = {sizeof nccl.comm_init_all, sizeof nccl.comm_destroy,
-                       sizeof nccl.all_reduce, sizeof nccl.error_string,
+    void *fns[7] = {&nccl.comm_init_all,  &nccl.comm_destroy,
+                    &nccl.all_reduce,     &nccl.reduce_scatter,
+                    &nccl.all_gather,     &nccl.error_string,
+                    &nccl.get_version};
+    size_t sizes[7] = {sizeof nccl.comm_init_all,  sizeof nccl.comm_destroy,
+                       sizeof nccl.all_reduce,     sizeof nccl.reduce_scatter,
+                       sizeof nccl.all_gather,     sizeof nccl.error_string,
                        sizeof nccl.get_version};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         void *s = dlsym(lib, names[i]);
         if (s == NULL)
             die("NCCL lacks a function it needs");
@@ -189,7 +202,7 @@ static void free_shard(shard *s)
 }
 
 /* Kinds of timed call. */
-enum { CALL_PLAIN, CALL_TP, CALL_ALLREDUCE };
+enum { CALL_PLAIN, CALL_TP, CALL_ALLREDUCE, CALL_RSAG };
 
 typedef struct timed {
     int kind;
@@ -199,6 +212,7 @@ typedef struct timed {
     void *comm;
     float *ar_buf;
     cudaStream_t stream;
+    int rank;
 } timed;
 
 static void call_once(const timed *c)
@@ -219,6 +233,20 @@ static void call_once(const timed *c)
         const int e = nccl.all_reduce(c->ar_buf, c->ar_buf,
                                       (size_t)(c->m * N), 7 /* float32 */,
                                       0 /* sum */, c->comm, c->stream);
+        if (e != 0)
+            die(nccl.error_string(e));
+        break;
+    }
+    case CALL_RSAG: {
+        /* in place, as the tp call's chunks: this rank's q rows of each */
+        const size_t q = (size_t)(c->m / NRANKS * N);
+        int e = nccl.reduce_scatter(c->ar_buf, c->ar_buf + c->rank * q, q,
+                                    7 /* float32 */, 0 /* sum */, c->comm,
+                                    c->stream);
+        uint16_t *y = s->y;
+        if (e == 0)
+            e = nccl.all_gather(y + c->rank * q, y, q, 9 /* bfloat16 */,
+                                c->comm, c->stream);
         if (e != 0)
             die(nccl.error_string(e));
         break;
@@ -347,7 +375,7 @@ static timeline trace_call(const timed *c)
     return t;
 }
 
-/* Of the all-reduce spans' total, the time some compute span covered
+/* Of the communication spans' total, the time some compute span covered
  * (the compute spans, on one stream, do not overlap one another). */
 static void overlap(const timeline *t, double *reduce, double *hidden)
 {
@@ -368,6 +396,7 @@ static int nms;
 static stats one_gpu[MAX_M], local_half[MAX_M];
 static stats tp[MAX_M][NRANKS], tp_graph[MAX_M][NRANKS];
 static stats allreduce[MAX_M][NRANKS];
+static stats rsag[MAX_M][NRANKS]; /* med < 0: m not a multiple of NRANKS */
 static timeline traced[MAX_M][NRANKS];
 
 typedef struct rank_arg {
@@ -397,7 +426,8 @@ static void *rank_main(void *p)
     CUDA(cudaMalloc((void **)&ar, (size_t)(m_max * N) * 4));
     CUDA(cudaMemset(ar, 0, (size_t)(m_max * N) * 4));
     for (int i = 0; i < nms; i++) {
-        timed c = {CALL_TP, h, &s, ms_list[i], a->comm, ar, stream};
+        timed c = {CALL_TP, h, &s, ms_list[i], a->comm, ar, stream,
+                   a->rank};
         pthread_barrier_wait(a->barrier);
         tp[i][a->rank] = time_calls(&c, 0);
         if (a->rank == 0)
@@ -411,6 +441,12 @@ static void *rank_main(void *p)
         pthread_barrier_wait(a->barrier);
         c.kind = CALL_ALLREDUCE;
         allreduce[i][a->rank] = time_calls(&c, 0);
+        rsag[i][a->rank].med = -1;
+        if (ms_list[i] % NRANKS == 0) {
+            pthread_barrier_wait(a->barrier);
+            c.kind = CALL_RSAG;
+            rsag[i][a->rank] = time_calls(&c, 0);
+        }
     }
     if (a->rank == 0) {
         /* The shard alone, no communication: what a rank computes. */
@@ -419,7 +455,8 @@ static void *rank_main(void *p)
             die("fb_create failed");
         FB(one, fb_set_cuda_stream(one, stream));
         for (int i = 0; i < nms; i++) {
-            timed c = {CALL_PLAIN, one, &s, ms_list[i], NULL, NULL, stream};
+            timed c = {CALL_PLAIN, one, &s, ms_list[i], NULL, NULL, stream,
+                       0};
             local_half[i] = time_calls(&c, 0);
         }
         fb_destroy(one);
@@ -546,9 +583,14 @@ int main(int argc, char **argv)
             printf("%6lld  %-11s %4d %10.1f %10.1f %10.1f\n", m, "allreduce",
                    r, s->med, s->p10, s->p90);
         }
+        for (int r = 0; r < NRANKS && rsag[i][0].med >= 0; r++) {
+            s = &rsag[i][r];
+            printf("%6lld  %-11s %4d %10.1f %10.1f %10.1f\n", m, "rs+ag", r,
+                   s->med, s->p10, s->p90);
+        }
     }
     printf("%6s  %4s %5s %10s %10s %10s %10s\n", "m", "rank", "chunk",
-           "comp_from", "comp_to", "ar_from", "ar_to");
+           "comp_from", "comp_to", "comm_from", "comm_to");
     for (int i = 0; i < nms; i++)
         for (int r = 0; r < NRANKS; r++) {
             const timeline *t = &traced[i][r];
@@ -567,9 +609,9 @@ int main(int argc, char **argv)
                 continue;
             double reduce = 0, hidden = 0;
             overlap(t, &reduce, &hidden);
-            printf("tp_bench: m=%lld rank %d: %d chunk(s), all-reduce %.1f us "
-                   "in all, %.1f us of it under compute (%.0f%%), call "
-                   "%.1f us\n",
+            printf("tp_bench: m=%lld rank %d: %d chunk(s), communication "
+                   "%.1f us in all, %.1f us of it under compute (%.0f%%), "
+                   "call %.1f us\n",
                    (long long)ms_list[i], r, t->chunks, reduce, hidden,
                    reduce > 0 ? 100.0 * hidden / reduce : 0.0,
                    t->re[t->chunks - 1]);

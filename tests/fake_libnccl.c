@@ -30,6 +30,8 @@ int ncclCommGetAsyncError(const fake_nccl_comm *comm, int *error);
 const char *ncclGetErrorString(int result);
 int ncclAllReduce(const void *send, void *recv, size_t count, int datatype,
                   int op, void *comm, void *stream);
+int ncclReduceScatter(const void *send, void *recv, size_t count,
+                      int datatype, int op, void *comm, void *stream);
 int ncclAllGather(const void *send, void *recv, size_t count, int datatype,
                   void *comm, void *stream);
 
@@ -81,6 +83,13 @@ const char *ncclGetErrorString(int result)
 
 int ncclAllReduce(const void *send, void *recv, size_t count, int datatype,
                   int op, void *comm, void *stream)
+{
+    fake_nccl_collectives++;
+    return INVALID_USAGE;
+}
+
+int ncclReduceScatter(const void *send, void *recv, size_t count,
+                      int datatype, int op, void *comm, void *stream)
 {
     fake_nccl_collectives++;
     return INVALID_USAGE;

@@ -22,15 +22,21 @@
  *    on this rank's GPU within the sum of both bounds;
  *  - the ranks' Y, bit for bit (each rank reports a hash of its Y; the
  *    parent compares);
- *  - bad arguments: shapes that differ between the ranks (k, m, another
- *    routine) are INVALID_ARGUMENT on both ranks at the position of the
- *    first field that differs, with Y untouched and the communicator
- *    still usable afterwards; a handle on another device than the
- *    communicator's, and host memory, are INVALID_ARGUMENT without any
- *    collective.
+ *  - the path: whether the call chunked, and which form its collectives
+ *    took (a reduce-scatter, per-rank epilogue and all-gather per chunk,
+ *    or the all-reduce);
+ *  - bad arguments: shapes that differ between the ranks (k, m, whether
+ *    ldy == n, another routine) are INVALID_ARGUMENT on both ranks at the
+ *    position of the first field that differs, with Y untouched and the
+ *    communicator still usable afterwards; a handle on another device
+ *    than the communicator's, and host memory, are INVALID_ARGUMENT
+ *    without any collective.
  * Uneven shards (h_local 104 of 264; h_local 0 on one rank) are cases too,
- * and so is an m large enough for the chunked path (its all-reduces
- * overlapped with compute), 1000 rows in unequal chunks, also captured.
+ * and so are m large enough for the chunked path (its communication
+ * overlapped with compute), all captured: in the reduce-scatter form
+ * (bf16 and fp16, n not a multiple of 8, uneven shards, h_local 0 on one
+ * rank) and in each of its fallbacks to the all-reduce (ldy != n, a last
+ * chunk of an odd number of rows, fp32).
  *
  * A watchdog (alarm) ends a run that hangs -- a rank that never joins a
  * collective -- with a "Bail out!" that says so, killing the children.
@@ -59,7 +65,7 @@
 
 #define NRANKS 2
 #define WATCHDOG_S 120
-#define MAX_POINTS 96
+#define MAX_POINTS 128
 #define MAX_HASHES 32
 
 /* ---- NCCL, declared from its documented C ABI (no nccl.h needed) ----- */
@@ -147,6 +153,7 @@ typedef struct mlp_tp_case {
     mlp_case c;
     int64_t h0;    /* rank 0 holds rows [0, h0), rank 1 [h0, h) */
     int chunks;    /* the path's "chunks=" (0: none, one all-reduce) */
+    int rsag;      /* 1: the chunks' reduce-scatter form; 0: all-reduce */
     mlp_data d;    /* the whole layer (host images) */
     double *ref;   /* the oracle's Y (m x n, ldy) */
     double *bound; /* its bound per element */
@@ -176,11 +183,32 @@ static mlp_tp_case mcases[] = {
     {.c = {FB_DTYPE_BF16, FB_ACT_RELU, 1, 64, 64, 64, 64, 64, MLP_ALL_BIASES,
            0},
      .h0 = 64},
-    /* prefill-sized m: the rows cut into chunks whose all-reduces overlap
-     * the next chunk's compute, 1000 rows as 256 + 256 + 256 + 232 */
+    /* prefill-sized m: the rows cut into chunks whose communication
+     * overlaps the next chunk's compute, 1000 rows as 256 + 256 + 256 +
+     * 232; Y padded (ldy != n), so the all-reduce */
     {.c = {FB_DTYPE_BF16, FB_ACT_SILU, 1000, 256, 512, 384, 264, 392,
            MLP_ALL_BIASES, 0},
      .h0 = 256, .chunks = 4},
+    /* the reduce-scatter form: 16-bit, ldy == n, chunks even; n not a
+     * multiple of 8 (the partial's rows padded, Y's not) */
+    {.c = {FB_DTYPE_BF16, FB_ACT_SILU, 1024, 256, 512, 380, 264, 380,
+           MLP_ALL_BIASES, 0},
+     .h0 = 256, .chunks = 4, .rsag = 1},
+    /* and fp16, uneven shards, 2048 rows as 4 x 512 */
+    {.c = {FB_DTYPE_F16, FB_ACT_GELU_TANH, 2048, 128, 192, 198, 136, 198,
+           MLP_ALL_BIASES, 0},
+     .h0 = 80, .chunks = 4, .rsag = 1},
+    /* and rank 1 holding nothing: its zero partial chunked alike */
+    {.c = {FB_DTYPE_F16, FB_ACT_RELU, 512, 64, 128, 64, 64, 64, MLP_BD, 0},
+     .h0 = 128, .chunks = 4, .rsag = 1},
+    /* all-reduce: the last chunk's 233 rows do not split over 2 ranks */
+    {.c = {FB_DTYPE_BF16, FB_ACT_GELU_ERF, 1001, 128, 256, 264, 128, 264,
+           MLP_ALL_BIASES, 0},
+     .h0 = 128, .chunks = 4},
+    /* all-reduce: fp32 output, ldy == n, chunks 192 x 3 + 24 */
+    {.c = {FB_DTYPE_F32, FB_ACT_GELU_ERF, 600, 96, 130, 72, 96, 72,
+           MLP_ALL_BIASES, 0},
+     .h0 = 65, .chunks = 4},
 };
 #define N_MCASES ((int)(sizeof mcases / sizeof mcases[0]))
 
@@ -372,12 +400,19 @@ static void run_mlp_case(report *rp, fb_handle h, int rank, mlp_tp_case *tc,
     if (rp->nhash < MAX_HASHES)
         rp->hash[rp->nhash++] = hash1;
     {
-        char want[16];
+        char want[16], form[48];
         snprintf(want, sizeof want, "chunks=%d,", tc->chunks);
-        const int ok = tc->chunks ? strstr(path, want) != NULL
-                                  : strstr(path, "chunks=") == NULL;
-        point(rp, ok, "rank %d m=%lld: the path has %s%s", rank,
-              (long long)c->m, tc->chunks ? want : "no chunks",
+        if (tc->rsag)
+            snprintf(form, sizeof form, ",rs(f32,%d)+fb_epilogue+ag(%s,%d))",
+                     NRANKS, t == FB_DTYPE_F16 ? "f16" : "bf16", NRANKS);
+        else
+            snprintf(form, sizeof form, ",allreduce(f32,%d),fb_epilogue)",
+                     NRANKS);
+        const int ok = (tc->chunks ? strstr(path, want) != NULL
+                                   : strstr(path, "chunks=") == NULL) &&
+                       strstr(path, form) != NULL;
+        point(rp, ok, "rank %d m=%lld: the path has %s and %s%s", rank,
+              (long long)c->m, tc->chunks ? want : "no chunks", form,
               ok ? "" : " (NOT SO)");
     }
 
@@ -602,6 +637,23 @@ static void run_bad_calls(report *rp, fb_handle h, int rank)
               differ[i].what, fb_status_string(st), fb_handle_last_arg(h),
               differ[i].pos, same ? "untouched" : "WRITTEN",
               fb_handle_last_message(h));
+    }
+    /* Y contiguous on rank 0 only (ldy = n, n + 8): position 18, ldy --
+     * it picks the collectives, so it must agree. */
+    {
+        const int64_t ldy = rank == 0 ? c->n : c->n + 8;
+        const fb_status st = mlp_geglu_forward_tp(
+            h, t, c->act, c->m - 5, c->k, hl, c->n, X.data, c->ldx, wg, NULL,
+            wu, NULL, wd, c->h, NULL, Y.data, ldy);
+        tbuf y;
+        tbuf_fetch(&tc->d.Y, &tmem_cuda, Y.alloc, &y);
+        const int same = memcmp(y.img, tc->d.Y.img, y.bytes) == 0;
+        tbuf_free(&y);
+        point(rp, st == FB_STATUS_INVALID_ARGUMENT &&
+                      fb_handle_last_arg(h) == 18 && same,
+              "rank %d, ldy == n on rank 0 only: %s at %d (want 18), Y %s: "
+              "%s", rank, fb_status_string(st), fb_handle_last_arg(h),
+              same ? "untouched" : "WRITTEN", fb_handle_last_message(h));
     }
     /* k = 0 with h > 0: not supported, decided alike on both ranks. */
     {

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 4
+#define FB_CUDA_MODULE_ABI 5
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
 
 /* The module's implementations by name, for fb_set_implementation: the
@@ -115,7 +115,9 @@ typedef struct fb_cuda_module {
                           const int64_t *mine, int64_t *all, int len,
                           fb_cuda_result *r);
     /* The local MLP's fp32 partial of Y (no bias), ncclAllReduce(sum) of
-     * the partials, then Y <- round(sum + bd). */
+     * the partials, then Y <- round(sum + bd); a chunked 16-bit call may
+     * reduce-scatter each chunk instead, round each rank's share and
+     * all-gather Y (tp.cu). */
     fb_status (*tp_mlp)(fb_cuda_ctx *ctx, const fb_tp_comm *c,
                         const fb_tp_mlp_problem *p, fb_math_mode math,
                         fb_cuda_result *r);

@@ -20,7 +20,9 @@
 #define FB_NCCL_IN_PROGRESS 7
 /* ncclDataType_t values */
 #define FB_NCCL_INT64 4
+#define FB_NCCL_FLOAT16 6
 #define FB_NCCL_FLOAT32 7
+#define FB_NCCL_BFLOAT16 9 /* NCCL 2.10 on */
 /* ncclRedOp_t values */
 #define FB_NCCL_SUM 0
 
@@ -32,6 +34,11 @@ typedef struct fb_nccl_api {
     fb_nccl_result (*all_reduce)(const void *send, void *recv, size_t count,
                                  int datatype, int op, void *comm,
                                  void *stream);
+    /* ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm,
+     * stream) */
+    fb_nccl_result (*reduce_scatter)(const void *send, void *recv,
+                                     size_t recvcount, int datatype, int op,
+                                     void *comm, void *stream);
     /* ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream) */
     fb_nccl_result (*all_gather)(const void *send, void *recv,
                                  size_t sendcount, int datatype, void *comm,

@@ -54,6 +54,7 @@ static const fb_nccl_api *try_load(const char *path)
     }
     fb_nccl_result (*get_version)(int *) = NULL;
     if (!SYMBOL("ncclAllReduce", all_reduce) ||
+        !SYMBOL("ncclReduceScatter", reduce_scatter) ||
         !SYMBOL("ncclAllGather", all_gather) ||
         !SYMBOL("ncclCommCount", comm_count) ||
         !SYMBOL("ncclCommCuDevice", comm_cu_device) ||

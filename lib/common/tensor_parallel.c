@@ -11,15 +11,18 @@
  * the other ranks make the same call: dtype, activation, m, k and n (for
  * the gemm m, n, layout, alpha, beta, activation) and whether a bias is
  * given must agree, or the all-reduce would mix different layers -- or,
- * with a different m * n, never complete. So the first time a handle
- * makes a call of a given shape, the ranks exchange the shape (one small
- * ncclAllGather and one host synchronisation, tp_agree) and every rank
- * returns INVALID_ARGUMENT naming the first field that differs, before
- * the all-reduce; a shape they agreed on is remembered (the last
- * FB_TP_AGREED shapes), and later calls of it make no extra collective
- * and no host synchronisation, so they can be captured in a CUDA graph,
- * as every GPU path once the handle has run its shape (docs/DESIGN.md).
- * The shard widths (h_local, the gemm's k) may differ from rank to rank.
+ * with a different m * n, never complete; for the MLP, so must whether
+ * Y's rows are contiguous (ldy == n), which picks its collectives. So the
+ * first time a handle makes a call of a given shape, the ranks exchange
+ * the shape (one small ncclAllGather and one host synchronisation,
+ * tp_agree) and every rank returns INVALID_ARGUMENT naming the first
+ * field that differs, before the all-reduce; a shape they agreed on is
+ * remembered (the last FB_TP_AGREED shapes), and later calls of it make
+ * no extra collective and no host synchronisation, so they can be
+ * captured in a CUDA graph, as every GPU path once the handle has run its
+ * shape (docs/DESIGN.md).
+ * The shard widths (h_local, the gemm's k) may differ from rank to rank,
+ * and so may ldy, as long as every rank's Y is contiguous or none is.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,11 +305,16 @@ FB_EXPORT fb_status mlp_geglu_forward_tp(
     if (st != FB_STATUS_SUCCESS)
         return st;
 
+    /* Whether Y's rows are contiguous (ldy == n) is agreed too, though
+     * ldy itself is each rank's: the module's choice between an all-reduce
+     * and a reduce-scatter and all-gather depends on it, and every rank
+     * must make the same choice. */
     static const desc_field fields[DESC_SHARED - 1] = {
-        {T_DTYPE, "dtype"}, {T_ACT, "gate_act"}, {T_M, "m"}, {T_K, "k"},
-        {T_N, "n"},         {T_BD, "bd given"},  {0, "-"},   {0, "-"}};
-    const int64_t desc[DESC_LEN] = {1, dtype, gate_act, m, k, n, bd != NULL,
-                                    0, 0, h_local};
+        {T_DTYPE, "dtype"}, {T_ACT, "gate_act"},  {T_M, "m"}, {T_K, "k"},
+        {T_N, "n"},         {T_BD, "bd given"},   {T_LDY, "ldy == n"},
+        {0, "-"}};
+    const int64_t desc[DESC_LEN] = {
+        1, dtype, gate_act, m, k, n, bd != NULL, ldy == n, 0, h_local};
     int64_t h_total = 0;
     st = agree(h, mod, routine, desc, fields, &h_total);
     if (st != FB_STATUS_SUCCESS)

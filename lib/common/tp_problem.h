@@ -6,8 +6,9 @@
  * Megatron's layout: each of nranks ranks holds a slice of the reduced
  * dimension (the MLP's hidden width h, or a gemm's k), computes the fp32
  * partial of the output without bias, and the partials are summed by
- * ncclAllReduce; the bias, activation and the one rounding follow the
- * sum. Plain C, shared with the module (lib/cuda).
+ * ncclAllReduce (or, for the MLP's chunks, ncclReduceScatter, with the
+ * rounded output all-gathered); the bias, activation and the one rounding
+ * follow the sum. Plain C, shared with the module (lib/cuda).
  */
 #ifndef FB_TP_PROBLEM_H
 #define FB_TP_PROBLEM_H

@@ -21,11 +21,21 @@
  * chunks depend on m alone, which every rank agreed on, so every rank
  * issues the same NCCL calls in the same order.
  *
+ * Where the chunked call's output is 16-bit with contiguous rows and
+ * every chunk's rows split evenly over the ranks (rsag_form), a chunk's
+ * all-reduce is replaced, on the communication stream, by a
+ * reduce-scatter of its fp32 rows (rank r sums the r-th of nranks equal
+ * slices), the epilogue over those summed rows straight into Y, and an
+ * all-gather of the rounded 16-bit rows: 6 bytes an element on the link
+ * against the all-reduce's 8 (each times (P-1)/P), and no epilogue over
+ * the whole of Y at the end.
+ *
  * Every rank reduces the same fp32 values in the same NCCL order and runs
- * the same epilogue on them, so every rank gets the same bits. The
- * partial is never rounded to 16 bits, so the contract's one rounding
- * holds for the whole layer (H is stored in the input type, as cuda-lt's
- * single-GPU MLP and PyTorch store it).
+ * the same epilogue on them (or, reduce-scattered, one rank rounds each
+ * element and the others receive its bits), so every rank gets the same
+ * bits. The partial is never rounded to 16 bits before the sum, so the
+ * contract's one rounding holds for the whole layer (H is stored in the
+ * input type, as cuda-lt's single-GPU MLP and PyTorch store it).
  *
  * NCCL is reached only through the fb_nccl_api table the library filled
  * (nccl_api.h): the module neither links nor loads NCCL.
@@ -68,9 +78,10 @@
 #define FB_TP_ENGINE_MIN_ROWS 1024
 #endif
 
-/* SMs the engine leaves to NCCL while a chunk's all-reduce overlaps the
- * next chunk: the engine's CTAs stay on their SMs until its last tile, so
- * without these the all-reduce would only progress between launches. */
+/* SMs the engine leaves to NCCL (and, in the reduce-scatter form, the
+ * chunk's epilogue) while a chunk's communication overlaps the next
+ * chunk: the engine's CTAs stay on their SMs until its last tile, so
+ * without these the communication would only progress between launches. */
 #ifndef FB_TP_NCCL_SMS
 #define FB_TP_NCCL_SMS 16
 #endif
@@ -183,6 +194,62 @@ static fb_status all_reduce(cudaStream_t stream, const fb_tp_comm *c,
                                            (void *)stream);
     if (e != FB_NCCL_SUCCESS && e != FB_NCCL_IN_PROGRESS)
         return nccl_fail(r, c, e, "ncclAllReduce");
+    return FB_STATUS_SUCCESS;
+}
+
+/* Whether the chunked MLP takes the reduce-scatter form (top): several
+ * chunks and ranks, 16-bit output whose rows are contiguous (ldy == n, so
+ * a chunk's rows of Y are one span to all-gather in place), and every
+ * chunk's rows a multiple of nranks. The same on every rank: m (so step,
+ * chunks and the last chunk's rows), n and dtype are in the shape the
+ * ranks agreed on, nranks is the communicator's, and whether ldy == n is
+ * in the agreed shape too (tensor_parallel.c), though ldy itself may
+ * differ from rank to rank. */
+static int rsag_form(const fb_tp_comm *c, const fb_mlp_problem *p,
+                     int64_t step, int chunks)
+{
+    if (chunks < 2 || c->nranks < 2 || p->ldy != p->n ||
+        (p->dtype != FB_DTYPE_F16 && p->dtype != FB_DTYPE_BF16))
+        return 0;
+    const int64_t last = p->m - (int64_t)(chunks - 1) * step;
+    return step % c->nranks == 0 && last % c->nranks == 0;
+}
+
+/* Rows [r0, r0 + rows) of the MLP's output from their fp32 partial d (in
+ * the partial buffer, ldp apart), on stream, in the reduce-scatter form:
+ * this rank's rows / nranks rows summed over the ranks, in place; bd
+ * added and rounded into Y; then Y's rows of the chunk gathered from
+ * every rank, in place. */
+static fb_status rsag_chunk(cudaStream_t stream, const fb_tp_comm *c,
+                            const fb_mlp_problem *p, float *d, int64_t ldp,
+                            int64_t r0, int64_t rows, fb_cuda_result *r)
+{
+    const int64_t q = rows / c->nranks;
+    const int64_t mine = r0 + (int64_t)c->rank * q; /* this rank's first */
+    float *sum = d + (size_t)c->rank * (size_t)q * (size_t)ldp;
+    fb_nccl_result e = c->nccl->reduce_scatter(
+        d, sum, (size_t)q * (size_t)ldp, FB_NCCL_FLOAT32, FB_NCCL_SUM,
+        c->comm, (void *)stream);
+    if (e != FB_NCCL_SUCCESS && e != FB_NCCL_IN_PROGRESS)
+        return nccl_fail(r, c, e, "ncclReduceScatter");
+    const size_t es = (size_t)fb_dtype_size(p->dtype);
+    char *y = (char *)p->y;
+    char *ymine = y + (size_t)mine * (size_t)p->n * es;
+    fb_status st = fb_launch_epilogue(stream, p->dtype, ymine, p->ldy, p->n,
+                                      q, sum, ldp, 0.0f, 0, p->bd, 1,
+                                      FB_ACT_NONE, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    /* The gather moves bits and never adds: before ncclBfloat16 (NCCL
+     * 2.10) bf16 travels as fp16, of the same width. */
+    const int type = p->dtype == FB_DTYPE_F16 || c->nccl->version < 21000
+                         ? FB_NCCL_FLOAT16
+                         : FB_NCCL_BFLOAT16;
+    e = c->nccl->all_gather(ymine, y + (size_t)r0 * (size_t)p->n * es,
+                            (size_t)q * (size_t)p->n, type, c->comm,
+                            (void *)stream);
+    if (e != FB_NCCL_SUCCESS && e != FB_NCCL_IN_PROGRESS)
+        return nccl_fail(r, c, e, "ncclAllGather");
     return FB_STATUS_SUCCESS;
 }
 
@@ -332,13 +399,16 @@ static fb_status local_partial(fb_cuda_ctx *ctx, const fb_tp_mlp_problem *tp,
     return FB_STATUS_SUCCESS;
 }
 
-/* The chunks' local MLPs on the handle's stream, each chunk's all-reduce
- * on the communication stream once its rows are written (several chunks)
- * or on the handle's stream (one chunk). The trace, if any, brackets each. */
+/* The chunks' local MLPs on the handle's stream (a zero partial where this
+ * rank holds no hidden rows), each chunk's all-reduce -- or, rsag, its
+ * reduce-scatter, epilogue and all-gather (rsag_chunk) -- on the
+ * communication stream once its rows are written (several chunks) or on
+ * the handle's stream (one chunk). The trace, if any, brackets each
+ * chunk's compute and its whole communication. */
 static fb_status chunked_partial(fb_cuda_ctx *ctx, const fb_tp_comm *c,
                                  const fb_tp_mlp_problem *tp, float *partial,
                                  int64_t ldp, int64_t step, int chunks,
-                                 fb_math_mode math, char *local,
+                                 int rsag, fb_math_mode math, char *local,
                                  size_t locallen, fb_cuda_result *r)
 {
     const int64_t m = tp->mlp.m;
@@ -354,9 +424,18 @@ static fb_status chunked_partial(fb_cuda_ctx *ctx, const fb_tp_comm *c,
         void *const *rb = tp_trace ? tp_trace->reduce_begin : NULL;
         void *const *re = tp_trace ? tp_trace->reduce_end : NULL;
         st = trace_mark(tb, i, ctx->stream, r);
-        if (st == FB_STATUS_SUCCESS)
+        if (st == FB_STATUS_SUCCESS && tp->mlp.h == 0) {
+            /* Chunked as the other ranks' calls, which depend on m alone,
+             * so that this rank makes the same collectives. */
+            cudaError_t e = cudaMemsetAsync(d, 0, elems * sizeof(float),
+                                            ctx->stream);
+            if (e != cudaSuccess)
+                st = fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
+            snprintf(local, locallen, "h=0");
+        } else if (st == FB_STATUS_SUCCESS) {
             st = local_partial(ctx, tp, r0, rows, d, ldp, math, local,
                                locallen, r);
+        }
         if (st == FB_STATUS_SUCCESS)
             st = trace_mark(te, i, ctx->stream, r);
         if (st != FB_STATUS_SUCCESS)
@@ -376,7 +455,8 @@ static fb_status chunked_partial(fb_cuda_ctx *ctx, const fb_tp_comm *c,
         }
         st = trace_mark(rb, i, comm, r);
         if (st == FB_STATUS_SUCCESS)
-            st = all_reduce(comm, c, d, elems, r);
+            st = rsag ? rsag_chunk(comm, c, &tp->mlp, d, ldp, r0, rows, r)
+                      : all_reduce(comm, c, d, elems, r);
         if (st == FB_STATUS_SUCCESS)
             st = trace_mark(re, i, comm, r);
     }
@@ -421,36 +501,37 @@ fb_status fb_tp_mlp(fb_cuda_ctx *ctx, const fb_tp_comm *c,
     if (st != FB_STATUS_SUCCESS)
         return st;
 
+    /* Decided before anything is launched, alike on every rank (the
+     * chunks depend on m alone; rsag_form says why it is the same). */
+    const int64_t step = chunk_rows(p->m);
+    const int chunks = (int)((p->m + step - 1) / step);
+    const int rsag = rsag_form(c, p, step, chunks);
     char local[96] = "";
-    int chunks = 1;
-    if (p->h == 0) {
-        cudaError_t e = cudaMemsetAsync(partial, 0, elems * sizeof(float),
-                                        ctx->stream);
-        if (e != cudaSuccess)
-            return fb_result_cuda(r, e, "cudaMemsetAsync(partial)");
-        snprintf(local, sizeof local, "h=0");
-        if (tp_trace != NULL)
-            tp_trace->chunks = 0; /* nothing computed to trace */
-        st = all_reduce(ctx->stream, c, partial, elems, r);
-    } else {
-        const int64_t step = chunk_rows(p->m);
-        chunks = (int)((p->m + step - 1) / step);
-        if (chunks > 1)
-            st = fb_ctx_comm_stream(ctx, r);
-        if (st == FB_STATUS_SUCCESS)
-            st = chunked_partial(ctx, c, tp, partial, ldp, step, chunks,
-                                 math, local, sizeof local, r);
+    if (chunks > 1)
+        st = fb_ctx_comm_stream(ctx, r);
+    if (st == FB_STATUS_SUCCESS)
+        st = chunked_partial(ctx, c, tp, partial, ldp, step, chunks, rsag,
+                             math, local, sizeof local, r);
+    if (st != FB_STATUS_SUCCESS)
+        return st;
+    if (!rsag) {
+        st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy, p->n,
+                                p->m, partial, ldp, 0.0f, 0, p->bd, 1,
+                                FB_ACT_NONE, r);
+        if (st != FB_STATUS_SUCCESS)
+            return st;
     }
-    if (st != FB_STATUS_SUCCESS)
-        return st;
-    st = fb_launch_epilogue(ctx->stream, p->dtype, p->y, p->ldy, p->n, p->m,
-                            partial, ldp, 0.0f, 0, p->bd, 1, FB_ACT_NONE, r);
-    if (st != FB_STATUS_SUCCESS)
-        return st;
     st = fb_ctx_mark_done(ctx, r);
     if (st != FB_STATUS_SUCCESS)
         return st;
-    if (chunks > 1)
+    if (rsag)
+        /* Short names, so that the form fits the path beside the local
+         * stages' names. */
+        fb_result_ran(r, FB_BACKEND_CUDA_LT,
+                      "cuda-tp/mlp(chunks=%d,%s,rs(f32,%d)+fb_epilogue+"
+                      "ag(%s,%d))", chunks, local, c->nranks,
+                      p->dtype == FB_DTYPE_F16 ? "f16" : "bf16", c->nranks);
+    else if (chunks > 1)
         fb_result_ran(r, FB_BACKEND_CUDA_LT,
                       "cuda-tp/mlp(chunks=%d,%s,allreduce(f32,%d),"
                       "fb_epilogue)", chunks, local, c->nranks);

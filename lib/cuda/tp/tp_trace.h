@@ -2,8 +2,9 @@
 /*
  * tp_trace.h -- a benchmark's view into one tensor-parallel MLP call: CUDA
  * events recorded around each chunk's compute (on the handle's stream) and
- * around each chunk's all-reduce (on the communication stream), so that
- * bench/tp_bench.c can show how much of the all-reduce ran under compute.
+ * around each chunk's communication (on the communication stream: its
+ * all-reduce, or its reduce-scatter, epilogue and all-gather), so that
+ * bench/tp_bench.c can show how much of it ran under compute.
  *
  * Plain C, no CUDA types: the bench includes it too. The module exports
  * one setter, FB_TP_TRACE_SYMBOL, which a benchmark finds with dlsym; the
