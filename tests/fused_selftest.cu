@@ -1893,7 +1893,6 @@ int main(int argc, char **argv)
     dev.env.stream = dev.stream;
     dev.env.device = device;
     dev.env.sm_count = dev.prop.multiProcessorCount;
-    dev.env.mem_bus_bits = dev.prop.memoryBusWidth;
     dev.env.cc_major = dev.prop.major;
     dev.env.cc_minor = dev.prop.minor;
     dev.env.smem_optin = (size_t)optin;

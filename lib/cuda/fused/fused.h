@@ -24,9 +24,6 @@ typedef struct fb_fused_env {
     int device;
     int sm_count;
     int cc_major, cc_minor;
-    int mem_bus_bits;        /* cudaDevAttrGlobalMemoryBusWidth: tells an
-                                H100 (5120-bit HBM3) from an H200 (6144-bit
-                                HBM3e) for the shape rule */
     size_t smem_optin;       /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
     fb_math_mode math;
     void *workspace;         /* device scratch owned by the handle */

@@ -53,13 +53,6 @@ bool mlp_rows_say(const Crossover (&rows)[N], const fb_fused_env *env,
                     p->h);
 }
 
-template <size_t N>
-bool gemm_rows_say(const Crossover (&rows)[N], const fb_fused_env *env,
-                   const fb_gemm_problem *p)
-{
-    return rows_say(rows, env, p->dtype, p->m < p->n ? p->m : p->n, 0, 0);
-}
-
 bool none(const fb_fused_env *, const fb_gemm_problem *) { return false; }
 
 size_t no_gemm_scratch(const fb_gemm_problem *) { return 0; }
@@ -79,11 +72,12 @@ fb_status tiny_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
     return fbf_tiny_gemm(env, p, FBF_RUN, path, len);
 }
 
-/* The H100: compute 9.0 with the 5120-bit HBM3 bus (the H200 has 6144
- * bits); rows measured on it alone say so. */
-bool is_h100(const fb_fused_env *env)
+/* Hopper (compute 9.x): the gemm rules below were measured on the H100
+ * and the H200 with the boundary grid of docs/gemm-engine.md
+ * (torch_compare.py --gemm-rule). */
+bool is_hopper(const fb_fused_env *env)
 {
-    return env->cc_major == 9 && env->mem_bus_bits <= 5120;
+    return env->cc_major == 9;
 }
 
 /* The weight rows of a gemm (its output features). */
@@ -98,16 +92,16 @@ bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
            fbf_decode_gemm(env, p, FBF_CHECK, NULL, 0) == FB_STATUS_SUCCESS;
 }
 
-/* The decode gemm on the TMA engine, on the H100's memory only (on the
- * H200 cuda-lt was level or ahead), where the output is at least as wide
+/* The decode gemm on the TMA engine where the output is at least as wide
  * as the input: up to 6 tokens, and up to 32 where k <= 1024 (there
  * cuda-lt's two launches cost more than the weights take to stream).
  * Narrower outputs (11008 -> 4096) streamed slower than cuda-lt even at
- * one token. Measured with the boundary grid of docs/gemm-engine.md. */
+ * one token. The same bounds held on both GPUs, within 5 % where cuda-lt
+ * was ahead (8192 -> 28672 at 2 to 6 tokens on the H200). */
 bool decode_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const int64_t tokens = fb_gemm_tokens(p);
-    return is_h100(env) && gemm_features(p) >= p->k &&
+    return is_hopper(env) && gemm_features(p) >= p->k &&
            (tokens <= 6 || (tokens <= 32 && p->k <= 1024));
 }
 
@@ -120,16 +114,8 @@ fb_status decode_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,
 /* The Hopper GEMM engine (fused_gemm_sm90.cu, docs/gemm-engine.md), only
  * with an epilogue beyond the plain product, where cuda-lt needs a second
  * pass over an fp32 buffer (plain products are slower than cuBLAS alone).
- * On other compute-9.0 GPUs (the H200), from 1024 rows on the short side,
- * as measured there. */
-const Crossover engine_gemm_rows[] = {
-    {9, B16, ANY, ANY, ANY,
-     "torch_compare.py --crossover (H200): engine gemm+bias+gelu against "
-     "cuda-lt", 1024},
-};
-
-/* On the H100 the second pass costs cuda-lt about 10 bytes an output
- * against the engine's 2, which outweighs everything at k <= 1024; at
+ * The second pass costs cuda-lt about 10 bytes an output against the
+ * engine's 2, and a launch, which outweighs everything at k <= 1024; at
  * longer k the engine wins where its persistent grid is well filled
  * (the boundary grid of docs/gemm-engine.md):
  *  - k < 2048 (ping-pong in clusters of 4): from 256 tokens;
@@ -138,7 +124,7 @@ const Crossover engine_gemm_rows[] = {
  *    hold output (fbf_gemm_sm90_rounds); a part-empty last round, ragged
  *    edges or a single round lost to cuBLAS's split and stream-K
  *    schedules. */
-bool engine_gemm_h100(const fb_fused_env *env, const fb_gemm_problem *p)
+bool engine_gemm_filled(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     if (p->k <= 1024)
         return true;
@@ -185,8 +171,7 @@ bool engine_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
                        p->beta == 0.0f;
     if (plain || !engine_pack_pays(p))
         return false;
-    return is_h100(env) ? engine_gemm_h100(env, p)
-                        : gemm_rows_say(engine_gemm_rows, env, p);
+    return is_hopper(env) && engine_gemm_filled(env, p);
 }
 
 fb_status engine_gemm_run(const fb_fused_env *env, const fb_gemm_problem *p,

@@ -109,9 +109,7 @@ fb_status fb_ctx_create(fb_cuda_ctx **out, int device, char *message,
         !device_attribute(cudaDevAttrComputeCapabilityMinor, device,
                           &ctx->cc_minor, message, len) ||
         !device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device,
-                          &smem, message, len) ||
-        !device_attribute(cudaDevAttrGlobalMemoryBusWidth, device,
-                          &ctx->mem_bus_bits, message, len)) {
+                          &smem, message, len)) {
         st = FB_STATUS_BACKEND_UNAVAILABLE;
         goto fail;
     }
@@ -356,7 +354,6 @@ void fb_ctx_fused_env(const fb_cuda_ctx *ctx, fb_math_mode math,
     env->sm_count = ctx->sm_count;
     env->cc_major = ctx->cc_major;
     env->cc_minor = ctx->cc_minor;
-    env->mem_bus_bits = ctx->mem_bus_bits;
     env->smem_optin = ctx->smem_optin;
     env->math = math;
     env->workspace = ctx->fused_workspace;

@@ -54,7 +54,7 @@ struct fb_cuda_ctx {
     cublasLtHandle_t lt;
 
     /* what the device is, read once */
-    int sm_count, cc_major, cc_minor, mem_bus_bits;
+    int sm_count, cc_major, cc_minor;
     size_t smem_optin;
 
     void *workspace;      /* FB_CTX_WORKSPACE_BYTES, cuBLASLt's alone */
