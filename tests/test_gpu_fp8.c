@@ -241,11 +241,15 @@ int main(void)
          "e4m3-lt-prefill/widen-strided"}, /* ldb 40 */
         {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
          "e4m3-lt-prefill/widen-strided"},
+        /* up to 192 rows, where the wgmma kernel's grid would not fill
+         * the GPU (few weight tiles), the mid kernel */
+        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0, "e4m3-mid-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-mid-mma"},
         /* from 128 to 384 rows the e4m3 wgmma kernel where its tensor
          * maps read the operands in place (ragged m, n and k, padded
-         * rows) */
-        {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0, "e4m3-wgmma"},
-        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-wgmma"},
+         * rows); up to 192 rows only where its grid fills the GPU */
+        {FB_DTYPE_BF16, FB_TRANS, 128, 6000, 64, 0, "e4m3-wgmma"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 4000, 96, 16, "e4m3-wgmma"},
         {FB_DTYPE_BF16, FB_TRANS, 384, 72, 128, 0, "e4m3-wgmma"},
         {FB_DTYPE_BF16, FB_TRANS, 193, 72, 128, 0, "e4m3-wgmma"},
         {FB_DTYPE_F16, FB_TRANS, 255, 264, 96, 0, "e4m3-wgmma"},
@@ -280,9 +284,10 @@ int main(void)
     }
     /* The MLP: from 128 to 512 rows the e4m3 wgmma kernel (gate and up
      * as one dual GEMM; the down projection where its weight rows are
-     * 16-byte units); else gate and up on the mid kernel by the gemm's
-     * rule for 2h outputs, the decode kernel up to 64 rows and the engine
-     * from 128; the down projection by the gemm's rule. */
+     * 16-byte units), up to 192 rows only where its grid fills the GPU;
+     * else gate and up on the mid kernel by the gemm's rule for 2h
+     * outputs, the decode kernel up to 64 rows and the engine from 128;
+     * the down projection by the gemm's rule. */
     static const struct {
         int64_t m, k, h, n;
         const char *path;
@@ -295,7 +300,8 @@ int main(void)
                {50, 160, 320, 96, "gate-up-mid-mma+decode-mma-64"},
                {100, 208, 300, 136, "gate-up-mid-mma+lt-prefill/widen-strided"},
                {127, 64, 1008, 200, "gate-up-mid-mma+mid-mma"},
-               {130, 48, 80, 40, "gate-up-wgmma+wgmma"},
+               {130, 48, 80, 40, "gate-up-mid-mma+mid-mma"},
+               {160, 64, 2608, 40, "gate-up-wgmma+mid-mma"},
                {200, 64, 160, 48, "gate-up-wgmma+wgmma"},
                {131, 40, 72, 24,
                 "gate-up-engine-prefill+engine-prefill/widen-strided"},

@@ -409,7 +409,9 @@ fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
         return FB_STATUS_NOT_SUPPORTED;
     fb_fused_env env;
     fb_ctx_fused_env(ctx, FB_MATH_DEFAULT, &env);
-    if (!fbf_e4m3_wgmma_gemm_covers(&env, p))
+    if (!fbf_e4m3_wgmma_gemm_covers(&env, p) ||
+        (fb_fp8_mid_rows(p->m, p->k, p->n) && fb_fp8_mid_gemm_applies(p) &&
+         !fbf_e4m3_wgmma_gemm_fills(&env, p)))
         return FB_STATUS_NOT_SUPPORTED;
     return fbf_e4m3_wgmma_gemm(&env, p, 0, path, pathlen);
 }
@@ -421,7 +423,10 @@ bool fb_fp8_gate_up_wgmma_applies(fb_cuda_ctx *ctx,
         return false;
     fb_fused_env env;
     fb_ctx_fused_env(ctx, FB_MATH_DEFAULT, &env);
-    return fbf_e4m3_wgmma_gate_up_covers(&env, p);
+    return fbf_e4m3_wgmma_gate_up_covers(&env, p) &&
+           !(fb_fp8_mid_rows(p->m, p->k, 2 * p->h) &&
+             fb_fp8_mid_gate_up_applies(p) &&
+             !fbf_e4m3_wgmma_gate_up_fills(&env, p));
 }
 
 fb_status fb_fp8_gate_up_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_mlp_problem *p,

@@ -431,6 +431,22 @@ static int ew_pick_bn(const fb_fused_env *env, int64_t m, int64_t n,
     return best;
 }
 
+/* The launcher's grid for m tokens and n channels (the dual form: n
+ * hidden rows, 64 a tile) fills the GPU: at least 0.6 CTAs an SM. The
+ * kernel does not split k, so a grid of few weight tiles leaves SMs idle
+ * where the mid kernel, which splits k over clusters, keeps them busy:
+ * 4096 -> 11008 -> 4096's down projection at 128 rows (64 CTAs) ran 7-10 %
+ * slower than the mid kernel on the H100 and the H200, at 192 rows (96
+ * CTAs) 6-7 % faster (docs/fp8-weights.md). */
+static bool ew_fills(const fb_fused_env *env, int64_t m, int64_t n,
+                     bool dual)
+{
+    const int bn = ew_pick_bn(env, m, n, dual);
+    const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
+    const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
+    return nch * ((m + bn - 1) / bn) * 5 >= sms * 3;
+}
+
 template <typename T, bool DUAL>
 static fb_status ew_dispatch(const fb_fused_env *env, int bn,
                              const CUtensorMap &tx, const CUtensorMap &tw,
@@ -518,6 +534,18 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
     (void)env; (void)p; (void)bn; (void)path; (void)pathlen;
     return FB_STATUS_NOT_SUPPORTED;
 #endif
+}
+
+bool fbf_e4m3_wgmma_gemm_fills(const fb_fused_env *env,
+                               const fb_e4m3_gemm_problem *p)
+{
+    return ew_fills(env, p->m, p->n, false);
+}
+
+bool fbf_e4m3_wgmma_gate_up_fills(const fb_fused_env *env,
+                                  const fb_e4m3_mlp_problem *p)
+{
+    return ew_fills(env, p->m, p->h, true);
 }
 
 bool fbf_e4m3_wgmma_gate_up_covers(const fb_fused_env *env,
