@@ -404,7 +404,13 @@ static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
 
 /* Tokens a tile. Up to 256 rows 64 (two CTAs a SM: the weights'
  * stream wants every SM, and 128 channels x 64 tokens gives 2 to 4 tiles
- * a SM), up to 1024 rows 128: the widths measured fastest there (the
+ * a SM), except that the gemm takes one tile of 128 or 256 tokens where
+ * the rows fill at least 15/16 of it and its weight tiles alone give at
+ * least 0.6 CTAs an SM: each weight tile then leaves L2 once, and at 128
+ * and 256 rows of 4096 -> 11008 that ran 12-13 % and 9-10 % faster than
+ * 64 on the H100 and the H200 (at 192 rows a tile of 256, three quarters
+ * full, ran 27 % slower; with 32 weight tiles, 11008 -> 4096, 128 ran 4 %
+ * slower). Up to 1024 rows 128: the widths measured fastest there (the
  * first version, docs/fp8-weights.md). Beyond, the width whose grid
  * takes the fewest tile-times, a tile of BN tokens costing BN + 64 (the
  * weight tile's stream, paid per tile whatever BN), rounds of sm_count
@@ -412,12 +418,16 @@ static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
 static int ew_pick_bn(const fb_fused_env *env, int64_t m, int64_t n,
                       bool dual)
 {
+    const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
+    const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
+    if (!dual && nch * 5 >= sms * 3)
+        for (int bn : {128, 256})
+            if (m <= bn && m * 16 >= (int64_t)bn * 15)
+                return bn;
     if (m <= 256)
         return 64;
     if (m <= 1024)
         return 128;
-    const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
-    const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
     int best = 256;
     double best_cost = 0;
     const int cand[2] = {256, 128};
