@@ -600,16 +600,17 @@ static void test_bf16_tiny_x(fb_handle h)
 
 /* The same call on 1, 2 and 3 threads gives the same bits: each output's
  * sum is taken in one order whatever the split (threads own whole groups
- * of four channels). */
+ * of four channels, or, for the gemm of many rows on AMX, whole blocks of
+ * rows). */
 static void test_threads_bitwise(void)
 {
     /* big enough for the thread heuristic to use several (a million
      * flops a thread) */
-    enum { M = 5, K = 1030, H = 258, N = 203 };
-    static fb_bfloat16 X[M * K], Y[3][M * N], Yg[3][M * H];
+    enum { M = 5, K = 1030, H = 258, N = 203, MB = 450 };
+    static fb_bfloat16 X[MB * K], Y[3][M * N], Yg[3][M * H], Yb[3][MB * H];
     static fb_e4m3 Wg[H * K], Wu[H * K], Wd[N * H];
     static float sg[H], su[H], sd[N];
-    for (int i = 0; i < M * K; i++)
+    for (int i = 0; i < MB * K; i++)
         X[i] = fb_float_to_bfloat16((float)(rng_unit() * 2 - 1));
     for (int i = 0; i < H * K; i++) {
         Wg[i].bits = (uint8_t)rng_below(0x7f);
@@ -635,11 +636,19 @@ static void test_threads_bitwise(void)
                 FB_STATUS_SUCCESS)
             ok = 0;
         tap_diag("%d thread(s) asked: %s", t + 1, fb_handle_last_path(h));
+        if (gemm_e4m3_bias_act(h, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS,
+                               FB_TRANS, MB, H, K, 1.0f, X, K, Wu, K, su,
+                               0.0f, Yb[t], H, NULL, FB_ACT_GELU_TANH) !=
+            FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked, %d rows: %s", t + 1, MB,
+                 fb_handle_last_path(h));
         fb_destroy(h);
     }
     for (int t = 1; t < 3; t++)
         ok &= memcmp(Y[0], Y[t], sizeof Y[0]) == 0 &&
-              memcmp(Yg[0], Yg[t], sizeof Yg[0]) == 0;
+              memcmp(Yg[0], Yg[t], sizeof Yg[0]) == 0 &&
+              memcmp(Yb[0], Yb[t], sizeof Yb[0]) == 0;
     tap_ok(ok, "e4m3 gemm and MLP: the same bits on 1, 2 and 3 threads");
 }
 
@@ -665,6 +674,12 @@ int main(int argc, char **argv)
     const fp8_target t = {"cpu", h, &tmem_host, ARITH_FP32, ARITH_FP32, 1};
     fp8_sweep_gemm(&t);
     fp8_sweep_mlp(&t);
+    /* Many rows of bf16: on AMX with two threads or more, whole blocks of
+     * rows a thread; against the oracle, every activation in turn. */
+    for (int a = 0; a < 2; a++)
+        fp8_gemm_case(&t, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                      a ? 600 : 450, 259, 131, 1.0f, a ? 0.5f : 0.0f, 1,
+                      a ? FB_ACT_SILU : FB_ACT_GELU_TANH, 0, a ? 3 : 0);
     /* The same on auto with host memory (the CPU, with one thread and
      * with the default count). */
     fb_handle a = handle_on(FB_BACKEND_AUTO);
