@@ -607,7 +607,8 @@ static void test_threads_bitwise(void)
     /* big enough for the thread heuristic to use several (a million
      * flops a thread) */
     enum { M = 5, K = 1030, H = 258, N = 203, MB = 450 };
-    static fb_bfloat16 X[MB * K], Y[3][M * N], Yg[3][M * H], Yb[3][MB * H];
+    static fb_bfloat16 X[MB * K], Y[3][M * N], Yg[3][M * H], Yb[3][MB * H],
+        Ym[3][MB * N];
     static fb_e4m3 Wg[H * K], Wu[H * K], Wd[N * H];
     static float sg[H], su[H], sd[N];
     for (int i = 0; i < MB * K; i++)
@@ -643,12 +644,19 @@ static void test_threads_bitwise(void)
             ok = 0;
         tap_diag("%d thread(s) asked, %d rows: %s", t + 1, MB,
                  fb_handle_last_path(h));
+        if (mlp_geglu_forward_e4m3(h, FB_DTYPE_BF16, FB_ACT_SILU, MB, K, H, N,
+                                   X, K, Wg, sg, NULL, Wu, su, NULL, Wd, sd,
+                                   NULL, Ym[t], N) != FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked, MLP of %d rows: %s", t + 1, MB,
+                 fb_handle_last_path(h));
         fb_destroy(h);
     }
     for (int t = 1; t < 3; t++)
         ok &= memcmp(Y[0], Y[t], sizeof Y[0]) == 0 &&
               memcmp(Yg[0], Yg[t], sizeof Yg[0]) == 0 &&
-              memcmp(Yb[0], Yb[t], sizeof Yb[0]) == 0;
+              memcmp(Yb[0], Yb[t], sizeof Yb[0]) == 0 &&
+              memcmp(Ym[0], Ym[t], sizeof Ym[0]) == 0;
     tap_ok(ok, "e4m3 gemm and MLP: the same bits on 1, 2 and 3 threads");
 }
 
@@ -680,6 +688,9 @@ int main(int argc, char **argv)
         fp8_gemm_case(&t, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                       a ? 600 : 450, 259, 131, 1.0f, a ? 0.5f : 0.0f, 1,
                       a ? FB_ACT_SILU : FB_ACT_GELU_TANH, 0, a ? 3 : 0);
+    fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_GELU_TANH, 450, 64, 200, 70, 1, 0,
+                 0);
+    fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_SILU, 640, 96, 130, 48, 0, 0, 3);
     /* The same on auto with host memory (the CPU, with one thread and
      * with the default count). */
     fb_handle a = handle_on(FB_BACKEND_AUTO);
