@@ -56,19 +56,11 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
     const double flops = 2.0 * (double)p->m * (double)n *
                          (double)(k > 0 ? k : 1);
     int t = fb_cpu_own_threads(h, flops);
-    /* By blocks where each thread gets two or more and that widens no
-     * weight more often than the channel split: t equal shares of blocks
-     * of equal rows, as many blocks in all as blocks of cap rows would be.
-     * (One block a thread measured no faster: the two threads then stream
-     * all of a large w at once instead of half each.) */
-    const int64_t full = (p->m + cap - 1) / cap;
-    const int64_t even = (int64_t)t * ((p->m + (int64_t)t * cap - 1) /
-                                       ((int64_t)t * cap));
-    const int by_blocks = amx && t > 1 && full >= 2 * (int64_t)t &&
-                          even == full;
-    int64_t tb = p->m < cap ? p->m : cap;
-    if (by_blocks)
-        tb = (p->m + even - 1) / even;
+    int64_t tb;
+    const int by_blocks =
+        fb_e4m3_blocks_per_thread(p->m, cap, t, &tb) && amx;
+    if (!by_blocks)
+        tb = p->m < cap ? p->m : cap;
     const int64_t blocks = (p->m + tb - 1) / tb;
     const int64_t parts = by_blocks ? blocks : (n + gran - 1) / gran;
     if (t > parts)

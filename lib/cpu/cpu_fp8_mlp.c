@@ -68,15 +68,11 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
     int t = fb_cpu_own_threads(h, flops);
     const int64_t gran = amx ? 16 : 4;
     const int64_t widest = (hd > n ? hd : n);
-    /* By blocks as the gemm decides it (cpu_fp8_gemm.c). */
-    const int64_t full = (p->m + cap - 1) / cap;
-    const int64_t even = (int64_t)t * ((p->m + (int64_t)t * cap - 1) /
-                                       ((int64_t)t * cap));
-    const int by_blocks = amx && hd > 0 && k > 0 && t > 1 &&
-                          full >= 2 * (int64_t)t && even == full;
-    int64_t rb = p->m < cap ? p->m : cap;
-    if (by_blocks)
-        rb = (p->m + even - 1) / even;
+    int64_t rb;
+    const int by_blocks = fb_e4m3_blocks_per_thread(p->m, cap, t, &rb) &&
+                          amx && hd > 0 && k > 0;
+    if (!by_blocks)
+        rb = p->m < cap ? p->m : cap;
     const int64_t blocks = (p->m + rb - 1) / rb;
     const int64_t parts = by_blocks ? blocks : (widest + gran - 1) / gran;
     if (t > parts)
