@@ -163,12 +163,13 @@ struct E4Gemm {
     int mode; /* 0 random, 1 integers (exact), 2 NaN bytes and a NaN row */
 };
 
-static void e4m3_check_gemm(Device &dev, const E4Gemm &c, uint64_t seed, int bn)
+static void e4m3_check_gemm(Device &dev, const E4Gemm &c, uint64_t seed, int bn, int splits = 0)
 {
     char label[160];
-    snprintf(label, sizeof label, "gemm %s %d x %d -> %d ldx %lld ldc %lld a %.2f b %.2f %s%s%s bn %d",
+    snprintf(label, sizeof label, "gemm %s %d x %d -> %d ldx %lld ldc %lld a %.2f b %.2f %s%s%s bn %d splits %d",
              dname(c.d), c.m, c.k, c.n, (long long)c.ldx, (long long)c.ldc, c.alpha, c.beta,
-             aname(c.act), c.bias ? " bias" : "", c.mode == 1 ? " integers" : c.mode == 2 ? " NaN" : "", bn);
+             aname(c.act), c.bias ? " bias" : "", c.mode == 1 ? " integers" : c.mode == 2 ? " NaN" : "", bn,
+             splits);
     g_current = label;
     cudaStream_t s = dev.stream;
     const size_t xb = (size_t)c.m * c.ldx * 2, cb = (size_t)c.m * c.ldc * 2;
@@ -228,7 +229,7 @@ static void e4m3_check_gemm(Device &dev, const E4Gemm &c, uint64_t seed, int bn)
     p.bias = c.bias ? bias : NULL;
     p.act = c.act;
     char path[64] = "";
-    fb_status st = fbf_e4m3_wgmma_gemm(&dev.env, &p, bn, path, sizeof path);
+    fb_status st = fbf_e4m3_wgmma_gemm(&dev.env, &p, bn, splits, path, sizeof path);
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(s));
     if (st != FB_STATUS_SUCCESS) {
@@ -260,7 +261,7 @@ static void e4m3_check_gemm(Device &dev, const E4Gemm &c, uint64_t seed, int bn)
         if (c.beta == 0.0f) {
             /* a second run: the same bits */
             CK(cudaMemsetAsync(cc, 0xff, cb, s));
-            st = fbf_e4m3_wgmma_gemm(&dev.env, &p, bn, path, sizeof path);
+            st = fbf_e4m3_wgmma_gemm(&dev.env, &p, bn, splits, path, sizeof path);
             std::vector<unsigned char> again = download(cc, cb, s);
             report(st == FB_STATUS_SUCCESS && again == out, "e4m3-wgmma %s: repeat bit-identical", label);
         }
@@ -371,13 +372,16 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
     p.act = FB_ACT_GELU_TANH;
     char path[64];
     const int iters = m >= 4096 ? 15 : 30;
-    double t_new[4];
-    const int bns[4] = {0, 64, 128, 256};
-    for (int v = 0; v < 4; ++v)
+    double t_new[5];
+    const int bns[5] = {0, 64, 128, 256, 0};
+    char auto_path[64] = "";
+    for (int v = 0; v < 5; ++v)
         t_new[v] = time_us(s, 3, iters, [&](int i) {
             p.w = w[i % sets];
-            if (fbf_e4m3_wgmma_gemm(&dev.env, &p, bns[v], path, sizeof path) != FB_STATUS_SUCCESS)
+            if (fbf_e4m3_wgmma_gemm(&dev.env, &p, bns[v], v == 4 ? 1 : 0, path, sizeof path) != FB_STATUS_SUCCESS)
                 CK(cudaErrorUnknown);
+            if (v == 0)
+                snprintf(auto_path, sizeof auto_path, "%s", path);
         });
     /* the engine on the widened weights: the old path's GEMM (+ its pass) */
     fb_gemm_problem g;
@@ -419,10 +423,10 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
         });
     char line[360];
     snprintf(line, sizeof line,
-             "gemm %5d x %5d -> %5d: wgmma %7.1f (bn64 %7.1f bn128 %7.1f bn256 %7.1f)  "
+             "gemm %5d x %5d -> %5d: wgmma %7.1f %s (unsplit %7.1f; bn64 %7.1f bn128 %7.1f bn256 %7.1f)  "
              "mid %7.1f  old %7.1f  bf16 %7.1f (%s)  cublas+ew %7.1f  new/old %.2fx new vs bf16 %.2fx",
-             m, k, n, t_new[0], t_new[1], t_new[2], t_new[3], t_mid, t_old, t_bf16, bpath, t_blas,
-             t_old / t_new[0], t_bf16 / t_new[0]);
+             m, k, n, t_new[0], auto_path + sizeof "cuda-fused/e4m3-" - 1, t_new[4], t_new[1], t_new[2],
+             t_new[3], t_mid, t_old, t_bf16, bpath, t_blas, t_old / t_new[0], t_bf16 / t_new[0]);
     printf("%s\n", line);
     fflush(stdout);
     g_tune_lines.push_back(line);
@@ -482,7 +486,7 @@ static void e4m3_time_mlp(Device &dev, int m, int k, int h)
     char path[64];
     const double t_new = time_us(s, 3, iters, [&](int) {
         if (fbf_e4m3_wgmma_gate_up(&dev.env, &p, hb, 0) != FB_STATUS_SUCCESS ||
-            fbf_e4m3_wgmma_gemm(&dev.env, &dn, 0, path, sizeof path) != FB_STATUS_SUCCESS)
+            fbf_e4m3_wgmma_gemm(&dev.env, &dn, 0, 0, path, sizeof path) != FB_STATUS_SUCCESS)
             CK(cudaErrorUnknown);
     });
     const double t_gu = time_us(s, 3, iters, [&](int) {
@@ -551,7 +555,7 @@ static void e4m3_time_mlp(Device &dev, int m, int k, int h)
             CK(fb_fp8_mid_gate_up(s, &p, hb, 0));
             if (mid_down)
                 CK(fb_fp8_mid_gemm(s, &dn, 0));
-            else if (fbf_e4m3_wgmma_gemm(&dev.env, &dn, 0, path, sizeof path) != FB_STATUS_SUCCESS)
+            else if (fbf_e4m3_wgmma_gemm(&dev.env, &dn, 0, 0, path, sizeof path) != FB_STATUS_SUCCESS)
                 CK(cudaErrorUnknown);
         });
         t_mid_gu = time_us(s, 3, iters, [&](int) { CK(fb_fp8_mid_gate_up(s, &p, hb, 0)); });
@@ -579,6 +583,7 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
             for (int bn : {64, 256}) {
                 e4m3_check_gemm(dev, E4Gemm{ds[di], 129, 200, 144, 152, 201, 1.0f, 0.0f, FB_ACT_RELU, true, 2}, seed++, bn);
                 e4m3_check_gemm(dev, E4Gemm{ds[di], 300, 136, 512, 512, 136, 0.5f, 0.25f, FB_ACT_GELU_TANH, true, 0}, seed++, bn);
+                e4m3_check_gemm(dev, E4Gemm{ds[di], 150, 72, 1024, 1032, 80, 1.0f, 0.5f, FB_ACT_SILU, true, 0}, seed++, bn, 4);
                 e4m3_check_gate_up(dev, ds[di], 70, 256, 130, FB_ACT_SILU, true, seed++, bn);
             }
         return;
@@ -593,6 +598,13 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
         }
         e4m3_check_gemm(dev, E4Gemm{d, 1, 64, 16, 16, 64, 1.0f, 0.0f, FB_ACT_GELU_ERF, true, 0}, seed++, 0);
         e4m3_check_gemm(dev, E4Gemm{d, 2000, 1111, 2064, 2064, 1111, -1.5f, 0.0f, FB_ACT_SILU, true, 0}, seed++, 0);
+        /* k split over clusters: each size, ragged k, beta, integers, NaN */
+        for (int sp : {2, 4, 8}) {
+            e4m3_check_gemm(dev, E4Gemm{d, 333, 300, 2064, 2072, 304, 0.75f, 0.5f, FB_ACT_GELU_TANH, true, 0}, seed++, 64, sp);
+            e4m3_check_gemm(dev, E4Gemm{d, 200, 136, 1024, 1024, 136, 1.0f, 0.0f, FB_ACT_NONE, false, 1}, seed++, 128, sp);
+            e4m3_check_gemm(dev, E4Gemm{d, 129, 200, 1040, 1048, 201, 1.0f, 0.0f, FB_ACT_RELU, true, 2}, seed++, 256, sp);
+        }
+        e4m3_check_gemm(dev, E4Gemm{d, 160, 4096, 11008, 11008, 4096, 1.0f, 0.0f, FB_ACT_GELU_TANH, true, 0}, seed++, 0, 0);
         e4m3_check_gate_up(dev, d, 70, 4096, 130, FB_ACT_GELU_TANH, false, seed++, 0);
     }
     dev.copy_gbs = measure_copy_gbs(dev.stream);
@@ -601,6 +613,12 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
         e4m3_time_gemm(dev, m, 4096, 11008);
     for (int m : {128, 192, 512})
         e4m3_time_gemm(dev, m, 11008, 4096);
+    for (int m : {128, 192, 256})
+        e4m3_time_gemm(dev, m, 4096, 4096);
+    for (int m : {128, 192})
+        e4m3_time_gemm(dev, m, 4096, 2048);
+    for (int m : {128, 256})
+        e4m3_time_gemm(dev, m, 14336, 4096);
     for (int m : {128, 192, 256, 384, 512, 768, 1024})
         e4m3_time_mlp(dev, m, 4096, 11008);
     for (int m : {192, 512})

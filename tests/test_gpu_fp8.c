@@ -247,7 +247,13 @@ int main(void)
         {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-mid-mma"},
         /* from 128 to 384 rows the e4m3 wgmma kernel where its tensor
          * maps read the operands in place (ragged m, n and k, padded
-         * rows); up to 192 rows only where its grid fills the GPU */
+         * rows); up to 192 rows only where its grid fills the GPU; few
+         * weight tiles and a long k split k over a cluster (token tiles
+         * of 64, and of 128 from 129 rows where k >= 8192) */
+        {FB_DTYPE_BF16, FB_TRANS, 128, 1024, 4096, 0, "e4m3-wgmma/k-split8"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 520, 2048, 8, "e4m3-wgmma/k-split8"},
+        {FB_DTYPE_BF16, FB_TRANS, 160, 1024, 8208, 0, "e4m3-wgmma/k-split8"},
+        {FB_DTYPE_F16, FB_TRANS, 144, 2048, 2048, 0, "e4m3-wgmma/k-split4"},
         {FB_DTYPE_BF16, FB_TRANS, 128, 6000, 64, 0, "e4m3-wgmma"},
         {FB_DTYPE_F16, FB_TRANS, 192, 4000, 96, 16, "e4m3-wgmma"},
         {FB_DTYPE_BF16, FB_TRANS, 384, 72, 128, 0, "e4m3-wgmma"},
@@ -303,6 +309,8 @@ int main(void)
                {130, 48, 80, 40, "gate-up-mid-mma+mid-mma"},
                {160, 64, 2608, 40, "gate-up-wgmma+mid-mma"},
                {200, 64, 160, 48, "gate-up-wgmma+wgmma"},
+               {160, 64, 2048, 512, "gate-up-wgmma+wgmma/k-split8"},
+               {150, 2048, 256, 64, "gate-up-wgmma+"},
                {131, 40, 72, 24,
                 "gate-up-engine-prefill+engine-prefill/widen-strided"},
                {300, 256, 1008, 200, "gate-up-wgmma+wgmma"},

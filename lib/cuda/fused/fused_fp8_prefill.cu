@@ -413,7 +413,7 @@ fb_status fb_fp8_gemm_wgmma(fb_cuda_ctx *ctx, const fb_e4m3_gemm_problem *p,
         (fb_fp8_mid_rows(p->m, p->k, p->n) && fb_fp8_mid_gemm_applies(p) &&
          !fbf_e4m3_wgmma_gemm_fills(&env, p)))
         return FB_STATUS_NOT_SUPPORTED;
-    return fbf_e4m3_wgmma_gemm(&env, p, 0, path, pathlen);
+    return fbf_e4m3_wgmma_gemm(&env, p, 0, 0, path, pathlen);
 }
 
 bool fb_fp8_gate_up_wgmma_applies(fb_cuda_ctx *ctx,

@@ -36,6 +36,13 @@
  * Tile order: the token tiles of one weight tile are adjacent in the
  * grid, so the CTAs that run together share each weight tile in L2 and
  * the weights leave DRAM once.
+ *
+ * Where the tiles are too few to fill the GPU (few channels, long k: a
+ * down projection), a cluster of S = 2, 4 or 8 CTAs shares one tile, CTA
+ * r taking k-blocks r, r + S, ...; each stages its fp32 sums in its
+ * shared memory, and after a cluster barrier CTA r finishes every S-th
+ * token row of the tile from the S partial tiles, added in rank order
+ * (distributed shared memory): deterministic, no workspace, no atomics.
  */
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +90,7 @@ template <typename T> struct EwArgs {
     int m, n, k;   /* tokens, channels (dual: hidden), reduction */
     int ntok;      /* token tiles */
     int c_pairs;   /* C allows 4-byte stores of channel pairs */
+    int splits;    /* CTAs a tile (a cluster), each a share of k */
 };
 
 #if FB_WGMMA_BODY
@@ -94,6 +102,37 @@ template <typename T> struct EwArgs {
 __device__ __forceinline__ uint32_t ew_off(int r, int s, int t)
 {
     return (uint32_t)(r * 64 + ((s ^ ((r >> 1) & 3)) << 4) + 2 * t);
+}
+
+/* Barrier of every thread of the cluster, ordering shared-memory writes
+ * before it against reads (of any CTA's shared memory) after it. Not
+ * .aligned: the loading warp's thread 0 arrives after its lanes. */
+__device__ __forceinline__ void ew_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+/* The sum over the cluster's ranks, in rank order, of the float pair at
+ * shared address addr of each CTA. */
+__device__ __forceinline__ float2 ew_cluster_pair(uint32_t addr, int splits)
+{
+    float2 v[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q)
+        if (q < splits) {
+            uint32_t ra;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+                         : "=r"(ra) : "r"(addr), "r"(q));
+            asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
+                         : "=f"(v[q].x), "=f"(v[q].y) : "r"(ra) : "memory");
+        }
+    float2 s = v[0];
+#pragma unroll
+    for (int q = 1; q < 8; ++q)
+        if (q < splits)
+            s.x += v[q].x, s.y += v[q].y;
+    return s;
 }
 
 /* Barrier of the 256 computing threads (warpgroups 1 and 2). */
@@ -164,22 +203,27 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
         mbar_fence_init();
     }
     __syncthreads();
-    const int kblocks = (a.k + kEwBK - 1) / kEwBK;
-    const int u = blockIdx.x;
+    const int splits = a.splits;
+    const int u = blockIdx.x / splits, rank = blockIdx.x % splits;
+    /* this CTA's k-blocks: rank, rank + splits, ... (at least one) */
+    const int kblocks = ((a.k + kEwBK - 1) / kEwBK - rank + splits - 1) / splits;
     const int m0 = (u % a.ntok) * BN;
     const int c0 = (u / a.ntok) * (DUAL ? kEwRows / 2 : kEwRows);
 
     if (wg == 0) {
-        /* 40 + 2 x 232 registers a thread (one CTA a SM); two CTAs a SM
-         * keep the launch's 80 (an increase would have to wait for
-         * registers the loading warpgroup cannot free) */
+        /* one CTA a SM: 40 + 2 x 232 registers a thread; two: the
+         * launch's 80 become 32 + 2 x 104, exactly what the loading
+         * warpgroup frees (at 80 the computing warps' two fragment sets
+         * and 32 accumulators do not fit, and ptxas serialises the
+         * wgmma) */
         if (S::MINB == 1)
             setmaxnreg_dec<40>();
-        if (threadIdx.x != 0)
-            return;
+        else
+            setmaxnreg_dec<32>();
         int stage = 0;
         uint32_t phase = 0;
-        for (int kb = 0; kb < kblocks; ++kb) {
+        for (int i = 0; threadIdx.x == 0 && i < kblocks; ++i) {
+            const int kb = rank + i * splits;
             mbar_wait(&empty[stage], phase ^ 1);
             unsigned char *st = smem + stage * S::STAGE_BYTES;
             mbar_arrive_expect_tx(&full[stage], S::STAGE_BYTES);
@@ -198,11 +242,19 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
                 phase ^= 1;
             }
         }
+        /* the consumers' two cluster barriers (partial tiles staged; all
+         * read) */
+        if (splits > 1) {
+            ew_cluster_sync();
+            ew_cluster_sync();
+        }
         return;
     }
 
     if (S::MINB == 1)
         setmaxnreg_inc<232>();
+    else
+        setmaxnreg_inc<104>();
     const int cw = wg - 1;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
     const int g = lane >> 2, t = lane & 3;
@@ -289,6 +341,8 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
                     acc[4 * j + q];
     }
     consumers_sync();
+    if (splits > 1)
+        ew_cluster_sync(); /* every CTA's partial tile is staged */
     const int ct = threadIdx.x - 128; /* 0 .. 255 */
     constexpr int PAIRS = DUAL ? 32 : 64; /* channel pairs a token row */
     constexpr int ROWS = 256 / PAIRS;     /* token rows an iteration */
@@ -317,13 +371,24 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     const bool pairs = ok1 && a.c_pairs;
     const int rows = a.m - m0 < BN ? a.m - m0 : BN;
 #pragma unroll 1
-    for (int r = rbeg; r < rows; r += ROWS) {
+    for (int r = rbeg + rank * ROWS; r < rows; r += ROWS * splits) {
         const float *row = os + r * kEwOutLd;
         T *cp = a.c + (int64_t)(m0 + r) * a.ldc + ch;
+        float2 d0, d1 = make_float2(0.0f, 0.0f);
+        if (splits == 1) {
+            d0 = make_float2(row[2 * pr], row[2 * pr + 1]);
+            if (DUAL)
+                d1 = make_float2(row[64 + 2 * pr], row[64 + 2 * pr + 1]);
+        } else {
+            const uint32_t ra = smem_addr(row + 2 * pr);
+            d0 = ew_cluster_pair(ra, splits);
+            if (DUAL)
+                d1 = ew_cluster_pair(ra + 64 * 4, splits);
+        }
         float v0, v1;
         if (DUAL) {
-            float g0 = row[2 * pr] * s0, g1 = row[2 * pr + 1] * s1;
-            float w0 = row[64 + 2 * pr] * t0, w1 = row[64 + 2 * pr + 1] * t1;
+            float g0 = d0.x * s0, g1 = d0.y * s1;
+            float w0 = d1.x * t0, w1 = d1.y * t1;
             if (has_b)
                 g0 += b0, g1 += b1;
             if (has_b2)
@@ -331,8 +396,8 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
             v0 = fb_act_dynamic(act, g0) * w0;
             v1 = fb_act_dynamic(act, g1) * w1;
         } else {
-            v0 = a.alpha * (row[2 * pr] * s0);
-            v1 = a.alpha * (row[2 * pr + 1] * s1);
+            v0 = a.alpha * (d0.x * s0);
+            v1 = a.alpha * (d0.y * s1);
             if (a.beta != 0.0f) {
                 if (ok0)
                     v0 += a.beta * fb_load_f32(cp[0]);
@@ -353,6 +418,8 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
                 cp[1] = fb_store_as<T>(v1);
         }
     }
+    if (splits > 1)
+        ew_cluster_sync(); /* no CTA leaves while its tile is read */
 #endif /* FB_WGMMA_BODY */
 }
 
@@ -392,69 +459,84 @@ static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
     a.c_pairs = ((uintptr_t)a.c & 3u) == 0 && a.ldc % 2 == 0;
     const int64_t nch = (a.n + (DUAL ? 63 : 127)) / (DUAL ? 64 : 128);
     const int64_t tiles = nch * a.ntok;
-    if (tiles > 0x7fffffff)
+    if (a.splits != 1 && a.splits != 2 && a.splits != 4 && a.splits != 8)
         return FB_STATUS_NOT_SUPPORTED;
-    void *args[] = {const_cast<CUtensorMap *>(&tx),
-                    const_cast<CUtensorMap *>(&tw),
-                    const_cast<CUtensorMap *>(&tw2), &a};
-    return fbf_launch_status(cudaLaunchKernel(func, dim3((unsigned)tiles),
-                                              dim3(kEwThreads), args, S::SMEM,
-                                              env->stream));
+    if (tiles * a.splits > 0x7fffffff ||
+        (a.k + kEwBK - 1) / kEwBK < a.splits)
+        return FB_STATUS_NOT_SUPPORTED;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(tiles * a.splits));
+    cfg.blockDim = dim3(kEwThreads);
+    cfg.dynamicSmemBytes = S::SMEM;
+    cfg.stream = env->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)a.splits;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = a.splits > 1 ? 1 : 0;
+    return fbf_launch_status(cudaLaunchKernelEx(
+        &cfg, e4m3_wgmma_kernel<T, BN, DUAL>, tx, tw, tw2, a));
 }
 
-/* Tokens a tile. Up to 256 rows 64 (two CTAs a SM: the weights'
- * stream wants every SM, and 128 channels x 64 tokens gives 2 to 4 tiles
- * a SM), except that the gemm takes one tile of 128 or 256 tokens where
- * the rows fill at least 15/16 of it and its weight tiles alone give at
- * least 0.6 CTAs an SM: each weight tile then leaves L2 once, and at 128
- * and 256 rows of 4096 -> 11008 that ran 12-13 % and 9-10 % faster than
- * 64 on the H100 and the H200 (at 192 rows a tile of 256, three quarters
- * full, ran 27 % slower; with 32 weight tiles, 11008 -> 4096, 128 ran 4 %
- * slower). Up to 1024 rows 128: the widths measured fastest there (the
- * first version, docs/fp8-weights.md). Beyond, the width whose grid
- * takes the fewest tile-times, a tile of BN tokens costing BN + 64 (the
- * weight tile's stream, paid per tile whatever BN), rounds of sm_count
- * tiles. */
-static int ew_pick_bn(const fb_fused_env *env, int64_t m, int64_t n,
-                      bool dual)
+/* The launch's shape: tokens a tile (BN) and CTAs a tile (splits, each a
+ * share of the k-blocks). */
+struct EwPlan {
+    int bn, splits;
+};
+
+/* Measured on an H100 (fused_selftest --e4m3-wgmma-probe; the rows are
+ * in docs/fp8-weights.md):
+ *   - BN 64 (two CTAs a SM) by default: from 160 to 2048 rows of 4096 ->
+ *     11008 it ran level with or faster than 128 and 256, and two CTAs an
+ *     SM hide each other's ring fill and epilogue where a CTA has few
+ *     k-blocks (192 x 4096 -> 2048: 20.4 us against 33.8 at BN 128);
+ *   - BN 128 from 129 rows where k >= 8192 (down projections): each
+ *     weight tile is then widened for two token tiles, not three or four
+ *     (192 x 11008 -> 4096 58.3 us against 65.5; 256 x 14336 -> 4096
+ *     65.1 against 78.8); at 128 rows 64 stays ahead (53.8 against 62.2);
+ *   - the gemm takes one token tile of 128 or 256 where the rows fill at
+ *     least 15/16 of it and the weight tiles alone give 0.6 CTAs an SM
+ *     (each weight tile then leaves L2 once);
+ *   - splits: the most (up to 8) that keep the grid within one round of
+ *     the CTAs the GPU holds at once, each CTA keeping at least 4
+ *     k-blocks: 128 x 11008 -> 4096 53.9 us against 68.2 unsplit, 128 x
+ *     4096 -> 2048 22.7 against 32.8; a split into more than one round
+ *     ran slower than none (192 x 11008 -> 4096 in 8: 70.3 against 65.5).
+ */
+static EwPlan ew_plan(const fb_fused_env *env, int64_t m, int64_t n,
+                      int64_t k, bool dual, int bn)
 {
     const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
     const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
-    if (!dual && nch * 5 >= sms * 3)
-        for (int bn : {128, 256})
-            if (m <= bn && m * 16 >= (int64_t)bn * 15)
-                return bn;
-    if (m <= 256)
-        return 64;
-    if (m <= 1024)
-        return 128;
-    int best = 256;
-    double best_cost = 0;
-    const int cand[2] = {256, 128};
-    for (int i = 0; i < 2; ++i) {
-        const int bn = cand[i];
-        const int64_t tiles = nch * ((m + bn - 1) / bn);
-        const double cost = (double)((tiles + sms - 1) / sms) * (bn + 64);
-        if (i == 0 || cost < best_cost)
-            best = bn, best_cost = cost;
+    EwPlan pl = {bn, 1};
+    if (bn != 64 && bn != 128 && bn != 256) {
+        pl.bn = m > 128 && k >= 8192 ? 128 : 64;
+        if (!dual && nch * 5 >= sms * 3)
+            for (int b : {128, 256})
+                if (m <= b && m * 16 >= (int64_t)b * 15) {
+                    pl.bn = b;
+                    break;
+                }
     }
-    return best;
+    const int64_t tiles = nch * ((m + pl.bn - 1) / pl.bn);
+    const int64_t slots = sms * (pl.bn == 64 ? EwShape<64>::MINB : 1);
+    const int64_t kblocks = (k + kEwBK - 1) / kEwBK;
+    for (int s = 2; s <= 8 && tiles * s <= slots && kblocks >= 4 * s; s *= 2)
+        pl.splits = s;
+    return pl;
 }
 
 /* The launcher's grid for m tokens and n channels (the dual form: n
- * hidden rows, 64 a tile) fills the GPU: at least 0.6 CTAs an SM. The
- * kernel does not split k, so a grid of few weight tiles leaves SMs idle
- * where the mid kernel, which splits k over clusters, keeps them busy:
- * 4096 -> 11008 -> 4096's down projection at 128 rows (64 CTAs) ran 7-10 %
- * slower than the mid kernel on the H100 and the H200, at 192 rows (96
- * CTAs) 6-7 % faster (docs/fp8-weights.md). */
+ * hidden rows, 64 a tile) fills the GPU: at least 0.6 CTAs an SM. */
 static bool ew_fills(const fb_fused_env *env, int64_t m, int64_t n,
-                     bool dual)
+                     int64_t k, bool dual)
 {
-    const int bn = ew_pick_bn(env, m, n, dual);
+    const EwPlan pl = ew_plan(env, m, n, k, dual, 0);
     const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
     const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
-    return nch * ((m + bn - 1) / bn) * 5 >= sms * 3;
+    return nch * ((m + pl.bn - 1) / pl.bn) * pl.splits * 5 >= sms * 3;
 }
 
 template <typename T, bool DUAL>
@@ -503,13 +585,15 @@ bool fbf_e4m3_wgmma_gemm_covers(const fb_fused_env *env,
 
 fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
                               const fb_e4m3_gemm_problem *p, int bn,
-                              char *path, size_t pathlen)
+                              int splits, char *path, size_t pathlen)
 {
 #ifdef FB_HAVE_SM90A
     if (!fbf_e4m3_wgmma_gemm_covers(env, p))
         return FB_STATUS_NOT_SUPPORTED;
-    if (bn != 64 && bn != 128 && bn != 256)
-        bn = ew_pick_bn(env, p->m, p->n, false);
+    const EwPlan pl = ew_plan(env, p->m, p->n, p->k, false, bn);
+    bn = pl.bn;
+    if (splits <= 0)
+        splits = pl.splits;
     CUtensorMap tx, tw;
     if (!fbf_tma_map_16(&tx, p->dtype, p->x, p->m, p->k, p->x_ts, kEwBK, bn,
                         true) ||
@@ -525,6 +609,7 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
         a.scale = p->scale;
         a.alpha = p->alpha, a.beta = p->beta, a.act = (int)p->act;
         a.m = (int)p->m, a.n = (int)p->n, a.k = (int)p->k;
+        a.splits = splits;
         st = ew_dispatch<__nv_bfloat16, false>(env, bn, tx, tw, tw, a);
     } else {
         EwArgs<__half> a;
@@ -535,13 +620,20 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
         a.scale = p->scale;
         a.alpha = p->alpha, a.beta = p->beta, a.act = (int)p->act;
         a.m = (int)p->m, a.n = (int)p->n, a.k = (int)p->k;
+        a.splits = splits;
         st = ew_dispatch<__half, false>(env, bn, tx, tw, tw, a);
     }
-    if (st == FB_STATUS_SUCCESS)
-        fbf_set_path(path, pathlen, "e4m3-wgmma");
+    if (st == FB_STATUS_SUCCESS) {
+        char name[32];
+        if (splits > 1)
+            snprintf(name, sizeof name, "e4m3-wgmma/k-split%d", splits);
+        else
+            snprintf(name, sizeof name, "e4m3-wgmma");
+        fbf_set_path(path, pathlen, name);
+    }
     return st;
 #else
-    (void)env; (void)p; (void)bn; (void)path; (void)pathlen;
+    (void)env; (void)p; (void)bn; (void)splits; (void)path; (void)pathlen;
     return FB_STATUS_NOT_SUPPORTED;
 #endif
 }
@@ -549,13 +641,13 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
 bool fbf_e4m3_wgmma_gemm_fills(const fb_fused_env *env,
                                const fb_e4m3_gemm_problem *p)
 {
-    return ew_fills(env, p->m, p->n, false);
+    return ew_fills(env, p->m, p->n, p->k, false);
 }
 
 bool fbf_e4m3_wgmma_gate_up_fills(const fb_fused_env *env,
                                   const fb_e4m3_mlp_problem *p)
 {
-    return ew_fills(env, p->m, p->h, true);
+    return ew_fills(env, p->m, p->h, p->k, true);
 }
 
 bool fbf_e4m3_wgmma_gate_up_covers(const fb_fused_env *env,
@@ -581,8 +673,8 @@ fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
 #ifdef FB_HAVE_SM90A
     if (!fbf_e4m3_wgmma_gate_up_covers(env, p) || !tiny_aligned16(hbuf))
         return FB_STATUS_NOT_SUPPORTED;
-    if (bn != 64 && bn != 128 && bn != 256)
-        bn = ew_pick_bn(env, p->m, p->h, true);
+    const EwPlan pl = ew_plan(env, p->m, p->h, p->k, true, bn);
+    bn = pl.bn;
     CUtensorMap tx, twg, twu;
     if (!fbf_tma_map_16(&tx, p->dtype, p->x, p->m, p->k, p->ldx, kEwBK, bn,
                         true) ||
@@ -599,6 +691,7 @@ fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
         a.scale = p->sg, a.scale2 = p->su;
         a.alpha = 1.0f, a.act = (int)p->gate_act;
         a.m = (int)p->m, a.n = (int)p->h, a.k = (int)p->k;
+        a.splits = pl.splits;
         return ew_dispatch<__nv_bfloat16, true>(env, bn, tx, twg, twu, a);
     }
     EwArgs<__half> a;
@@ -610,6 +703,7 @@ fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
     a.scale = p->sg, a.scale2 = p->su;
     a.alpha = 1.0f, a.act = (int)p->gate_act;
     a.m = (int)p->m, a.n = (int)p->h, a.k = (int)p->k;
+    a.splits = pl.splits;
     return ew_dispatch<__half, true>(env, bn, tx, twg, twu, a);
 #else
     (void)env; (void)p; (void)hbuf; (void)bn;

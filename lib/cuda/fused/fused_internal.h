@@ -186,13 +186,15 @@ fb_status fbf_mlp_sm90(const fb_fused_env *env, const fb_mlp_problem *p,
  * 16-byte aligned X and weights, alpha != 0. The gate-and-up form writes
  * H = act(sg .* X Wg^T + bg) .* (su .* X Wu^T + bu) in the input type
  * into hbuf (m x h, row stride h; k a multiple of 16). bn: tokens a tile
- * (64, 128, 256; anything else: the launcher's choice). NOT_SUPPORTED,
- * nothing launched, where it does not cover the call. */
+ * (64, 128, 256; anything else: the launcher's choice); splits: CTAs a
+ * tile, each a share of k (1, 2, 4, 8; <= 0: the launcher's choice; the
+ * gemm only). NOT_SUPPORTED, nothing launched, where it does not cover
+ * the call. */
 bool fbf_e4m3_wgmma_gemm_covers(const fb_fused_env *env,
                                 const fb_e4m3_gemm_problem *p);
 fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
                               const fb_e4m3_gemm_problem *p, int bn,
-                              char *path, size_t pathlen);
+                              int splits, char *path, size_t pathlen);
 bool fbf_e4m3_wgmma_gate_up_covers(const fb_fused_env *env,
                                    const fb_e4m3_mlp_problem *p);
 /* Whether the launcher's grid for p fills the GPU (at least 0.6 CTAs an
