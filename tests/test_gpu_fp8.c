@@ -242,16 +242,17 @@ int main(void)
         {FB_DTYPE_F16, FB_NO_TRANS, 100, 72, 96, 0,
          "e4m3-lt-prefill/widen-strided"},
         /* up to 192 rows, where the wgmma kernel's grid would not fill
-         * the GPU (few weight tiles), the mid kernel */
+         * the GPU even with k split (few weight tiles, short k), the mid
+         * kernel */
         {FB_DTYPE_BF16, FB_TRANS, 128, 72, 128, 0, "e4m3-mid-mma"},
-        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-mid-mma"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 1000, 1000, 8, "e4m3-wgmma/k-split4"},
         /* from 128 to 384 rows the e4m3 wgmma kernel where its tensor
          * maps read the operands in place (ragged m, n and k, padded
          * rows); up to 192 rows only where its grid fills the GPU; few
          * weight tiles and a long k split k over a cluster (token tiles
          * of 64, and of 128 from 129 rows where k >= 8192) */
         {FB_DTYPE_BF16, FB_TRANS, 128, 1024, 4096, 0, "e4m3-wgmma/k-split8"},
-        {FB_DTYPE_F16, FB_TRANS, 192, 520, 2048, 8, "e4m3-wgmma/k-split8"},
+        {FB_DTYPE_F16, FB_TRANS, 192, 520, 2048, 16, "e4m3-wgmma/k-split8"},
         {FB_DTYPE_BF16, FB_TRANS, 160, 1024, 8208, 0, "e4m3-wgmma/k-split8"},
         {FB_DTYPE_F16, FB_TRANS, 144, 2048, 2048, 0, "e4m3-wgmma/k-split4"},
         {FB_DTYPE_BF16, FB_TRANS, 128, 6000, 64, 0, "e4m3-wgmma"},

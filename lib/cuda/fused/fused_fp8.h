@@ -102,8 +102,8 @@ fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
  * FB_FP8_WGMMA_MIN_ROWS rows up to FB_FP8_WGMMA_GEMM_MAX_ROWS for the
  * gemm and FB_FP8_WGMMA_MLP_MAX_ROWS for both of the MLP's launches: the
  * ranges where it measured faster than both (docs/fp8-weights.md);
- * where the mid kernel can run the call too, only if its grid fills the
- * GPU (fbf_e4m3_wgmma_gemm_fills). */
+ * where the mid kernel can run the call too, only if its grid (k split
+ * over clusters included) fills the GPU (fbf_e4m3_wgmma_gemm_fills). */
 #define FB_FP8_WGMMA_MIN_ROWS 128
 #define FB_FP8_WGMMA_GEMM_MAX_ROWS 384
 #define FB_FP8_WGMMA_MLP_MAX_ROWS 512

@@ -488,17 +488,15 @@ struct EwPlan {
 
 /* Measured on an H100 (fused_selftest --e4m3-wgmma-probe; the rows are
  * in docs/fp8-weights.md):
- *   - BN 64 (two CTAs a SM) by default: from 160 to 2048 rows of 4096 ->
- *     11008 it ran level with or faster than 128 and 256, and two CTAs an
- *     SM hide each other's ring fill and epilogue where a CTA has few
- *     k-blocks (192 x 4096 -> 2048: 20.4 us against 33.8 at BN 128);
+ *   - BN 64 (two CTAs a SM) by default: from 128 to 2048 rows of 4096 ->
+ *     11008 it ran level with or faster than 128 and 256 (256 rows: 76.4
+ *     us against 96.8 and 83.8), and two CTAs an SM hide each other's
+ *     ring fill and epilogue where a CTA has few k-blocks (192 x 4096 ->
+ *     2048: 20.2 us against 33.7 at BN 128);
  *   - BN 128 from 129 rows where k >= 8192 (down projections): each
  *     weight tile is then widened for two token tiles, not three or four
  *     (192 x 11008 -> 4096 58.3 us against 65.5; 256 x 14336 -> 4096
  *     65.1 against 78.8); at 128 rows 64 stays ahead (53.8 against 62.2);
- *   - the gemm takes one token tile of 128 or 256 where the rows fill at
- *     least 15/16 of it and the weight tiles alone give 0.6 CTAs an SM
- *     (each weight tile then leaves L2 once);
  *   - splits: the most (up to 8) that keep the grid within one round of
  *     the CTAs the GPU holds at once, each CTA keeping at least 4
  *     k-blocks: 128 x 11008 -> 4096 53.9 us against 68.2 unsplit, 128 x
@@ -511,15 +509,8 @@ static EwPlan ew_plan(const fb_fused_env *env, int64_t m, int64_t n,
     const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
     const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
     EwPlan pl = {bn, 1};
-    if (bn != 64 && bn != 128 && bn != 256) {
+    if (bn != 64 && bn != 128 && bn != 256)
         pl.bn = m > 128 && k >= 8192 ? 128 : 64;
-        if (!dual && nch * 5 >= sms * 3)
-            for (int b : {128, 256})
-                if (m <= b && m * 16 >= (int64_t)b * 15) {
-                    pl.bn = b;
-                    break;
-                }
-    }
     const int64_t tiles = nch * ((m + pl.bn - 1) / pl.bn);
     const int64_t slots = sms * (pl.bn == 64 ? EwShape<64>::MINB : 1);
     const int64_t kblocks = (k + kEwBK - 1) / kEwBK;

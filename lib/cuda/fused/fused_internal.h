@@ -197,8 +197,8 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
                               int splits, char *path, size_t pathlen);
 bool fbf_e4m3_wgmma_gate_up_covers(const fb_fused_env *env,
                                    const fb_e4m3_mlp_problem *p);
-/* Whether the launcher's grid for p fills the GPU (at least 0.6 CTAs an
- * SM): the shape rule's question where the mid kernel, which splits k,
+/* Whether the launcher's grid for p, k split included, fills the GPU (at
+ * least 0.6 CTAs an SM): the shape rule's question where the mid kernel
  * can take the call too. */
 bool fbf_e4m3_wgmma_gemm_fills(const fb_fused_env *env,
                                const fb_e4m3_gemm_problem *p);
