@@ -135,6 +135,91 @@ __device__ __forceinline__ float2 ew_cluster_pair(uint32_t addr, int splits)
     return s;
 }
 
+/* A thread's share of the finishing loop: its channel pair of token rows
+ * r0, r0 + rstep, ... of the staged tile (os: this thread's pair in
+ * row 0; cp: its outputs in row 0), with the per-channel constants read
+ * once. */
+template <typename T> struct EwFinish {
+    const float *os;
+    T *cp;
+    int64_t ldc;
+    float alpha, beta;
+    float s0, s1, t0, t1, b0, b1, u0, u1; /* scales and biases */
+    bool ok0, ok1, has_b, has_b2, pairs;
+    int r0, rstep, rows, splits;
+};
+
+/* The finishing loop with the activation fixed at compile time, four
+ * rows at a time: their sums are read first (from this CTA's shared
+ * memory, or the cluster's), then finished and stored, so that the four
+ * chains overlap (the kernel's epilogue ran exposed, latency-bound, with
+ * one branch on the activation per output). Per output the e4m3
+ * contract in fb_fp8_finish's order. */
+template <typename T, bool DUAL, int ACT>
+__device__ __forceinline__ void ew_finish_rows(const EwFinish<T> &f)
+{
+    const fb_activation A = (fb_activation)ACT;
+    constexpr int U = 4;
+#pragma unroll 1
+    for (int r = f.r0; r < f.rows; r += U * f.rstep) {
+        float2 d0[U], d1[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int rr = min(r + u * f.rstep, f.rows - 1);
+            const float *row = f.os + rr * kEwOutLd;
+            if (f.splits == 1) {
+                d0[u] = make_float2(row[0], row[1]);
+                if (DUAL)
+                    d1[u] = make_float2(row[64], row[65]);
+            } else {
+                const uint32_t ra = smem_addr(row);
+                d0[u] = ew_cluster_pair(ra, f.splits);
+                if (DUAL)
+                    d1[u] = ew_cluster_pair(ra + 64 * 4, f.splits);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int rr = r + u * f.rstep;
+            if (rr >= f.rows)
+                break;
+            T *cp = f.cp + (int64_t)rr * f.ldc;
+            float v0, v1;
+            if (DUAL) {
+                float g0 = d0[u].x * f.s0, g1 = d0[u].y * f.s1;
+                float w0 = d1[u].x * f.t0, w1 = d1[u].y * f.t1;
+                if (f.has_b)
+                    g0 += f.b0, g1 += f.b1;
+                if (f.has_b2)
+                    w0 += f.u0, w1 += f.u1;
+                v0 = fb_act<A>(g0) * w0;
+                v1 = fb_act<A>(g1) * w1;
+            } else {
+                v0 = f.alpha * (d0[u].x * f.s0);
+                v1 = f.alpha * (d0[u].y * f.s1);
+                if (f.beta != 0.0f) {
+                    if (f.ok0)
+                        v0 += f.beta * fb_load_f32(cp[0]);
+                    if (f.ok1)
+                        v1 += f.beta * fb_load_f32(cp[1]);
+                }
+                if (f.has_b)
+                    v0 += f.b0, v1 += f.b1;
+                v0 = fb_act<A>(v0);
+                v1 = fb_act<A>(v1);
+            }
+            if (f.pairs) {
+                *reinterpret_cast<uint32_t *>(cp) = pack2<T>(v0, v1);
+            } else {
+                if (f.ok0)
+                    cp[0] = fb_store_as<T>(v0);
+                if (f.ok1)
+                    cp[1] = fb_store_as<T>(v1);
+            }
+        }
+    }
+}
+
 /* Barrier of the 256 computing threads (warpgroups 1 and 2). */
 __device__ __forceinline__ void consumers_sync()
 {
@@ -366,57 +451,23 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
             u1 = a.bias2 ? fb_load_f32(a.bias2[ch + 1]) : 0.0f;
         }
     }
-    const bool has_b = a.bias != NULL, has_b2 = a.bias2 != NULL;
-    const fb_activation act = (fb_activation)a.act;
-    const bool pairs = ok1 && a.c_pairs;
-    const int rows = a.m - m0 < BN ? a.m - m0 : BN;
-#pragma unroll 1
-    for (int r = rbeg + rank * ROWS; r < rows; r += ROWS * splits) {
-        const float *row = os + r * kEwOutLd;
-        T *cp = a.c + (int64_t)(m0 + r) * a.ldc + ch;
-        float2 d0, d1 = make_float2(0.0f, 0.0f);
-        if (splits == 1) {
-            d0 = make_float2(row[2 * pr], row[2 * pr + 1]);
-            if (DUAL)
-                d1 = make_float2(row[64 + 2 * pr], row[64 + 2 * pr + 1]);
-        } else {
-            const uint32_t ra = smem_addr(row + 2 * pr);
-            d0 = ew_cluster_pair(ra, splits);
-            if (DUAL)
-                d1 = ew_cluster_pair(ra + 64 * 4, splits);
-        }
-        float v0, v1;
-        if (DUAL) {
-            float g0 = d0.x * s0, g1 = d0.y * s1;
-            float w0 = d1.x * t0, w1 = d1.y * t1;
-            if (has_b)
-                g0 += b0, g1 += b1;
-            if (has_b2)
-                w0 += u0, w1 += u1;
-            v0 = fb_act_dynamic(act, g0) * w0;
-            v1 = fb_act_dynamic(act, g1) * w1;
-        } else {
-            v0 = a.alpha * (d0.x * s0);
-            v1 = a.alpha * (d0.y * s1);
-            if (a.beta != 0.0f) {
-                if (ok0)
-                    v0 += a.beta * fb_load_f32(cp[0]);
-                if (ok1)
-                    v1 += a.beta * fb_load_f32(cp[1]);
-            }
-            if (has_b)
-                v0 += b0, v1 += b1;
-            v0 = fb_act_dynamic(act, v0);
-            v1 = fb_act_dynamic(act, v1);
-        }
-        if (pairs) {
-            *reinterpret_cast<uint32_t *>(cp) = pack2<T>(v0, v1);
-        } else {
-            if (ok0)
-                cp[0] = fb_store_as<T>(v0);
-            if (ok1)
-                cp[1] = fb_store_as<T>(v1);
-        }
+    EwFinish<T> f;
+    f.os = os + 2 * pr, f.alpha = a.alpha, f.beta = a.beta;
+    f.cp = a.c + (int64_t)m0 * a.ldc + ch, f.ldc = a.ldc;
+    f.s0 = s0, f.s1 = s1, f.t0 = t0, f.t1 = t1;
+    f.b0 = b0, f.b1 = b1, f.u0 = u0, f.u1 = u1;
+    f.ok0 = ok0, f.ok1 = ok1;
+    f.has_b = a.bias != NULL, f.has_b2 = a.bias2 != NULL;
+    f.pairs = ok1 && a.c_pairs;
+    f.r0 = rbeg + rank * ROWS, f.rstep = ROWS * splits;
+    f.rows = a.m - m0 < BN ? a.m - m0 : BN;
+    f.splits = splits;
+    switch (a.act) {
+    case FB_ACT_RELU: ew_finish_rows<T, DUAL, FB_ACT_RELU>(f); break;
+    case FB_ACT_GELU_TANH: ew_finish_rows<T, DUAL, FB_ACT_GELU_TANH>(f); break;
+    case FB_ACT_GELU_ERF: ew_finish_rows<T, DUAL, FB_ACT_GELU_ERF>(f); break;
+    case FB_ACT_SILU: ew_finish_rows<T, DUAL, FB_ACT_SILU>(f); break;
+    default: ew_finish_rows<T, DUAL, FB_ACT_NONE>(f); break;
     }
     if (splits > 1)
         ew_cluster_sync(); /* no CTA leaves while its tile is read */
