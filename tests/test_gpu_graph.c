@@ -5,7 +5,10 @@
  * directly (fusedblas(3): the warm-up rule of fb_set_cuda_stream).
  *
  * Plans too: a plan made once per call below marked "plan", executed
- * (fb_plan_gemm, fb_plan_mlp) where the others call the routine.
+ * (fb_plan_gemm, fb_plan_mlp) where the others call the routine. And e4m3
+ * weights (gemm_e4m3_bias_act, mlp_geglu_forward_e4m3): the decode MLP's
+ * down projection launches programmatically, the wgmma kernel in
+ * clusters where it splits k.
  *
  * Two orders, as frameworks do it: the handle's stream set before the
  * capture begins, and set while the capture runs (torch.cuda.graph makes
@@ -41,10 +44,12 @@ typedef struct call {
     fb_activation act;
     int bias;
     int planned;     /* run through a plan made on the handle */
+    int e4m3;        /* e4m3 weights (w1..w3) with fp32 row scales s1..s3 */
     fb_plan plan;
     /* device buffers: inputs, and the output of the graph and the direct
      * call */
     void *x, *w1, *w2, *w3, *b1, *b2, *b3, *out_graph, *out_direct;
+    void *s1, *s2, *s3;
 } call;
 
 /* Designated initialisers: the buffers start NULL. */
@@ -52,6 +57,12 @@ typedef struct call {
     {                                                                          \
         .what = WHAT, .backend = B, .mlp = MLP, .dtype = DT, .m = M, .k = K,   \
         .h = H, .n = N, .act = ACT, .bias = BIAS                               \
+    }
+#define E4M3(WHAT, MLP, DT, M, K, H, N, ACT, BIAS)                             \
+    {                                                                          \
+        .what = WHAT, .backend = FB_BACKEND_CUDA_FUSED, .mlp = MLP,            \
+        .dtype = DT, .m = M, .k = K, .h = H, .n = N, .act = ACT,               \
+        .bias = BIAS, .e4m3 = 1                                                \
     }
 #define PLAN(WHAT, B, MLP, DT, M, K, H, N, ACT, BIAS)                          \
     {                                                                          \
@@ -101,6 +112,12 @@ static const call calls[] = {
          256, 512, 256, FB_ACT_GELU_TANH, 0),
     PLAN("plan: cuda (shape rule) mlp f16 prefill", FB_BACKEND_CUDA, 1,
          FB_DTYPE_F16, 1024, 768, 3072, 768, FB_ACT_GELU_TANH, 1),
+    E4M3("e4m3 decode mlp bf16 (down launched programmatically)", 1,
+         FB_DTYPE_BF16, 16, 1024, 2048, 1024, FB_ACT_SILU, 1),
+    E4M3("e4m3 wgmma mlp f16", 1, FB_DTYPE_F16, 160, 512, 1024, 256,
+         FB_ACT_GELU_TANH, 0),
+    E4M3("e4m3 wgmma gemm bf16, k split over a cluster", 0, FB_DTYPE_BF16,
+         128, 4096, 0, 1024, FB_ACT_GELU_TANH, 1),
 };
 #define NCALLS ((int)(sizeof calls / sizeof calls[0]))
 
@@ -130,17 +147,27 @@ static void fill(void *p, fb_dtype t, int64_t n, double scale)
 static void make_buffers(call *c)
 {
     const size_t es = esize(c->dtype);
+    /* e4m3 weights: one byte each, and a scale a row */
+    const size_t ws = c->e4m3 ? 1 : es;
+    c->s1 = c->s2 = c->s3 = NULL;
+    if (c->e4m3) {
+        c->s1 = dev_zeroed((size_t)(c->mlp ? c->h : c->n) * 4);
+        if (c->mlp) {
+            c->s2 = dev_zeroed((size_t)c->h * 4);
+            c->s3 = dev_zeroed((size_t)c->n * 4);
+        }
+    }
     if (c->mlp) {
         c->x = dev_zeroed((size_t)(c->m * c->k) * es);
-        c->w1 = dev_zeroed((size_t)(c->h * c->k) * es);
-        c->w2 = dev_zeroed((size_t)(c->h * c->k) * es);
-        c->w3 = dev_zeroed((size_t)(c->n * c->h) * es);
+        c->w1 = dev_zeroed((size_t)(c->h * c->k) * ws);
+        c->w2 = dev_zeroed((size_t)(c->h * c->k) * ws);
+        c->w3 = dev_zeroed((size_t)(c->n * c->h) * ws);
         c->b1 = c->bias ? dev_zeroed((size_t)c->h * es) : NULL;
         c->b2 = c->bias ? dev_zeroed((size_t)c->h * es) : NULL;
         c->b3 = c->bias ? dev_zeroed((size_t)c->n * es) : NULL;
     } else {
         c->x = dev_zeroed((size_t)(c->m * c->k) * es);
-        c->w1 = dev_zeroed((size_t)(c->n * c->k) * es);
+        c->w1 = dev_zeroed((size_t)(c->n * c->k) * ws);
         c->b1 = c->bias ? dev_zeroed((size_t)c->n * es) : NULL;
         c->w2 = c->w3 = c->b2 = c->b3 = NULL;
     }
@@ -150,11 +177,25 @@ static void make_buffers(call *c)
 
 static void free_buffers(call *c)
 {
-    void *all[] = {c->x,  c->w1, c->w2,        c->w3,        c->b1,
-                   c->b2, c->b3, c->out_graph, c->out_direct};
+    void *all[] = {c->x,         c->w1,         c->w2, c->w3, c->b1,
+                   c->b2,        c->b3,         c->s1, c->s2, c->s3,
+                   c->out_graph, c->out_direct};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] != NULL)
             CK(cudaFree(all[i]));
+}
+
+/* n random e4m3 weights (values in [-2, 2], never the NaN pattern) into
+ * device memory p. */
+static void fill_e4m3(void *p, int64_t n)
+{
+    fb_e4m3 *h = malloc((size_t)n);
+    if (h == NULL)
+        tap_bail("out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        h[i] = fb_float_to_e4m3((float)(2.0 * rng_value(FB_DTYPE_F32)));
+    CK(cudaMemcpy(p, h, (size_t)n, cudaMemcpyHostToDevice));
+    free(h);
 }
 
 /* Fresh inputs (weights scaled so that the MLP's values stay moderate). */
@@ -162,6 +203,25 @@ static void new_inputs(call *c)
 {
     fill(c->x, c->dtype, c->m * c->k, 1.0);
     const double ws = 1.0 / (double)c->k;
+    if (c->e4m3) {
+        /* weights of about +-2, each row's scale 2/k (2/h for Wd) */
+        const int64_t r1 = c->mlp ? c->h : c->n;
+        fill_e4m3(c->w1, r1 * c->k);
+        fill(c->s1, FB_DTYPE_F32, r1, 2.0 * ws);
+        if (c->bias)
+            fill(c->b1, c->dtype, r1, 0.5);
+        if (c->mlp) {
+            fill_e4m3(c->w2, c->h * c->k);
+            fill_e4m3(c->w3, c->n * c->h);
+            fill(c->s2, FB_DTYPE_F32, c->h, 2.0 * ws);
+            fill(c->s3, FB_DTYPE_F32, c->n, 2.0 / (double)c->h);
+            if (c->bias) {
+                fill(c->b2, c->dtype, c->h, 0.5);
+                fill(c->b3, c->dtype, c->n, 0.5);
+            }
+        }
+        return;
+    }
     if (c->mlp) {
         fill(c->w1, c->dtype, c->h * c->k, 4.0 * ws);
         fill(c->w2, c->dtype, c->h * c->k, 4.0 * ws);
@@ -195,6 +255,16 @@ static void make_plan(call *c, fb_handle h)
 
 static fb_status run(const call *c, fb_handle h, void *out)
 {
+    if (c->e4m3 && c->mlp)
+        return mlp_geglu_forward_e4m3(h, c->dtype, c->act, c->m, c->k, c->h,
+                                      c->n, c->x, c->k, c->w1, c->s1, c->b1,
+                                      c->w2, c->s2, c->b2, c->w3, c->s3,
+                                      c->b3, out, c->n);
+    if (c->e4m3)
+        return gemm_e4m3_bias_act(h, c->dtype, FB_ROW_MAJOR, FB_NO_TRANS,
+                                  FB_TRANS, c->m, c->n, c->k, 1.0f, c->x,
+                                  c->k, c->w1, c->k, c->s1, 0.0f, out, c->n,
+                                  c->b1, c->act);
     if (c->planned)
         return c->mlp ? fb_plan_mlp(c->plan, c->m, c->x, c->k, out, c->n)
                       : fb_plan_gemm(c->plan, c->m, c->x, c->k, out, c->n);

@@ -29,6 +29,13 @@ size_t fb_fp8_mlp_scratch_bytes(fb_cuda_ctx *ctx,
  * once launched (the caller checks the launch error). */
 fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
                       char *path, size_t len);
+/* fb_fp8_gemm for a call whose weights, scales, bias and C no grid ahead
+ * of it on the stream writes, only X (the MLP's down projection after its
+ * own gate-and-up kernel): the decode kernel launches programmatically
+ * and asks for its first weights before it waits for that grid. */
+fb_status fb_fp8_gemm_x_pending(cudaStream_t stream,
+                                const fb_e4m3_gemm_problem *p, char *path,
+                                size_t len);
 /* ctx, r: for the prefill path's GEMMs (fb_fp8_gemm_prefill). */
 fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
                      const fb_e4m3_mlp_problem *p, void *scratch,

@@ -8,6 +8,7 @@
 #ifndef FB_FUSED_FP8_DECODE_CUH
 #define FB_FUSED_FP8_DECODE_CUH
 
+#include "fused_device.cuh"
 #include "fused_fp8_device.cuh"
 
 namespace fb_fp8 {
@@ -128,7 +129,10 @@ __device__ __forceinline__ void load_chunk(const uint8_t *const (&wr)[NT][2],
 /* The whole chunks of this warp (chunk warp, warp + W, ...), D chunks in
  * flight per lane: buf[d] holds chunk ch + d * W; its products are taken
  * and its registers refilled with the chunk D steps further on, so
- * D - 1 .. D chunks per lane are always on the way. */
+ * D - 1 .. D chunks per lane are always on the way. The first D chunks
+ * of weights are asked for before the grid waits for the one ahead of
+ * it (where it was launched programmatically: the MLP's down projection,
+ * whose X is H): nothing reads X before that. */
 template <typename T, int W, int NT, int MT, bool X16, int D>
 __device__ __forceinline__ void stream_chunks(const T *const (&xr)[MT],
                                               const uint8_t *const (&wr)[NT][2],
@@ -143,6 +147,7 @@ __device__ __forceinline__ void stream_chunks(const T *const (&xr)[MT],
         if (cd < full)
             load_chunk<NT>(wr, cd, buf[d]);
     }
+    fbf::grid_dependency_wait();
     for (int64_t ch = warp; ch < full; ch += (int64_t)D * W) {
 #pragma unroll
         for (int d = 0; d < D; d++) {

@@ -164,18 +164,30 @@ bool fb_fp8_direct_applies(const fb_e4m3_gemm_problem *p)
 
 namespace {
 
+template <typename T, int MT>
+void launch_decode(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
+                   bool x_pending)
+{
+    fb_e4m3_gemm_problem q = *p;
+    void *args[] = {&q};
+    (void)fbf_launch_grid(
+        reinterpret_cast<const void *>(&e4m3_gemm_decode<T, MT>),
+        (int)((p->n + 15) / 16), gemm_warps(MT) * 32, args, 0, stream,
+        x_pending);
+}
+
 template <typename T, typename TC>
-void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
+void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode,
+            bool x_pending = false)
 {
     /* the decode kernel has 16-bit forms only (decode_applies) */
     if constexpr (!std::is_same<T, float>::value && std::is_same<T, TC>::value) {
         if (decode) {
-            const unsigned blocks = (unsigned)((p->n + 15) / 16);
             switch (decode_tiling_of(p->m)) {
-            case kTok8: e4m3_gemm_decode<T, 1><<<blocks, gemm_warps(1) * 32, 0, stream>>>(*p); break;
-            case kTok16: e4m3_gemm_decode<T, 2><<<blocks, gemm_warps(2) * 32, 0, stream>>>(*p); break;
-            case kTok32: e4m3_gemm_decode<T, 4><<<blocks, gemm_warps(4) * 32, 0, stream>>>(*p); break;
-            default: e4m3_gemm_decode<T, 8><<<blocks, gemm_warps(8) * 32, 0, stream>>>(*p); break;
+            case kTok8: launch_decode<T, 1>(stream, p, x_pending); break;
+            case kTok16: launch_decode<T, 2>(stream, p, x_pending); break;
+            case kTok32: launch_decode<T, 4>(stream, p, x_pending); break;
+            default: launch_decode<T, 8>(stream, p, x_pending); break;
             }
             return;
         }
@@ -188,8 +200,9 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode)
 
 } // namespace
 
-fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
-                      char *path, size_t len)
+static fb_status gemm_launch(cudaStream_t stream,
+                             const fb_e4m3_gemm_problem *p, char *path,
+                             size_t len, bool x_pending)
 {
     const kernel_choice k = choose(p);
     if (k == kMid) {
@@ -200,9 +213,9 @@ fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
     }
     const bool decode = k == kDecode;
     switch (p->dtype) {
-    case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode); break;
+    case FB_DTYPE_F16: launch<__half, __half>(stream, p, decode, x_pending); break;
     case FB_DTYPE_BF16:
-        launch<__nv_bfloat16, __nv_bfloat16>(stream, p, decode);
+        launch<__nv_bfloat16, __nv_bfloat16>(stream, p, decode, x_pending);
         break;
     default: launch<float, float>(stream, p, decode); break;
     }
@@ -213,6 +226,19 @@ fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
         snprintf(path, len, "cuda-fused/e4m3-%s",
                  decode ? "decode-mma" : "tiled-fp32");
     return FB_STATUS_SUCCESS;
+}
+
+fb_status fb_fp8_gemm(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
+                      char *path, size_t len)
+{
+    return gemm_launch(stream, p, path, len, false);
+}
+
+fb_status fb_fp8_gemm_x_pending(cudaStream_t stream,
+                                const fb_e4m3_gemm_problem *p, char *path,
+                                size_t len)
+{
+    return gemm_launch(stream, p, path, len, true);
 }
 
 void fb_fp8_gemm_f32_out(cudaStream_t stream, const fb_e4m3_gemm_problem *p)

@@ -44,6 +44,10 @@ __global__ void __launch_bounds__(kWarps * 32, gate_up_min_blocks(MT))
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
     __shared__ float red[red_floats<kWarps, 1, MT>()];
+    /* the down projection, launched programmatically, may take the SMs
+     * this grid leaves and stream its weights (it reads H only after this
+     * grid has ended) */
+    fbf::allow_dependents();
     const int64_t c0 = (int64_t)blockIdx.x * 8;
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
@@ -230,7 +234,13 @@ fb_status fb_fp8_mlp(fb_cuda_ctx *ctx, cudaStream_t stream,
         st = fb_fp8_gemm_prefill(ctx, &d, 0, down, sizeof down, r);
     if (st == FB_STATUS_NOT_SUPPORTED) {
         fb_result_clear(r);
-        st = fb_fp8_gemm(stream, &d, down, sizeof down);
+        /* after the gate-and-up decode kernel (which lets it launch
+         * early), the decode kernel streams Wd's first bytes while that
+         * grid ends */
+        st = p->h > 0 && wgmma == FB_STATUS_NOT_SUPPORTED &&
+                     reg == kGateUpDecode
+                 ? fb_fp8_gemm_x_pending(stream, &d, down, sizeof down)
+                 : fb_fp8_gemm(stream, &d, down, sizeof down);
     }
     snprintf(path, len, "cuda-fused/e4m3-mlp/%s+%s",
              wgmma == FB_STATUS_SUCCESS     ? "gate-up-wgmma"
