@@ -36,20 +36,19 @@ void fb_e4m3_finish_row(const fb_e4m3_epilogue *ep, float *d, int64_t j0,
 
 /* Whether t threads take whole blocks of m rows each (AMX's e4m3 gemm and
  * MLP) instead of shares of the channels: with two blocks a thread or
- * more, where that widens no weight more often than the channel split
- * (t equal shares of blocks of equal rows, as many blocks in all as
- * blocks of cap rows would be). One block a thread measured no faster:
- * the threads then stream all of a large w at once instead of half each.
- * *rows: the rows a block (cap, or m if fewer, where not by blocks). */
+ * more. One block a thread measured no faster: the threads then stream
+ * all of a large w at once instead of half each. *rows: the rows a block,
+ * cap (or m if fewer) either way: the blocks are the channel split's, so
+ * that each block's choice between AMX and the zmm forms (a block whose x
+ * has values too tiny for AMX's products, or of fewer than
+ * FB_E4M3_AMX_MIN_ROWS rows, runs the zmm forms) and with it every bit of
+ * the result are the same on any number of threads. */
 static inline int fb_e4m3_blocks_per_thread(int64_t m, int64_t cap, int t,
                                             int64_t *rows)
 {
     const int64_t full = (m + cap - 1) / cap;
-    const int64_t even =
-        (int64_t)t * ((m + (int64_t)t * cap - 1) / ((int64_t)t * cap));
-    const int yes = t > 1 && full >= 2 * (int64_t)t && even == full;
-    *rows = yes ? (m + even - 1) / even : m < cap ? m : cap;
-    return yes;
+    *rows = m < cap ? m : cap;
+    return t > 1 && full >= 2 * (int64_t)t;
 }
 
 /* One element of dtype at index i of base, read as fp32 / rounded from
