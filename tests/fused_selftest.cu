@@ -32,7 +32,8 @@
  *   --e4m3-wgmma-probe  the e4m3 wgmma kernel checked against float64
  *   and timed against the mid kernel, the engine-prefill path and bf16
  *   weights (fused_selftest_e4m3_wgmma.cuh); --e4m3-wgmma-once  only its
- *   checks (small shapes)
+ *   checks (small shapes); --e4m3-wgmma-time M K N  the timings of one
+ *   gemm shape alone (for ncu: its launches are the only ones)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>

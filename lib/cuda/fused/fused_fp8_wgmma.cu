@@ -537,22 +537,15 @@ struct EwPlan {
     int bn, splits;
 };
 
-/* Measured on an H100 (fused_selftest --e4m3-wgmma-probe; the rows are
- * in docs/fp8-weights.md):
- *   - BN 64 (two CTAs a SM) by default: from 128 to 2048 rows of 4096 ->
- *     11008 it ran level with or faster than 128 and 256 (256 rows: 76.4
- *     us against 96.8 and 83.8), and two CTAs an SM hide each other's
- *     ring fill and epilogue where a CTA has few k-blocks (192 x 4096 ->
- *     2048: 20.2 us against 33.7 at BN 128);
+/* The plan (the measurements behind it: docs/fp8-weights.md):
+ *   - BN 64, two CTAs an SM, by default: they hide each other's ring fill
+ *     and epilogue, which matters most where a CTA has few k-blocks;
  *   - BN 128 from 129 rows where k >= 8192 (down projections): each
- *     weight tile is then widened for two token tiles, not three or four
- *     (192 x 11008 -> 4096 58.3 us against 65.5; 256 x 14336 -> 4096
- *     65.1 against 78.8); at 128 rows 64 stays ahead (53.8 against 62.2);
+ *     weight tile is then widened for two token tiles, not three or
+ *     four, and a long k amortises the single CTA's fill and epilogue;
  *   - splits: the most (up to 8) that keep the grid within one round of
  *     the CTAs the GPU holds at once, each CTA keeping at least 4
- *     k-blocks: 128 x 11008 -> 4096 53.9 us against 68.2 unsplit, 128 x
- *     4096 -> 2048 22.7 against 32.8; a split into more than one round
- *     ran slower than none (192 x 11008 -> 4096 in 8: 70.3 against 65.5).
+ *     k-blocks: a split into a second round cost more than it gained.
  */
 static EwPlan ew_plan(const fb_fused_env *env, int64_t m, int64_t n,
                       int64_t k, bool dual, int bn)
