@@ -12,6 +12,10 @@
 #include "fp8_check.h"
 #include "tap_child.h"
 
+/* Rows from which the CPU widens e4m3 weights once into the bf16
+ * driver's panels on AMX (FB_E4M3_WIDE_MIN_ROWS, lib/cpu/cpu_fp8.h). */
+#define FB_E4M3_TEST_WIDE_ROWS 256
+
 /* The value of an e4m3 pattern, from the OCP definition. */
 static double decode_ref(unsigned b)
 {
@@ -566,15 +570,16 @@ static void test_bf16_patterns(fb_handle h)
  * x = (1 + 2^-7) 2^-120 times q = 2^-9 is 2^-129 + 2^-136, which rounds to
  * bf16 as 2^-129 (0 if flushed). The C output in fp32 terms: gemm with
  * bf16 C rounds once, so the reference is that rounding. */
-static void test_bf16_tiny_x(fb_handle h)
+static void test_bf16_tiny_x_rows(fb_handle h, int M)
 {
-    enum { M = 5, N = 20, K = 40 };
-    static fb_bfloat16 X[M * K], C[M * N];
+    enum { MMAX = FB_E4M3_TEST_WIDE_ROWS, N = 20, K = 40 };
+    static fb_bfloat16 X[MMAX * K], C[MMAX * N];
     static fb_e4m3 W[N * K];
     static float S[N];
     memset(X, 0, sizeof X);
     for (int i = 0; i < M; i++)
-        X[i * K + 3 * i] = fb_float_to_bfloat16(ldexpf(1.0f + 0x1p-7f, -120));
+        X[i * K + 3 * (i % 13)] =
+            fb_float_to_bfloat16(ldexpf(1.0f + 0x1p-7f, -120));
     for (int i = 0; i < N * K; i++)
         W[i].bits = 0x01; /* 2^-9 */
     for (int j = 0; j < N; j++)
@@ -585,7 +590,9 @@ static void test_bf16_tiny_x(fb_handle h)
     const char *path = fb_handle_last_path(h);
     if (st != FB_STATUS_SUCCESS)
         tcheck_fail(&c, "status %s", fb_status_string(st));
-    if (strstr(path, "e4m3-amx") != NULL && strstr(path, "where-tiny") == NULL)
+    if ((strstr(path, "e4m3-amx") != NULL &&
+         strstr(path, "where-tiny") == NULL) ||
+        strstr(path, "e4m3-wide") != NULL)
         tcheck_fail(&c, "path %s: AMX ran on x it could flush", path);
     const float want = fb_bfloat16_to_float(
         fb_float_to_bfloat16(0x1p-129f + 0x1p-136f));
@@ -593,9 +600,17 @@ static void test_bf16_tiny_x(fb_handle h)
         if (fb_bfloat16_to_float(C[i]) != want)
             tcheck_fail(&c, "C[%d] = %a, want %a", i,
                         (double)fb_bfloat16_to_float(C[i]), (double)want);
-    tap_check(&c, "gemm_e4m3_bias_act bf16: products below 2^-126 keep "
-                  "their bits [%s]",
-              path);
+    tap_check(&c, "gemm_e4m3_bias_act bf16, %d rows: products below 2^-126 "
+                  "keep their bits [%s]",
+              M, path);
+}
+
+/* At a few rows (the AMX tiles), and at as many as the weights widened
+ * once into the bf16 driver's panels take (cpu_fp8_wide.c). */
+static void test_bf16_tiny_x(fb_handle h)
+{
+    test_bf16_tiny_x_rows(h, 5);
+    test_bf16_tiny_x_rows(h, FB_E4M3_TEST_WIDE_ROWS);
 }
 
 /* The same call on 1, 2 and 3 threads gives the same bits: each output's
@@ -688,6 +703,14 @@ int main(int argc, char **argv)
         fp8_gemm_case(&t, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
                       a ? 600 : 450, 259, 131, 1.0f, a ? 0.5f : 0.0f, 1,
                       a ? FB_ACT_SILU : FB_ACT_GELU_TANH, 0, a ? 3 : 0);
+    /* Also X transposed (its tokens contiguous), alpha and beta, and
+     * integer data (bit for bit): from FB_E4M3_TEST_WIDE_ROWS rows on AMX,
+     * the weights widened once into the bf16 driver's panels. */
+    fp8_gemm_case(&t, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_TRANS, FB_TRANS, 300,
+                  200, 96, 0.5f, -1.0f, 1, FB_ACT_GELU_ERF, 0, 5);
+    fp8_gemm_case(&t, FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                  FB_E4M3_TEST_WIDE_ROWS, 130, 64, 1.0f, 0.0f, 0, FB_ACT_NONE,
+                  1, 0);
     fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_GELU_TANH, 450, 64, 200, 70, 1, 0,
                  0);
     fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_SILU, 640, 96, 130, 48, 0, 0, 3);

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define FB_CUDA_MODULE_ABI 5
+#define FB_CUDA_MODULE_ABI 6
 #define FB_CUDA_MODULE_SYMBOL "fb_cuda_module_v1"
 
 /* The module's implementations by name, for fb_set_implementation: the

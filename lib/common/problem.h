@@ -26,6 +26,11 @@ typedef struct fb_epilogue {
      * row i (a row-major call: the usual nn.Linear case, and what cuBLASLt's
      * BIAS epilogue does); zero means bias[j] is added to column j. */
     int bias_per_row;
+    /* NULL, or an fp32 scale a weight row (e4m3 weights widened to the
+     * dtype: C's rows where bias_per_row, else its columns), applied to
+     * the dot product first: alpha (dot scale) + beta C + bias. Only the
+     * CPU's bf16 driver takes it (cpu_fp8_wide.c sets it). */
+    const float *scale;
 } fb_epilogue;
 
 /* Column-major: C (m x n, ldc) <- act(alpha op(A) op(B) + beta C + bias). */

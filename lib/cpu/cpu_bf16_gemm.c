@@ -65,13 +65,41 @@ static void operands(const fb_gemm_problem *p, fb_bf16_operand *a,
     b->base = p->b, b->ld = p->ldb, b->k_contiguous = !p->transb;
 }
 
+/* acc (mb x nb, column-major) <- alpha (acc scale), the scales a row's
+ * (from i0, per_row) or a column's (from j0). Only the engines' CPUs
+ * (AVX-512) run this driver. */
+__attribute__((target("avx512f"))) static void
+scale_block(float *restrict acc, int64_t ldacc, const float *restrict sc,
+            int per_row, int64_t i0, int64_t j0, int64_t mb, int64_t nb,
+            float alpha)
+{
+    for (int64_t j = 0; j < nb; j++) {
+        float *restrict a = acc + j * ldacc;
+        if (per_row) {
+            const float *restrict s = sc + i0;
+#pragma omp simd
+            for (int64_t i = 0; i < mb; i++)
+                a[i] = alpha * (a[i] * s[i]);
+        } else {
+            const float cs = sc[j0 + j];
+#pragma omp simd
+            for (int64_t i = 0; i < mb; i++)
+                a[i] = alpha * (a[i] * cs);
+        }
+    }
+}
+
 /* C block (mb x nb at i0, j0) <- act(acc + beta C + bias), acc already
- * scaled by alpha; rounded to bf16 on the store. old is mb floats. */
+ * scaled by alpha (with e4m3 scales: acc the dots, made alpha (dot
+ * scale) here first); rounded to bf16 on the store. old is mb floats. */
 static void finish_block(const fb_gemm_problem *p, const float *bias32,
                          float *acc, int64_t ldacc, int64_t i0, int64_t j0,
                          int64_t mb, int64_t nb, float *old)
 {
     uint16_t *c = (uint16_t *)p->c + i0 + j0 * p->ldc;
+    if (p->ep.scale != NULL)
+        scale_block(acc, ldacc, p->ep.scale, p->ep.bias_per_row, i0, j0, mb,
+                    nb, p->alpha);
     if (p->beta != 0.0f)
         for (int64_t j = 0; j < nb; j++) {
             fb_cpu_to_f32(FB_DTYPE_BF16, c + j * p->ldc, old, mb);
@@ -156,6 +184,25 @@ static void pack(const fb_bf16_engine *e, const fb_gemm_problem *p,
         const int f = pack_side(e, p->weight_is_a, w, rows, p->k,
                                 panels * tid / nt, panels * (tid + 1) / nt,
                                 out);
+        emin = f < emin ? f : emin;
+    }
+    *(int *)dst = emin;
+}
+
+void fb_cpu_bf16_amx_pack_e4m3(const fb_gemm_problem *p, const void *w,
+                               int64_t ldw, int threads, void *dst)
+{
+    const fb_bf16_engine *e = &fb_bf16_amx;
+    const layout l = layout_of(e, p, 1);
+    uint16_t *out = (uint16_t *)((char *)dst + PACK_HEADER);
+    int emin = 255;
+#pragma omp parallel num_threads(threads) if (threads > 1) \
+    reduction(min : emin)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int f = fb_bf16_pack_a_e4m3(
+            e, (const uint8_t *)w, ldw, p->m, p->k, l.apanels * tid / nt,
+            l.apanels * (tid + 1) / nt, out);
         emin = f < emin ? f : emin;
     }
     *(int *)dst = emin;
@@ -252,7 +299,8 @@ static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
                 fb_packed_block_at(&b, bi, bj, m, n, e->mr, e->nr);
             e->block(ap + blk.pa0 * l.astride, l.astride, blk.na,
                      bp + blk.pb0 * l.bstride, l.bstride, blk.nb, l.kp,
-                     p->alpha, 0, acc, l.ldacc);
+                     p->ep.scale != NULL ? 1.0f : p->alpha, 0, acc,
+                     l.ldacc);
             finish_block(p, bias32, acc, l.ldacc, blk.i0, blk.j0, blk.rows,
                          blk.cols, old);
         }

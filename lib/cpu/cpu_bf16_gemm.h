@@ -25,4 +25,11 @@
  * 1 (read once per process, env.h). */
 int fb_cpu_bf16_available(void);
 
+/* The weights of p (op(A): p->weight_is_a) packed for AMX's entry
+ * (fb_cpu_gemm_bf16_amx) as its pack() leaves a plan's, but read from e4m3
+ * rows (w, ldw bytes apart) widened exactly on the way: for
+ * gemm_e4m3_bias_act (cpu_fp8_wide.c). dst: pack_bytes(p) bytes. */
+void fb_cpu_bf16_amx_pack_e4m3(const fb_gemm_problem *p, const void *w,
+                               int64_t ldw, int threads, void *dst);
+
 #endif /* FB_CPU_BF16_GEMM_H */

@@ -37,6 +37,7 @@
 #include <immintrin.h>
 #include "cpu_act_avx512.h"
 #include "cpu_avx512_transpose.h"
+#include "cpu_e4m3_bf16.h"
 #define FB_BF16_X86 1
 #define FB_BF16_TARGET                                                         \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -194,10 +195,12 @@ FB_BF16_TARGET static inline int exponent_min_reduce(__m512i emin)
 
 /* One panel, rows running along k: rows [i0, i0 + nrows) (nrows <= R may
  * be short: the rest are zero words), kpt pairs (zero words past k). In
- * tile rows (R = 16) each run of 16 pairs is stored as loaded. */
-FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
-                                       int64_t nrows, int64_t k, int r,
-                                       int64_t kpt, int tiles, uint16_t *dst)
+ * tile rows (R = 16) each run of 16 pairs is stored as loaded. src holds
+ * bf16, or (e4m3, a constant) e4m3 bytes widened on the load (ld then in
+ * bytes). */
+FB_BF16_TARGET __attribute__((always_inline)) static inline int
+pack_along_k_from(const void *src, const int e4m3, int64_t ld, int64_t nrows,
+                  int64_t k, int r, int64_t kpt, int tiles, uint16_t *dst)
 {
     __m512i emin = _mm512_set1_epi16(255);
     for (int g = 0; g < r; g += 16) {
@@ -213,9 +216,12 @@ FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
             __m512i v[16];
             #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) {
-                v[i] = i < live ? _mm512_maskz_loadu_epi16(
-                                      emask, src + (g + i) * ld + 2 * p0)
-                                : _mm512_setzero_si512();
+                const int64_t at = (g + i) * ld + 2 * p0;
+                v[i] = i >= live ? _mm512_setzero_si512()
+                       : e4m3    ? fb_e4m3_bf16x32((const uint8_t *)src + at,
+                                                   emask)
+                                 : _mm512_maskz_loadu_epi16(
+                                       emask, (const uint16_t *)src + at);
                 emin = exponent_min(emin, v[i]);
             }
             uint16_t *out = dst + 2 * (p0 * r + g);
@@ -231,6 +237,20 @@ FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
         }
     }
     return exponent_min_reduce(emin);
+}
+
+FB_BF16_TARGET static int pack_along_k(const uint16_t *src, int64_t ld,
+                                       int64_t nrows, int64_t k, int r,
+                                       int64_t kpt, int tiles, uint16_t *dst)
+{
+    return pack_along_k_from(src, 0, ld, nrows, k, r, kpt, tiles, dst);
+}
+
+FB_BF16_TARGET static int pack_along_k_e4m3(const uint8_t *src, int64_t ld,
+                                            int64_t nrows, int64_t k, int r,
+                                            int64_t kpt, uint16_t *dst)
+{
+    return pack_along_k_from(src, 1, ld, nrows, k, r, kpt, 0, dst);
 }
 
 /* One panel, rows running across k: row i of pair p is src[i + l * ld]
@@ -323,6 +343,24 @@ int fb_bf16_pack_b(const fb_bf16_engine *e, const fb_bf16_operand *x,
 {
     return pack_panels(x, rows, k, e->nr, fb_bf16_pairs(e, k),
                        e->b_tile_rows, q0, q1, dst);
+}
+
+int fb_bf16_pack_a_e4m3(const fb_bf16_engine *e, const uint8_t *w,
+                        int64_t ldw, int64_t rows, int64_t k, int64_t q0,
+                        int64_t q1, uint16_t *dst)
+{
+    const int64_t kpt = fb_bf16_pairs(e, k);
+    int emin = 255;
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t i0 = q * e->mr;
+        const int64_t nrows = rows - i0 < e->mr ? rows - i0 : e->mr;
+        const int f = pack_along_k_e4m3(w + i0 * ldw, ldw, nrows, k, e->mr,
+                                        kpt,
+                                        dst + q * fb_bf16_panel_elems(kpt,
+                                                                      e->mr));
+        emin = f < emin ? f : emin;
+    }
+    return emin;
 }
 
 /* ---- the register block ------------------------------------------------- */
@@ -529,6 +567,15 @@ int fb_bf16_pack_b(const fb_bf16_engine *e, const fb_bf16_operand *x,
                    uint16_t *dst)
 {
     (void)e, (void)x, (void)rows, (void)k, (void)q0, (void)q1, (void)dst;
+    return 0;
+}
+
+int fb_bf16_pack_a_e4m3(const fb_bf16_engine *e, const uint8_t *w,
+                        int64_t ldw, int64_t rows, int64_t k, int64_t q0,
+                        int64_t q1, uint16_t *dst)
+{
+    (void)e, (void)w, (void)ldw, (void)rows, (void)k, (void)q0, (void)q1;
+    (void)dst;
     return 0;
 }
 

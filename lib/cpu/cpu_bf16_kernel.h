@@ -94,6 +94,11 @@ int fb_bf16_pack_a(const fb_bf16_engine *e, const fb_bf16_operand *x,
 int fb_bf16_pack_b(const fb_bf16_engine *e, const fb_bf16_operand *x,
                    int64_t rows, int64_t k, int64_t q0, int64_t q1,
                    uint16_t *dst);
+/* fb_bf16_pack_a of rows x k e4m3 weights (rows contiguous, ldw bytes
+ * apart), each widened exactly to bf16 on its load (cpu_e4m3_bf16.h). */
+int fb_bf16_pack_a_e4m3(const fb_bf16_engine *e, const uint8_t *w,
+                        int64_t ldw, int64_t rows, int64_t k, int64_t q0,
+                        int64_t q1, uint16_t *dst);
 
 /* The smallest exponent field among the non-zero elements of the rows x k
  * operand x, as fb_bf16_pack would return it, without packing: on up to

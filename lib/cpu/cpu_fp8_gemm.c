@@ -43,6 +43,9 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
     }
+    const fb_status wide = fb_cpu_e4m3_gemm_wide(h, p, path, len);
+    if (wide != FB_STATUS_NOT_SUPPORTED)
+        return wide;
     const int64_t k = p->k, n = p->n;
     const int nothing = k == 0 || p->alpha == 0.0f;
     /* AMX where x is bf16 (so its fp32 panel packs exactly) and the

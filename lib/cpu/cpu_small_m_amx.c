@@ -33,6 +33,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
 #include <immintrin.h>
 #include "cpu_avx512_transpose.h"
+#include "cpu_e4m3_bf16.h"
 #define FB_SMALL_M_AMX 1
 #define FB_AMX_TARGET                                                          \
     __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16")))
@@ -116,10 +117,8 @@ FB_AMX_TARGET static void store_transposed(const float *acc, int64_t m,
 #define PREFETCH_CHUNKS 8
 
 /* e4m3 row tile: weight rows [j0, j0 + 16) (rows past n zero) at bytes
- * [l0, l0 + 32) (zeros past k) widened into stage as bf16. Every e4m3
- * value is a normal bf16: normals rebias their exponent (+120), the
- * subnormals m 2^-9 come from a table, the NaN pattern becomes a quiet
- * NaN of its sign. */
+ * [l0, l0 + 32) (zeros past k) widened into stage as bf16
+ * (fb_e4m3_bf16x32). */
 FB_AMX_TARGET static void e4m3_tile(const uint8_t *w, int64_t ldw, int64_t n,
                                     int64_t k, int64_t j0, int64_t l0,
                                     uint16_t *stage)
@@ -127,26 +126,9 @@ FB_AMX_TARGET static void e4m3_tile(const uint8_t *w, int64_t ldw, int64_t n,
     const int64_t rows = n - j0 < 16 ? n - j0 : 16;
     const int64_t cols = k - l0 < 32 ? k - l0 : 32;
     const __mmask32 in = cols == 32 ? ~0u : (__mmask32)((1u << cols) - 1u);
-    const __m512i sub = _mm512_set_epi16(
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        0x3c60, 0x3c40, 0x3c20, 0x3c00, 0x3bc0, 0x3b80, 0x3b00, 0);
-    const __m512i m7f = _mm512_set1_epi16(0x7f), m78 = _mm512_set1_epi16(0x78);
-    const __m512i bias = _mm512_set1_epi16(120 << 7);
-    const __m512i qnan = _mm512_set1_epi16(0x7fc0);
-    const __m512i sign = _mm512_set1_epi16((short)0x8000);
     const uint8_t *src = w + j0 * ldw + l0;
-    for (int64_t r = 0; r < rows; r++) {
-        const __m512i b = _mm512_cvtepu8_epi16(
-            _mm256_maskz_loadu_epi8(in, src + r * ldw));
-        const __m512i mag = _mm512_and_si512(b, m7f);
-        __m512i v = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), bias);
-        v = _mm512_mask_permutexvar_epi16(
-            v, _mm512_testn_epi16_mask(mag, m78), mag, sub);
-        v = _mm512_mask_mov_epi16(v, _mm512_cmpeq_epi16_mask(mag, m7f), qnan);
-        /* v | (b << 8 & 0x8000) */
-        v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(b, 8), sign, 0xf8);
-        _mm512_storeu_si512(stage + r * 32, v);
-    }
+    for (int64_t r = 0; r < rows; r++)
+        _mm512_storeu_si512(stage + r * 32, fb_e4m3_bf16x32(src + r * ldw, in));
     for (int64_t r = rows; r < 16; r++)
         _mm512_storeu_si512(stage + r * 32, _mm512_setzero_si512());
 }

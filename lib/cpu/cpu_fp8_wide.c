@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cpu_fp8_wide.c -- gemm_e4m3_bias_act for many rows of bf16 activations
+ * on AMX: the weights widened to bf16 (exact) as they are packed into the
+ * bf16 driver's panels (cpu_bf16_gemm.c), where a plan's weights would
+ * be, and multiplied there; its finish applies each channel's scale to
+ * the dot product first, in the e4m3 order: alpha (dot scale) + beta C +
+ * bias.
+ *
+ * The e4m3 AMX path (cpu_fp8_gemm.c) widens every weight once per block
+ * of 80 rows; from FB_E4M3_WIDE_MIN_ROWS rows one widening pack costs
+ * less (it reads half the bytes the bf16 path's own pack reads), and the
+ * bf16 driver's blocking keeps the packed weights in cache across many
+ * rows. Where x has values too tiny for the bf16 products to be exact
+ * (fb_bf16_products_exact), the call goes back to the e4m3 paths.
+ */
+#include "config.h"
+#include <stdio.h>
+#include <string.h>
+#include "cpu.h"
+#include "cpu_bf16_gemm.h"
+#include "cpu_bf16_kernel.h"
+#include "cpu_fp8.h"
+#include "cpu_impl.h"
+
+static size_t round64(size_t b)
+{
+    return (b + 63) / 64 * 64;
+}
+
+fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
+                                char *path, size_t len)
+{
+    const fb_cpu_gemm_impl *impl = &fb_cpu_gemm_bf16_amx;
+    if (p->dtype != FB_DTYPE_BF16 || p->k == 0 || p->alpha == 0.0f ||
+        p->m < (p->n * p->k <= FB_E4M3_WIDE_SMALL_BYTES
+                    ? FB_E4M3_WIDE_SMALL_ROWS
+                    : FB_E4M3_WIDE_MIN_ROWS) ||
+        p->w_ks != 1 || p->c_cs != 1 ||
+        (p->x_ks != 1 && p->x_ts != 1) || !fb_cpu_amx_available())
+        return FB_STATUS_NOT_SUPPORTED;
+    /* The bf16 driver's problem: column-major C^T (channels x tokens) =
+     * W X^T, the weights op(A) along k, x op(B) as it lies. */
+    fb_gemm_problem q;
+    memset(&q, 0, sizeof q);
+    q.dtype = FB_DTYPE_BF16;
+    q.transa = 1;
+    q.m = p->n, q.n = p->m, q.k = p->k;
+    q.alpha = p->alpha, q.beta = p->beta;
+    q.lda = p->k;
+    q.b = p->x;
+    q.transb = p->x_ks != 1;
+    q.ldb = p->x_ks == 1 ? p->x_ts : p->x_ks;
+    q.c = p->c, q.ldc = p->c_ts;
+    q.ep.bias = p->bias, q.ep.act = p->act, q.ep.bias_per_row = 1;
+    q.ep.scale = p->scale;
+    q.multiply = 1, q.weight_is_a = 1;
+    const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+    const int t = fb_cpu_own_threads(h, flops);
+    const size_t packed = round64(impl->pack_bytes(&q));
+    const size_t rest = impl->workspace(&q, t, 1);
+    char *ws = fb_handle_workspace(h, packed + rest);
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace",
+                 packed + rest);
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    /* applies() reads x's smallest exponent (the packed weights carry
+     * theirs): x too tiny for exact bf16 products sends the call back to
+     * the e4m3 paths, the packing lost (rare: |x| below about 2^-100) */
+    fb_cpu_bf16_amx_pack_e4m3(&q, p->w, p->w_cs, t, ws);
+    const fb_cpu_call c = {h, t, ws + packed, ws};
+    if (!impl->applies(&c, &q))
+        return FB_STATUS_NOT_SUPPORTED;
+    char ran[160];
+    const fb_status st = impl->run(&c, &q, ran, sizeof ran);
+    if (st == FB_STATUS_SUCCESS)
+        snprintf(path, len, "cpu/e4m3-wide/%s", ran);
+    return st;
+}
