@@ -68,7 +68,12 @@ static void operands(const fb_gemm_problem *p, fb_bf16_operand *a,
 /* acc (mb x nb, column-major) <- alpha (acc scale), the scales a row's
  * (from i0, per_row) or a column's (from j0). Only the engines' CPUs
  * (AVX-512) run this driver. */
-__attribute__((target("avx512f"))) static void
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FB_SCALE_TARGET __attribute__((target("avx512f")))
+#else
+#define FB_SCALE_TARGET
+#endif
+FB_SCALE_TARGET static void
 scale_block(float *restrict acc, int64_t ldacc, const float *restrict sc,
             int per_row, int64_t i0, int64_t j0, int64_t mb, int64_t nb,
             float alpha)
