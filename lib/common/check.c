@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <string.h>
 #include "check.h"
 
 /* Positions of gemm_bias_act's arguments (fusedblas.h). */
@@ -252,6 +253,7 @@ int fb_check_gemm(const fb_gemm_call *c, char *msg, size_t len)
 void fb_gemm_normalise(const fb_gemm_call *c, fb_gemm_problem *p)
 {
     const int ta = c->transa != FB_NO_TRANS, tb = c->transb != FB_NO_TRANS;
+    memset(p, 0, sizeof *p); /* what a call does not set (ep.scale) is off */
     p->dtype = c->dtype;
     p->alpha = c->alpha;
     p->beta = c->beta;
