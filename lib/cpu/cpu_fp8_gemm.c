@@ -62,8 +62,6 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
     int64_t tb;
     const int by_blocks =
         fb_e4m3_blocks_per_thread(p->m, cap, t, &tb) && amx;
-    if (!by_blocks)
-        tb = p->m < cap ? p->m : cap;
     const int64_t blocks = (p->m + tb - 1) / tb;
     const int64_t parts = by_blocks ? blocks : (n + gran - 1) / gran;
     if (t > parts)

@@ -71,8 +71,6 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
     int64_t rb;
     const int by_blocks = fb_e4m3_blocks_per_thread(p->m, cap, t, &rb) &&
                           amx && hd > 0 && k > 0;
-    if (!by_blocks)
-        rb = p->m < cap ? p->m : cap;
     const int64_t blocks = (p->m + rb - 1) / rb;
     const int64_t parts = by_blocks ? blocks : (widest + gran - 1) / gran;
     if (t > parts)
