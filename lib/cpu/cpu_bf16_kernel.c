@@ -216,12 +216,17 @@ pack_along_k_from(const void *src, const int e4m3, int64_t ld, int64_t nrows,
             __m512i v[16];
             #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) {
-                const int64_t at = (g + i) * ld + 2 * p0;
-                v[i] = i >= live ? _mm512_setzero_si512()
-                       : e4m3    ? fb_e4m3_bf16x32((const uint8_t *)src + at,
-                                                   emask)
-                                 : _mm512_maskz_loadu_epi16(
-                                       emask, (const uint16_t *)src + at);
+                /* Offsets only for rows that exist: a one-row operand may
+                 * carry any ld, and (g + i) * ld would overflow. */
+                if (i >= live) {
+                    v[i] = _mm512_setzero_si512();
+                } else {
+                    const int64_t at = (g + i) * ld + 2 * p0;
+                    v[i] = e4m3 ? fb_e4m3_bf16x32((const uint8_t *)src + at,
+                                                  emask)
+                                : _mm512_maskz_loadu_epi16(
+                                      emask, (const uint16_t *)src + at);
+                }
                 emin = exponent_min(emin, v[i]);
             }
             uint16_t *out = dst + 2 * (p0 * r + g);

@@ -90,4 +90,16 @@ seed "mlp_bad_weight_overflow" 3 $((1 << 7)) 2 0 3 5 6 4 0 0 0 0 0 5 4 0 0
 seed "bgemm_bf16_product_below_2m126" 2 1 0 1 13 48 1 13 7 73 0 0 0 0 248 127 \
     48 1 13 48 1 13 7 73 13 0 1 7 9 13 0 0 0
 
+# Found by make fuzz, kept as they came.
+# hgemm: alpha 2e30, an infinite result on the far side of the bound.
+seed "hgemm_fp16_inf_either_sign" 1 33 0 137 59 33 64 1 0 5 6 7 0 0 0 0 0 1 0 \
+    5 6 7 0 0 0 0 0 59 0 14 130 4 0
+# the fp32 MLP with nothing to prefetch (no arithmetic on a NULL pointer).
+seed "mlp_f32_kernel_null_prefetch" 3 3 5 2 38 4 156 2 0 3 5 2 4 0 0 0 0 0 0 0 \
+    16 0 33 1 0 0 0 0 33 0 0 0
+# bgemm, one row of B with ld INT64_MAX: the bf16 packer must not form
+# offsets for rows that do not exist.
+seed "gemm2_bad_ld_max_one_row" 2 165 165 165 165 165 97 165 4 4 4 4 4 96 6 0 \
+    84 0 126 90 0 0 203 1 1 129 8 3
+
 echo "make_seeds.sh: $(ls "$out" | wc -l) seeds in $out"
