@@ -605,12 +605,56 @@ static void test_bf16_tiny_x_rows(fb_handle h, int M)
               M, path);
 }
 
+/* The MLP's gate on the same x: G = 2^-129 + 2^-136 (Wg all 2^-9),
+ * U = bu = 1 (Wu zero), act none, so H = bf16(G) = 2^-129, and Y row j =
+ * H (Wd row j: one 1.0) 2^20 = 2^-109 exactly; 0 if a product flushed. */
+static void test_bf16_tiny_x_mlp(fb_handle h, int M)
+{
+    enum { MMAX = FB_E4M3_TEST_WIDE_ROWS, K = 40, H = 20, N = 8 };
+    static fb_bfloat16 X[MMAX * K], Y[MMAX * N], bu[H];
+    static fb_e4m3 Wg[H * K], Wu[H * K], Wd[N * H];
+    static float sg[H], su[H], sd[N];
+    memset(X, 0, sizeof X);
+    for (int i = 0; i < M; i++)
+        X[i * K + 3 * (i % 13)] =
+            fb_float_to_bfloat16(ldexpf(1.0f + 0x1p-7f, -120));
+    memset(Wu, 0, sizeof Wu);
+    memset(Wd, 0, sizeof Wd);
+    for (int i = 0; i < H * K; i++)
+        Wg[i].bits = 0x01;
+    for (int j = 0; j < H; j++)
+        sg[j] = su[j] = 1.0f, bu[j] = fb_float_to_bfloat16(1.0f);
+    for (int j = 0; j < N; j++)
+        Wd[j * H + (5 * j) % H].bits = 0x38, sd[j] = 0x1p20f; /* 1.0 */
+    tcheck c;
+    tcheck_init(&c);
+    const fb_status st = mlp_geglu_forward_e4m3(
+        h, FB_DTYPE_BF16, FB_ACT_NONE, M, K, H, N, X, K, Wg, sg, NULL, Wu,
+        su, bu, Wd, sd, NULL, Y, N);
+    const char *path = fb_handle_last_path(h);
+    if (st != FB_STATUS_SUCCESS)
+        tcheck_fail(&c, "status %s", fb_status_string(st));
+    if ((strstr(path, "e4m3-amx") != NULL &&
+         strstr(path, "where-tiny") == NULL) ||
+        strstr(path, "e4m3-wide") != NULL)
+        tcheck_fail(&c, "path %s: AMX ran on x it could flush", path);
+    for (int i = 0; i < M * N; i++)
+        if (fb_bfloat16_to_float(Y[i]) != 0x1p-109f)
+            tcheck_fail(&c, "Y[%d] = %a, want 0x1p-109", i,
+                        (double)fb_bfloat16_to_float(Y[i]));
+    tap_check(&c, "mlp_geglu_forward_e4m3 bf16, %d rows: gate products "
+                  "below 2^-126 keep their bits [%s]",
+              M, path);
+}
+
 /* At a few rows (the AMX tiles), and at as many as the weights widened
- * once into the bf16 driver's panels take (cpu_fp8_wide.c). */
+ * once into the bf16 drivers' panels take (cpu_fp8_wide.c). */
 static void test_bf16_tiny_x(fb_handle h)
 {
     test_bf16_tiny_x_rows(h, 5);
     test_bf16_tiny_x_rows(h, FB_E4M3_TEST_WIDE_ROWS);
+    test_bf16_tiny_x_mlp(h, 5);
+    test_bf16_tiny_x_mlp(h, FB_E4M3_TEST_WIDE_ROWS);
 }
 
 /* The same call on 1, 2 and 3 threads gives the same bits: each output's
@@ -714,6 +758,15 @@ int main(int argc, char **argv)
     fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_GELU_TANH, 450, 64, 200, 70, 1, 0,
                  0);
     fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_SILU, 640, 96, 130, 48, 0, 0, 3);
+    /* The MLP from FB_E4M3_TEST_WIDE_ROWS rows (or 32, small weights) on
+     * AMX: widened once into the bf16 MLP driver's panels, its scales on
+     * G, U and Y's sums; integer data bit for bit, and the hidden-split
+     * form (256 rows or fewer, two threads). */
+    fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_GELU_TANH, FB_E4M3_TEST_WIDE_ROWS,
+                 256, 512, 128, 1, 1, 0);
+    fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_RELU, 40, 72, 100, 36, 1, 1, 2);
+    fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_SILU, 300, 256, 512, 128, 1, 0,
+                 0);
     /* The same on auto with host memory (the CPU, with one thread and
      * with the default count). */
     fb_handle a = handle_on(FB_BACKEND_AUTO);

@@ -157,15 +157,21 @@ FB_AVX512_INLINE __m512 fb_zmm_bias_act_at(const float *x, const float *bias,
         _mm512_add_ps(_mm512_maskz_loadu_ps(live, x + i), add), act);
 }
 
-/* act(g[i..] + bg[i..]) * (u[i..] + bu[i..]) on the live lanes, a NULL
- * bias adding nothing. */
+/* act(g[i..] sg[i..] + bg[i..]) * (u[i..] su[i..] + bu[i..]) on the live
+ * lanes, a NULL bias adding nothing, NULL scales (e4m3 weights' channel
+ * scales, both or neither) multiplying by nothing. */
 FB_AVX512_INLINE __m512 fb_zmm_gate_at(const float *g, const float *u,
+                                       const float *sg, const float *su,
                                        const float *bg, const float *bu,
                                        int64_t i, __mmask16 live,
                                        fb_activation act)
 {
     __m512 gv = _mm512_maskz_loadu_ps(live, g + i);
     __m512 uv = _mm512_maskz_loadu_ps(live, u + i);
+    if (sg != NULL) {
+        gv = _mm512_mul_ps(gv, _mm512_maskz_loadu_ps(live, sg + i));
+        uv = _mm512_mul_ps(uv, _mm512_maskz_loadu_ps(live, su + i));
+    }
     if (bg != NULL)
         gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(live, bg + i));
     if (bu != NULL)

@@ -502,6 +502,7 @@ FB_BF16_TARGET void fb_bf16_bias_act_store(const float *x, int64_t ldx,
 
 static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16")))
 __m256i gate_store_loop(const float *g, const float *u, int64_t ldgu,
+                        const float *sg, const float *su,
                         const float *bg, const float *bu, int64_t n,
                         int64_t rows, fb_activation act, uint16_t *h,
                         int64_t ldh, __m256i emin)
@@ -510,7 +511,7 @@ __m256i gate_store_loop(const float *g, const float *u, int64_t ldgu,
         for (int64_t i = 0; i < n; i += 16) {
             const __mmask16 live = fb_zmm_live(n, i);
             const __m256i r = round_bf16(_mm512_castps_si512(fb_zmm_gate_at(
-                g + t * ldgu, u + t * ldgu, bg, bu, i, live, act)));
+                g + t * ldgu, u + t * ldgu, sg, su, bg, bu, i, live, act)));
             _mm256_mask_storeu_epi16(h + t * ldh + i, live, r);
             /* The smallest exponent field of the non-zero live results. */
             const __mmask16 nz = _mm256_mask_test_epi16_mask(
@@ -523,7 +524,8 @@ __m256i gate_store_loop(const float *g, const float *u, int64_t ldgu,
 }
 
 FB_BF16_TARGET int fb_bf16_gate_store(const float *g, const float *u,
-                                      int64_t ldgu, const float *bg,
+                                      int64_t ldgu, const float *sg,
+                                      const float *su, const float *bg,
                                       const float *bu, int64_t n,
                                       int64_t npad, int64_t rows,
                                       fb_activation act, uint16_t *h,
@@ -535,14 +537,16 @@ FB_BF16_TARGET int fb_bf16_gate_store(const float *g, const float *u,
     if ((bg == NULL) != (bu == NULL)) {
         for (int64_t i = 0; i < n; i += 16) {
             const int64_t c = n - i < 16 ? n - i : 16;
-            int e = fb_bf16_gate_store(g + i, u + i, ldgu, bg ? bg + i : zeros,
-                                       bu ? bu + i : zeros, c, c, rows, act,
-                                       h + i, ldh);
+            int e = fb_bf16_gate_store(
+                g + i, u + i, ldgu, sg ? sg + i : NULL, su ? su + i : NULL,
+                bg ? bg + i : zeros, bu ? bu + i : zeros, c, c, rows, act,
+                h + i, ldh);
             emin = _mm256_min_epu16(emin, _mm256_set1_epi16((short)e));
         }
     } else {
 #define CALL(A)                                                              \
-    emin = gate_store_loop(g, u, ldgu, bg, bu, n, rows, A, h, ldh, emin)
+    emin = gate_store_loop(g, u, ldgu, sg, su, bg, bu, n, rows, A, h, ldh,   \
+                           emin)
         FB_FOR_EACH_ACT(act, CALL)
 #undef CALL
     }
@@ -607,11 +611,13 @@ void fb_bf16_bias_act_store(const float *x, int64_t ldx, const float *bias,
 }
 
 int fb_bf16_gate_store(const float *g, const float *u, int64_t ldgu,
-                       const float *bg, const float *bu, int64_t n,
-                       int64_t npad, int64_t rows, fb_activation act,
-                       uint16_t *h, int64_t ldh)
+                       const float *sg, const float *su, const float *bg,
+                       const float *bu, int64_t n, int64_t npad,
+                       int64_t rows, fb_activation act, uint16_t *h,
+                       int64_t ldh)
 {
-    (void)g, (void)u, (void)ldgu, (void)bg, (void)bu, (void)n, (void)npad;
+    (void)g, (void)u, (void)ldgu, (void)sg, (void)su, (void)bg, (void)bu;
+    (void)n, (void)npad;
     (void)rows, (void)act, (void)h, (void)ldh;
     return 255;
 }

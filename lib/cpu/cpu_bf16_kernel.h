@@ -140,10 +140,12 @@ void fb_bf16_bias_act_store(const float *x, int64_t ldx, const float *bias,
 /* For each row t < rows: h[t ldh + i] = act(g[t ldgu + i] + bg[i]) *
  * (u[t ldgu + i] + bu[i]) rounded to bf16 for i < n (bg, bu may be NULL),
  * zeros for n <= i < npad: the bits of fb_cpu_gate then fb_bf16_from_f32,
- * in one pass. Returns the smallest exponent field among the non-zero h
- * (255 if none). */
+ * in one pass. With e4m3 weights' scales sg and su (both or neither), g
+ * and u are first multiplied by them (the e4m3 order: dot scale + bias).
+ * Returns the smallest exponent field among the non-zero h (255 if
+ * none). */
 int fb_bf16_gate_store(const float *g, const float *u, int64_t ldgu,
-                       const float *bg, const float *bu, int64_t n,
+                       const float *sg, const float *su, const float *bg, const float *bu, int64_t n,
                        int64_t npad, int64_t rows, fb_activation act,
                        uint16_t *h, int64_t ldh);
 

@@ -25,6 +25,10 @@
  * with 256 rows or fewer, the threads split the weights instead of the
  * rows (run_wide), so that each weight is read once.
  *
+ * e4m3 weights (cpu_fp8_wide.c) come packed, widened exactly to bf16, with
+ * their scales after the panels: G and U are scaled before the gate, Y's
+ * sums before the bias, the e4m3 order (dot scale + bias).
+ *
  * H is only known chunk by chunk: a chunk whose H is too small for the
  * kernel against Wd (a gate far in its negative tail: silu(-80) is about
  * 2^-109) runs its down projection in plain fp32 instead (the path then
@@ -36,11 +40,13 @@
 #include <string.h>
 #include "cpu.h"
 #include "cpu_bf16_kernel.h"
+#include "cpu_bf16_mlp.h"
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_impl.h"
 #include "cpu_packed_blocking.h"
 #include "log.h"
+#include "problem_fp8.h"
 
 /* Rows per block, in panels of X (the engine's nr rows): 8 (96 rows) on
  * AVX512-BF16; 32 (512 rows) on AMX, whose blocks are fast enough that
@@ -61,6 +67,8 @@ typedef struct mlp_packed {
     int64_t dpanels;                   /* 32-row panels of Wd */
     int emin_wd;                       /* Wd's smallest exponent field */
     const float *bg, *bu, *bd;         /* fp32 biases or NULL */
+    const float *sg, *su, *sd;         /* e4m3 weights' scales, or NULL */
+    const uint8_t *wd8;                /* e4m3 Wd, or NULL (Wd is bf16) */
 } mlp_packed;
 
 /* Per-thread buffers, in floats where not said. */
@@ -71,27 +79,54 @@ typedef struct mlp_scratch {
     uint16_t *hpack;  /* the packed H: a block's panels */
 } mlp_scratch;
 
+static float bf16_value(uint16_t v)
+{
+    const uint32_t b = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
 /* y's rows [j0, j1) (column t: token t, ldy) (+)= Wd[j0 .. j1, h0 .. h0 +
- * hc) h^T in fp32, h's rows ldh apart; IEEE: the products of two bf16
- * are exact, one rounding per sum. */
-static void down_f32(const fb_mlp_problem *p, const uint16_t *h, int64_t ldh,
-                     int64_t h0, int64_t hc, int64_t rows, int64_t j0,
-                     int64_t j1, float *y, int64_t ldy)
+ * hc) h^T in fp32, h's rows ldh apart, Wd in bf16 or (wd8) e4m3; IEEE:
+ * the products of two bf16 (or bf16 and e4m3) are exact, one rounding
+ * per sum. */
+static void down_f32(const fb_mlp_problem *p, const uint8_t *wd8,
+                     const uint16_t *h, int64_t ldh, int64_t h0, int64_t hc,
+                     int64_t rows, int64_t j0, int64_t j1, float *y,
+                     int64_t ldy)
 {
     const uint16_t *wd = (const uint16_t *)p->wd + h0;
     for (int64_t t = 0; t < rows; t++)
         for (int64_t j = j0; j < j1; j++) {
-            const uint16_t *w = wd + j * p->h, *x = h + t * ldh;
+            const uint16_t *x = h + t * ldh;
             float acc = h0 > 0 ? y[t * ldy + j] : 0.0f;
-            for (int64_t l = 0; l < hc; l++) {
-                uint32_t a = (uint32_t)x[l] << 16, b = (uint32_t)w[l] << 16;
-                float fa, fb;
-                memcpy(&fa, &a, sizeof fa);
-                memcpy(&fb, &b, sizeof fb);
-                acc += fa * fb;
-            }
+            for (int64_t l = 0; l < hc; l++)
+                acc += bf16_value(x[l]) *
+                       (wd8 != NULL ? fb_e4m3_value(wd8[j * p->h + h0 + l])
+                                    : bf16_value(wd[j * p->h + l]));
             y[t * ldy + j] = acc;
         }
+}
+
+/* a[t * lda + j] *= s[j] for n channels j of cols tokens t: the e4m3
+ * weights' scales on the dot products, before any bias. Only the
+ * engines' CPUs (AVX-512) run this driver. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FB_SCALE_TARGET __attribute__((target("avx512f")))
+#else
+#define FB_SCALE_TARGET
+#endif
+FB_SCALE_TARGET static void scale_channels(float *restrict a, int64_t lda,
+                                           const float *restrict s,
+                                           int64_t n, int64_t cols)
+{
+    for (int64_t t = 0; t < cols; t++) {
+        float *restrict row = a + t * lda;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            row[j] *= s[j];
+    }
 }
 
 /* Rows [r0, r0 + rows) of Y: every chunk of the hidden width, then the
@@ -116,11 +151,13 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
          * whole pairs of the engine; its smallest exponent field. */
         const int64_t hp = fb_bf16_pairs(e, hc);
         const int eh = fb_bf16_gate_store(
-            s->g, s->u, HC, pk->bg ? pk->bg + h0 : NULL,
+            s->g, s->u, HC, pk->sg ? pk->sg + h0 : NULL,
+            pk->su ? pk->su + h0 : NULL, pk->bg ? pk->bg + h0 : NULL,
             pk->bu ? pk->bu + h0 : NULL, hc, 2 * hp, rows, p->gate_act, s->h,
             HC);
         if (!fb_bf16_products_exact(eh, pk->emin_wd)) {
-            down_f32(p, s->h, HC, h0, hc, rows, 0, p->n, s->y, ldy);
+            down_f32(p, pk->wd8, s->h, HC, h0, hc, rows, 0, p->n, s->y,
+                     ldy);
             slow++;
             continue;
         }
@@ -141,6 +178,8 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                  fb_bf16_panel_elems(hp, e->nr), xpanels, hp, 1.0f, h0 > 0,
                  s->y, ldy);
     }
+    if (pk->sd != NULL)
+        scale_channels(s->y, ldy, pk->sd, p->n, rows);
     fb_bf16_bias_act_store(s->y, ldy, pk->bd, NULL, p->n, rows, FB_ACT_NONE,
                            (uint16_t *)p->y + r0 * p->ldy, p->ldy);
     return slow;
@@ -211,8 +250,10 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
 }
 
 /* Packed weights (a plan's): the smallest exponent fields of Wg, Wu and
- * Wd, then their panels, 64 bytes on. */
+ * Wd and whether the weights were e4m3 (their scales then follow the
+ * panels: sg, su, sd), then the panels, 64 bytes on. */
 #define PACK_HEADER 64
+enum { FIELD_G, FIELD_U, FIELD_D, FIELD_E4M3, FIELDS };
 
 static size_t pack_bytes(const fb_bf16_engine *e, const fb_mlp_problem *p)
 {
@@ -273,7 +314,43 @@ static void pack(const fb_bf16_engine *en, const fb_mlp_problem *p,
         ed = e[2] < ed ? e[2] : ed;
     }
     int *fields = dst;
-    fields[0] = eg, fields[1] = eu, fields[2] = ed;
+    fields[FIELD_G] = eg, fields[FIELD_U] = eu, fields[FIELD_D] = ed;
+    fields[FIELD_E4M3] = 0;
+}
+
+size_t fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(const fb_mlp_problem *p)
+{
+    return pack_bytes(&fb_bf16_amx, p) +
+           fb_packed_round64((size_t)(2 * p->h + p->n) * sizeof(float));
+}
+
+void fb_cpu_bf16_amx_mlp_pack_e4m3(const fb_mlp_problem *p,
+                                   const float *sg, const float *su,
+                                   const float *sd, int threads, void *dst)
+{
+    const fb_bf16_engine *en = &fb_bf16_amx;
+    const layout l = layout_of(en, p, 1);
+    uint16_t *wgq = (uint16_t *)((char *)dst + PACK_HEADER);
+    uint16_t *wuq = (uint16_t *)((char *)wgq + l.w_bytes);
+    uint16_t *wdq = (uint16_t *)((char *)wuq + l.w_bytes);
+    float *scales = (float *)((char *)wdq + l.d_bytes);
+    int eg = 255, eu = 255, ed = 255;
+#pragma omp parallel num_threads(threads) if (threads > 1) \
+    reduction(min : eg, eu, ed)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t w0 = l.wpanels * tid / nt, w1 = l.wpanels * (tid + 1) / nt;
+        const int64_t d0 = l.dpanels * tid / nt, d1 = l.dpanels * (tid + 1) / nt;
+        eg = fb_bf16_pack_a_e4m3(en, p->wg, p->k, p->h, p->k, w0, w1, wgq);
+        eu = fb_bf16_pack_a_e4m3(en, p->wu, p->k, p->h, p->k, w0, w1, wuq);
+        ed = fb_bf16_pack_a_e4m3(en, p->wd, p->h, p->n, p->h, d0, d1, wdq);
+    }
+    memcpy(scales, sg, (size_t)p->h * sizeof *scales);
+    memcpy(scales + p->h, su, (size_t)p->h * sizeof *scales);
+    memcpy(scales + 2 * p->h, sd, (size_t)p->n * sizeof *scales);
+    int *fields = dst;
+    fields[FIELD_G] = eg, fields[FIELD_U] = eu, fields[FIELD_D] = ed;
+    fields[FIELD_E4M3] = 1;
 }
 
 /* Where the gate or up projection could meet the bf16 products'
@@ -291,7 +368,7 @@ static int applies(const fb_bf16_engine *en, const fb_cpu_call *c,
      * once they are packed. */
     if (p->x == NULL && c->packed == NULL)
         return 1;
-    int e[3];
+    int e[FIELDS];
     if (c->packed != NULL) {
         memcpy(e, c->packed, sizeof e);
     } else {
@@ -346,7 +423,8 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                      pk->xstride, l->xpanels, l->kp, 1.0f, 0, u, HC);
             const int64_t width = 2 * fb_bf16_pairs(e, hc);
             const int eh = fb_bf16_gate_store(
-                g, u, HC, pk->bg ? pk->bg + h0 : NULL,
+                g, u, HC, pk->sg ? pk->sg + h0 : NULL,
+                pk->su ? pk->su + h0 : NULL, pk->bg ? pk->bg + h0 : NULL,
                 pk->bu ? pk->bu + h0 : NULL, hc, width, m, p->gate_act,
                 hall + h0, hstride);
             for (int64_t t = m; t < cols; t++)
@@ -362,8 +440,8 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
             const int64_t h0 = c * HC;
             const int64_t hc = p->h - h0 < HC ? p->h - h0 : HC;
             if (!fb_bf16_products_exact(fields[c], pk->emin_wd)) {
-                down_f32(p, hall + h0, hstride, h0, hc, m, j0, j1, yacc,
-                         ldy);
+                down_f32(p, pk->wd8, hall + h0, hstride, h0, hc, m, j0, j1,
+                         yacc, ldy);
                 continue;
             }
             e->block_rows(pk->wd + d0 * pk->dstride + (h0 / 2) * 2 * e->mr,
@@ -371,6 +449,8 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                           l->xpanels, fb_bf16_pairs(e, hc), 1.0f, c > 0,
                           yacc + j0, ldy);
         }
+        if (j1 > j0 && pk->sd != NULL)
+            scale_channels(yacc + j0, ldy, pk->sd + j0, j1 - j0, m);
         if (j1 > j0)
             fb_bf16_bias_act_store(yacc + j0, ldy,
                                    pk->bd != NULL ? pk->bd + j0 : NULL, NULL,
@@ -431,7 +511,13 @@ static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
             ed = f[2];
         }
     }
-    pk.emin_wd = packed ? ((const int *)c->packed)[2] : ed;
+    pk.emin_wd = packed ? ((const int *)c->packed)[FIELD_D] : ed;
+    pk.sg = pk.su = pk.sd = NULL, pk.wd8 = NULL;
+    if (packed && ((const int *)c->packed)[FIELD_E4M3]) {
+        pk.sg = (const float *)((const char *)wdq + l.d_bytes);
+        pk.su = pk.sg + hid, pk.sd = pk.sg + 2 * hid;
+        pk.wd8 = p->wd;
+    }
     if (l.wide) {
         slow = run_wide(p, &pk, &l, shared, thread_ws);
         char note[48] = "";

@@ -247,7 +247,7 @@ FB_AVX512_INLINE void zmm_gate_loop(float *g, const float *u, const float *bg,
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 live = fb_zmm_live(n, i);
         _mm512_mask_storeu_ps(g + i, live,
-                              fb_zmm_gate_at(g, u, bg, bu, i, live, act));
+                              fb_zmm_gate_at(g, u, NULL, NULL, bg, bu, i, live, act));
     }
 }
 

@@ -17,17 +17,23 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
 
 /* From this many rows of bf16 activations on AMX (or from
  * FB_E4M3_WIDE_SMALL_ROWS where the weights are at most
- * FB_E4M3_WIDE_SMALL_BYTES), the gemm widens its weights once into the
+ * FB_E4M3_WIDE_SMALL_BYTES), the gemm and the MLP widen its weights once into the
  * bf16 driver's panels (cpu_fp8_wide.c): below, packing large weights
  * costs more than the e4m3 AMX path's widening per block of rows
  * (measurements in docs/fp8-weights.md). */
 #define FB_E4M3_WIDE_MIN_ROWS 256
 #define FB_E4M3_WIDE_SMALL_ROWS 32
 #define FB_E4M3_WIDE_SMALL_BYTES ((int64_t)4 << 20)
+/* The MLP only up to this many bytes of weights: above, the bf16 MLP
+ * driver's row blocks run slower than the e4m3 AMX path's blocks of 80
+ * rows (level at 48 MiB, measured up to 8192 rows). */
+#define FB_E4M3_WIDE_MLP_MAX_BYTES ((int64_t)32 << 20)
 
 /* That path, or FB_STATUS_NOT_SUPPORTED (nothing done) where it does not
  * take the call. */
 fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
                                 char *path, size_t len);
+fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
+                               char *path, size_t len);
 
 #endif /* FB_CPU_FP8_H */

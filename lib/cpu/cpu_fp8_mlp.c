@@ -51,6 +51,9 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
         snprintf(path, len, "cpu/quick-return");
         return FB_STATUS_SUCCESS;
     }
+    const fb_status wide = fb_cpu_e4m3_mlp_wide(h, p, path, len);
+    if (wide != FB_STATUS_NOT_SUPPORTED)
+        return wide;
     const int64_t k = p->k, hd = p->h, n = p->n;
     /* AMX where X is bf16 (its fp32 panel, and H rounded to bf16, pack
      * exactly): fb_cpu_e4m3_amx_nt, shares of whole 16-row tiles, blocks

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cpu_fp8_wide.c -- gemm_e4m3_bias_act for many rows of bf16 activations
- * on AMX: the weights widened to bf16 (exact) as they are packed into the
- * bf16 driver's panels (cpu_bf16_gemm.c), where a plan's weights would
- * be, and multiplied there; its finish applies each channel's scale to
- * the dot product first, in the e4m3 order: alpha (dot scale) + beta C +
- * bias.
+ * cpu_fp8_wide.c -- gemm_e4m3_bias_act and mlp_geglu_forward_e4m3 for
+ * many rows of bf16 activations on AMX: the weights widened to bf16
+ * (exact) as they are packed into the bf16 drivers' panels
+ * (cpu_bf16_gemm.c, cpu_bf16_mlp.c), where a plan's weights would be, and
+ * multiplied there; the drivers apply each channel's scale to the dot
+ * product first, in the e4m3 order: alpha (dot scale) + beta C + bias.
  *
  * The e4m3 AMX path (cpu_fp8_gemm.c) widens every weight once per block
  * of 80 rows; from FB_E4M3_WIDE_MIN_ROWS rows one widening pack costs
@@ -20,6 +20,7 @@
 #include "cpu.h"
 #include "cpu_bf16_gemm.h"
 #include "cpu_bf16_kernel.h"
+#include "cpu_bf16_mlp.h"
 #include "cpu_fp8.h"
 #include "cpu_impl.h"
 
@@ -69,6 +70,55 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
      * theirs): x too tiny for exact bf16 products sends the call back to
      * the e4m3 paths, the packing lost (rare: |x| below about 2^-100) */
     fb_cpu_bf16_amx_pack_e4m3(&q, p->w, p->w_cs, t, ws);
+    const fb_cpu_call c = {h, t, ws + packed, ws};
+    if (!impl->applies(&c, &q))
+        return FB_STATUS_NOT_SUPPORTED;
+    char ran[160];
+    const fb_status st = impl->run(&c, &q, ran, sizeof ran);
+    if (st == FB_STATUS_SUCCESS)
+        snprintf(path, len, "cpu/e4m3-wide/%s", ran);
+    return st;
+}
+
+fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
+                               char *path, size_t len)
+{
+    const fb_cpu_mlp_impl *impl = &fb_cpu_mlp_bf16_amx;
+    const int64_t weights = 2 * p->h * p->k + p->n * p->h;
+    if (p->dtype != FB_DTYPE_BF16 || p->k == 0 || p->h == 0 ||
+        weights > FB_E4M3_WIDE_MLP_MAX_BYTES ||
+        p->m < (weights <= FB_E4M3_WIDE_SMALL_BYTES
+                    ? FB_E4M3_WIDE_SMALL_ROWS
+                    : FB_E4M3_WIDE_MIN_ROWS) ||
+        !fb_cpu_amx_available())
+        return FB_STATUS_NOT_SUPPORTED;
+    /* The bf16 MLP's problem on the e4m3 weights; their bytes are read
+     * only by the packing below (and by the driver's fp32 down projection
+     * of a chunk whose H is too tiny for AMX). */
+    fb_mlp_problem q;
+    memset(&q, 0, sizeof q);
+    q.dtype = FB_DTYPE_BF16;
+    q.gate_act = p->gate_act;
+    q.m = p->m, q.k = p->k, q.h = p->h, q.n = p->n;
+    q.x = p->x, q.ldx = p->ldx;
+    q.wg = p->wg, q.wu = p->wu, q.wd = p->wd;
+    q.bg = p->bg, q.bu = p->bu, q.bd = p->bd;
+    q.y = p->y, q.ldy = p->ldy;
+    const double flops = 2.0 * (double)p->m *
+                         (2.0 * (double)p->h * (double)p->k +
+                          (double)p->n * (double)p->h);
+    const int t = fb_cpu_own_threads(h, flops);
+    const size_t packed = round64(fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(&q));
+    const size_t rest = impl->workspace(&q, t, 1);
+    char *ws = fb_handle_workspace(h, packed + rest);
+    if (ws == NULL) {
+        snprintf(path, len, "cannot allocate %zu bytes of workspace",
+                 packed + rest);
+        return FB_STATUS_ALLOC_FAILED;
+    }
+    /* As the gemm: x too tiny for exact bf16 products sends the call back
+     * to the e4m3 paths. */
+    fb_cpu_bf16_amx_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
     const fb_cpu_call c = {h, t, ws + packed, ws};
     if (!impl->applies(&c, &q))
         return FB_STATUS_NOT_SUPPORTED;
