@@ -4,7 +4,8 @@
  * AVX-512, lib/cpu/cpu_small_m_avx2.c on AVX2), each forced by its name
  * wherever this CPU runs it, through gemm_bias_act and mlp_geglu_forward,
  * against the double oracle, with the path asserted: every token count
- * m = 1..32, every dtype (fp16
+ * m = 1..32 (bf16 on AMX: some up to 80, as many as its token tiles
+ * hold), every dtype (fp16
  * and bf16 weights are widened inside the kernel), k that is a multiple of
  * nothing and crosses the kernel's k chunks (512 fp32 values; the 16-bit
  * forms' longer ones in fma16_long_k and dp_long_k) and its 16-value
@@ -270,6 +271,92 @@ static void dp_mlp_tiny_h(const target *cpu, int64_t m)
     mlp_data_free(&d);
 }
 
+/* bf16 on AMX takes up to FB_SMALL_M_AMX_MAX (80) tokens: gemm (both
+ * layouts) and MLP cases past the FMA form's 32, the FMA form's fallback
+ * in blocks of 32 tokens (a denormal in X; products that could flush),
+ * and the MLP's down projection on the FMA form (tiny H). */
+static void amx_rows(const target *cpu)
+{
+    static const int64_t ms[] = {33, 48, 65, 80};
+    for (int i = 0; i < 4; i++) {
+        const int64_t m = ms[i];
+        gemm_case c;
+        memset(&c, 0, sizeof c);
+        c.dtype = FB_DTYPE_BF16;
+        if (i % 2) {
+            c.layout = FB_COL_MAJOR;
+            c.transa = FB_TRANS, c.transb = FB_NO_TRANS;
+            c.m = feats[i % NF], c.n = m;
+        } else {
+            c.layout = FB_ROW_MAJOR;
+            c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+            c.m = m, c.n = feats[i % NF];
+        }
+        c.k = ks[(i + 1) % NK];
+        c.alpha = alphas[i % 3];
+        c.beta = betas[i % 4];
+        c.has_bias = i != 2;
+        c.act = all_acts[i % N_ACTS];
+        gemm_case_set_lds(&c, 1 + i % 3, 2, i % 2);
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        gemm_check(&d, cpu, 1, NULL);
+        tap_path_has(cpu, &c, AMX_PATH);
+        gemm_data_free(&d);
+
+        mlp_case mc;
+        memset(&mc, 0, sizeof mc);
+        mc.dtype = FB_DTYPE_BF16;
+        mc.act = all_acts[(i + 2) % N_ACTS];
+        mc.m = m, mc.k = ks[i % NK], mc.h = i % 2 ? 103 : 37;
+        mc.n = i % 2 ? 29 : 50;
+        mc.biases = (unsigned)(2 * i + 1);
+        mlp_run_case(&mc, cpu, 1, NULL);
+        char label[256];
+        mlp_case_label(&mc, label, sizeof label);
+        tap_ok(path_is(cpu->handle, KERNEL_PATH) &&
+                   path_has(cpu->handle, AMX_PATH),
+               "path %s for %s (want %s%s)", fb_handle_last_path(cpu->handle),
+               label, KERNEL_PATH, AMX_PATH);
+    }
+    for (int64_t m = 40; m <= 80; m += 40) {
+        dp_edges(cpu, 0, m);
+        dp_edges(cpu, 1, m);
+        dp_mlp_tiny_h(cpu, m);
+    }
+    /* The shape rule, with nothing forced: past 32 tokens AMX's form runs
+     * only for weights of FB_SMALL_M_AMX_BYTES_PER_ROW (64 KiB) a token
+     * or more; below, the bf16 driver. 40 tokens: 2.5 MiB. */
+    if (fb_set_implementation(cpu->handle, NULL) != FB_STATUS_SUCCESS)
+        tap_bail("fb_set_implementation(NULL)");
+    for (int big = 0; big < 2; big++) {
+        mlp_case mc;
+        memset(&mc, 0, sizeof mc);
+        mc.dtype = FB_DTYPE_BF16;
+        mc.act = FB_ACT_SILU;
+        mc.m = 40, mc.k = big ? 640 : 64, mc.h = big ? 1056 : 96;
+        mc.n = big ? 640 : 64;
+        mc.biases = 7;
+        mlp_run_case(&mc, cpu, 1, NULL);
+        char label[256];
+        mlp_case_label(&mc, label, sizeof label);
+        const char *want = big ? "cpu/small-m-avx512/" : "cpu/bf16-amx/";
+        tap_ok(path_is(cpu->handle, want), "auto: path %s for %s (want %s)",
+               fb_handle_last_path(cpu->handle), label, want);
+        gemm_case c;
+        linear_case(&c, FB_DTYPE_BF16, 40, big ? 2048 : 256, 1,
+                    FB_ACT_GELU_TANH, "auto");
+        c.n = big ? 640 : 103;
+        gemm_case_set_lds(&c, 1, 1, 0);
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        gemm_check(&d, cpu, 1, NULL);
+        tap_path_has(cpu, &c, want);
+        gemm_data_free(&d);
+    }
+    force(cpu->handle);
+}
+
 static void run_kernel(const target *cpu, int avx512);
 
 int main(int argc, char **argv)
@@ -356,8 +443,10 @@ static void run_kernel(const target *cpu_, int avx512)
         const char *no_amx[] = {"FUSEDBLAS_CPU_NO_AMX=1", NULL};
         if (!tap_in_phase("no-amx"))
             tap_rerun("no-bf16", env, 300);
-        if (amx)
+        if (amx) {
+            amx_rows(&cpu);
             tap_rerun("no-amx", no_amx, 600);
+        }
     } else {
         tap_skip("bf16 products: not on this CPU (path %s)",
                  fb_handle_last_path(cpu.handle));

@@ -345,7 +345,7 @@ static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
     }                                                                          \
     const fb_cpu_gemm_impl entry = {                                           \
         name, FB_CPU_OWN_THREADS, entry##_applies, entry##_workspace,          \
-        entry##_pack_bytes, entry##_pack, entry##_run};
+        entry##_pack_bytes, entry##_pack, entry##_run, NULL};
 
 ENTRY(fb_cpu_gemm_bf16_amx, fb_bf16_amx, "cpu/bf16-amx")
 ENTRY(fb_cpu_gemm_bf16, fb_bf16_avx512, "cpu/bf16-avx512bf16")

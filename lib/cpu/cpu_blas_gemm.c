@@ -305,4 +305,4 @@ static void pack(const fb_gemm_problem *p, int threads, void *dst)
 
 const fb_cpu_gemm_impl fb_cpu_gemm_openblas = {
     "cpu/openblas", FB_CPU_BLAS_THREADS, applies, workspace, pack_bytes,
-    pack, run};
+    pack, run, NULL};

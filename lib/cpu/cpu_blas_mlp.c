@@ -360,4 +360,4 @@ static void pack(const fb_mlp_problem *p, int threads, void *dst)
 
 const fb_cpu_mlp_impl fb_cpu_mlp_openblas = {
     "cpu/openblas", FB_CPU_BLAS_THREADS, applies, workspace, pack_bytes, pack,
-    run};
+    run, NULL};

@@ -240,4 +240,4 @@ static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
 
 const fb_cpu_gemm_impl fb_cpu_gemm_f32 = {
     "cpu/f32-avx512", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes, pack,
-    run};
+    run, NULL};

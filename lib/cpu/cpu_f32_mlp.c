@@ -355,4 +355,4 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
 
 const fb_cpu_mlp_impl fb_cpu_mlp_f32 = {
     "cpu/f32-avx512", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
-    pack, run};
+    pack, run, NULL};

@@ -430,4 +430,4 @@ static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
 
 const fb_cpu_gemm_impl fb_cpu_gemm_small_k = {
     "cpu/f32-small-k", FB_CPU_OWN_THREADS, applies, workspace, pack_bytes,
-    pack, run};
+    pack, run, NULL};

@@ -55,7 +55,8 @@ const fb_cpu_gemm_impl *fb_cpu_gemm_choose(fb_cpu_call *c,
         if (forced != NULL && strcmp(forced, im->name) != 0)
             continue;
         c->threads = fb_cpu_threads_for(c->h, im->threading, flops, cap);
-        if (im->applies(c, p))
+        if (im->applies(c, p) &&
+            (forced != NULL || im->prefers == NULL || im->prefers(p)))
             return im;
     }
     return NULL;

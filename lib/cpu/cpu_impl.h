@@ -48,6 +48,10 @@ typedef struct fb_cpu_gemm_impl {
     /* Runs p; path receives what ran or why it failed. */
     fb_status (*run)(const fb_cpu_call *c, const fb_gemm_problem *p,
                      char *path, size_t len);
+    /* The measured shape rule: under auto, an entry that applies runs only
+     * where this says so (NULL: always); a call forced to the entry by
+     * name runs it wherever it applies. */
+    int (*prefers)(const fb_gemm_problem *p);
 } fb_cpu_gemm_impl;
 
 typedef struct fb_cpu_mlp_impl {
@@ -60,6 +64,7 @@ typedef struct fb_cpu_mlp_impl {
     void (*pack)(const fb_mlp_problem *p, int threads, void *dst);
     fb_status (*run)(const fb_cpu_call *c, const fb_mlp_problem *p,
                      char *path, size_t len);
+    int (*prefers)(const fb_mlp_problem *p); /* as the gemm's */
 } fb_cpu_mlp_impl;
 
 /* The tables, in the order they are tried; each ends with OpenBLAS,
@@ -87,9 +92,10 @@ extern const fb_cpu_mlp_impl fb_cpu_mlp_openblas;   /* cpu_blas_mlp.c */
  * flops, at most cap (0: no cap; a plan's count). */
 int fb_cpu_threads_for(fb_handle h, int threading, double flops, int cap);
 
-/* The first entry that takes p (only the one named forced, if that is
- * not NULL), with c->threads set for it; NULL if none. c->h and
- * c->packed are the caller's. */
+/* The first entry that takes p and that the shape rule prefers (only the
+ * one named forced, if that is not NULL, wherever it applies), with
+ * c->threads set for it; NULL if none. c->h and c->packed are the
+ * caller's. */
 const fb_cpu_gemm_impl *fb_cpu_gemm_choose(fb_cpu_call *c,
                                            const fb_gemm_problem *p,
                                            const char *forced, int cap);

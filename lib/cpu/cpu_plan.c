@@ -104,6 +104,19 @@ static int applies_at(const fb_cpu_plan *pl, int i, fb_cpu_call *c,
     return fb_cpu_mlp_impls[i]->applies(c, &p);
 }
 
+/* Whether the shape rule prefers entry i at m (fb_cpu_gemm_impl). */
+static int prefers_at(const fb_cpu_plan *pl, int i, int64_t m)
+{
+    if (pl->is_gemm) {
+        const fb_gemm_problem p = gemm_at(&pl->g, m);
+        const fb_cpu_gemm_impl *im = fb_cpu_gemm_impls[i];
+        return im->prefers == NULL || im->prefers(&p);
+    }
+    const fb_mlp_problem p = mlp_at(&pl->q, m);
+    const fb_cpu_mlp_impl *im = fb_cpu_mlp_impls[i];
+    return im->prefers == NULL || im->prefers(&p);
+}
+
 static size_t workspace_at(fb_handle h, const fb_cpu_plan *pl, int i,
                            int64_t m)
 {
@@ -160,7 +173,8 @@ static int choose_at(void *ctx, int64_t m)
             (w->left_out >> i & 1u))
             continue;
         fb_cpu_call c = {w->h, 1, NULL, NULL};
-        if (applies_at(pl, i, &c, m))
+        if (applies_at(pl, i, &c, m) &&
+            (w->forced != NULL || prefers_at(pl, i, m)))
             return i;
     }
     return -1;

@@ -135,6 +135,11 @@ fb_cpu_small_m_next(const char *wj, int64_t ldwb, int64_t es, int64_t p0,
  * fb_cpu_amx_available(). */
 #define FB_SMALL_M_AMX_MIN_ROWS 5
 #define FB_AMX_TOKEN_TILES 5
+#define FB_SMALL_M_AMX_MAX (FB_AMX_TOKEN_TILES * 16)
+/* Past FB_SMALL_M_MAX tokens the shape rule keeps AMX's form for weights
+ * of at least this many bytes a token: below, the bf16 driver, which
+ * packs them, is faster (docs/cpu-kernels.md has the measurements). */
+#define FB_SMALL_M_AMX_BYTES_PER_ROW ((int64_t)64 << 10)
 size_t fb_cpu_small_m_amx_pack_bytes(int64_t m, int64_t k);
 void fb_cpu_small_m_amx_pack(int64_t m, int64_t k, const uint16_t *x,
                              int64_t ldx, uint16_t *dst);

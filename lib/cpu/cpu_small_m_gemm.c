@@ -4,9 +4,10 @@
  * kernel (cpu_small_m.h): op(A) = W (stored rows contiguous along k),
  * op(B) = X^T (tokens contiguous along k), few tokens. The kernel streams
  * W once and beats OpenBLAS (whose packing re-reads W per 16 tokens
- * here) up to its 32 tokens.
+ * here) up to its 32 tokens, and bf16 on AMX up to the 80 its token tiles
+ * hold (where the bf16 driver would pack every weight).
  *
- * C (m x n, n <= 32 tokens) is done in units of SMALL_M_ROWS rows, each
+ * C (m x n, n <= 32 tokens, or 80) is done in units of SMALL_M_ROWS rows, each
  * thread a contiguous run of units (the weights split, never the tokens);
  * each unit's dot products land in a small buffer, then alpha, beta, bias
  * and activation are applied per token over the unit's contiguous rows
@@ -45,10 +46,26 @@ static int decode_form(const fb_gemm_problem *p)
            p->multiply && p->m >= SMALL_M_MIN_ROWS;
 }
 
+/* bf16 on AMX: as many tokens as the token tiles hold. */
+static int amx_form(const fb_gemm_problem *p)
+{
+    return p->transa && !p->transb && p->n <= FB_SMALL_M_AMX_MAX &&
+           p->multiply && p->m >= SMALL_M_MIN_ROWS &&
+           p->dtype == FB_DTYPE_BF16 && fb_cpu_amx_available();
+}
+
 static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
 {
     (void)c;
-    return decode_form(p) && fb_cpu_small_m_available();
+    return (decode_form(p) || amx_form(p)) && fb_cpu_small_m_available();
+}
+
+/* Past FB_SMALL_M_MAX tokens, only weights large enough. */
+static int prefers(const fb_gemm_problem *p)
+{
+    return p->n <= FB_SMALL_M_MAX ||
+           2.0 * (double)p->m * (double)p->k >=
+               (double)p->n * (double)FB_SMALL_M_AMX_BYTES_PER_ROW;
 }
 
 static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
@@ -161,7 +178,7 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         const int64_t u0 = units * tid / nt, u1 = units * (tid + 1) / nt;
         const int64_t end = u1 * unit_rows < p->m ? u1 * unit_rows : p->m;
-        float dots[FB_SMALL_M_MAX * SMALL_M_AMX_ROWS];
+        float dots[FB_SMALL_M_AMX_MAX * SMALL_M_AMX_ROWS];
         float old[SMALL_M_AMX_ROWS];
         for (int64_t u = u0; u < u1; u++) {
             const int64_t j0 = u * unit_rows;
@@ -177,11 +194,13 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
                     : fb_cpu_small_m_dp_nt(ntok, rows, k, x16, ldx16,
                                            x_field, a_rows(p, j0), p->lda,
                                            end - j0 - rows, dots, unit_rows);
-            if (!done) {
-                kernel(p->dtype, ntok, rows, k, x32, ldx, a_rows(p, j0),
-                       p->lda, end - j0 - rows, dots, unit_rows, 0);
-                fell_back |= dp;
-            }
+            /* The FMA form takes FB_SMALL_M_MAX tokens a call. */
+            for (int64_t i = 0; !done && i < ntok; i += FB_SMALL_M_MAX)
+                kernel(p->dtype,
+                       ntok - i < FB_SMALL_M_MAX ? ntok - i : FB_SMALL_M_MAX,
+                       rows, k, x32 + i * ldx, ldx, a_rows(p, j0), p->lda,
+                       end - j0 - rows, dots + i * unit_rows, unit_rows, 0);
+            fell_back |= !done && dp;
             for (int64_t i = 0; i < ntok; i++) {
                 float *d = dots + i * unit_rows;
                 char *c = (char *)p->c + (j0 + i * p->ldc) * es;
@@ -221,8 +240,8 @@ static fb_status run_avx2(const fb_cpu_call *c, const fb_gemm_problem *p,
 
 const fb_cpu_gemm_impl fb_cpu_gemm_small_m = {
     "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies_avx512,
-    workspace_avx512, NULL, NULL, run_avx512};
+    workspace_avx512, NULL, NULL, run_avx512, prefers};
 
 const fb_cpu_gemm_impl fb_cpu_gemm_small_m_avx2 = {
     "cpu/small-m-avx2", FB_CPU_OWN_THREADS, applies_avx2, workspace_avx2,
-    NULL, NULL, run_avx2};
+    NULL, NULL, run_avx2, NULL};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu_small_m_mlp.c -- mlp_geglu_forward in the decode shape (at most 32
- * rows of X) on the small-m kernel (cpu_small_m.h), every dtype: the three
- * weights stream once at memory speed (bf16 on AMX or VDPBF16PS too).
+ * rows of X, or FB_SMALL_M_AMX_MAX of bf16 on AMX) on the small-m kernel
+ * (cpu_small_m.h), every dtype: the three weights stream once at memory
+ * speed (bf16 on AMX or VDPBF16PS too).
  *
  * Few rows of X: each thread owns a slice [h0, h1) of the hidden width and
  * streams its rows of Wg and Wu, then its columns of Wd, each element once
@@ -33,10 +34,26 @@ static int decode_shape(const fb_mlp_problem *p)
     return p->m <= FB_SMALL_M_MAX && p->k > 0 && p->h > 0;
 }
 
+/* bf16 on AMX takes as many rows as its token tiles hold: the weights
+ * still stream once, where the bf16 driver would pack them all. */
+static int amx_shape(const fb_mlp_problem *p)
+{
+    return p->dtype == FB_DTYPE_BF16 && p->m <= FB_SMALL_M_AMX_MAX &&
+           p->k > 0 && p->h > 0 && fb_cpu_amx_available();
+}
+
 static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
     (void)c;
-    return decode_shape(p) && fb_cpu_small_m_available();
+    return (decode_shape(p) || amx_shape(p)) && fb_cpu_small_m_available();
+}
+
+/* Past FB_SMALL_M_MAX tokens, only weights large enough. */
+static int prefers(const fb_mlp_problem *p)
+{
+    return p->m <= FB_SMALL_M_MAX ||
+           2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h >=
+               (double)p->m * (double)FB_SMALL_M_AMX_BYTES_PER_ROW;
 }
 
 static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
@@ -122,6 +139,17 @@ static const void *at(const void *base, fb_dtype t, int64_t elems)
     return (const char *)base + elems * fb_dtype_size(t);
 }
 
+/* The FMA kernel over m rows, FB_SMALL_M_MAX at a time (AMX's calls take
+ * more). */
+static void kernel_rows(fb_cpu_small_m_fn kernel, fb_dtype t, int64_t m,
+                        int64_t n, int64_t k, const float *x, int64_t ldx,
+                        const void *w, int64_t ldw, float *out, int64_t ldo)
+{
+    for (int64_t i = 0; i < m; i += FB_SMALL_M_MAX)
+        kernel(t, m - i < FB_SMALL_M_MAX ? m - i : FB_SMALL_M_MAX, n, k,
+               x + i * ldx, ldx, w, ldw, 0, out + i * ldo, ldo, 0);
+}
+
 /* out = x w^T on bf16 products: AMX (x packed at xp) or VDPBF16PS (x
  * at x16, ldx16); 0 where a product could have flushed. */
 static int products(const layout *l, int64_t m, int64_t n, int64_t k,
@@ -200,12 +228,14 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
             const void *wd = at(p->wd, p->dtype, h0);
             if (!dp || !products(&l, m, hs, k, x16, ldx16, xamx, x_field, wg,
                                  k, hbuf, ldh)) {
-                kernel(p->dtype, m, hs, k, x32, ldx, wg, k, 0, hbuf, ldh, 0);
+                kernel_rows(kernel, p->dtype, m, hs, k, x32, ldx, wg, k,
+                            hbuf, ldh);
                 fell_back |= dp;
             }
             if (!dp || !products(&l, m, hs, k, x16, ldx16, xamx, x_field, wu,
                                  k, ubuf, ldh)) {
-                kernel(p->dtype, m, hs, k, x32, ldx, wu, k, 0, ubuf, ldh, 0);
+                kernel_rows(kernel, p->dtype, m, hs, k, x32, ldx, wu, k,
+                            ubuf, ldh);
                 fell_back |= dp;
             }
             for (int64_t i = 0; i < m; i++) {
@@ -229,7 +259,8 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
             if (h_field == 0 ||
                 !products(&l, m, n, hs, h16, ldh, SLICE_HAMX(q), h_field, wd,
                           hw, yacc, n)) {
-                kernel(p->dtype, m, n, hs, hbuf, ldh, wd, hw, 0, yacc, n, 0);
+                kernel_rows(kernel, p->dtype, m, n, hs, hbuf, ldh, wd, hw,
+                            yacc, n);
                 fell_back |= dp;
             }
         }
@@ -270,8 +301,8 @@ static fb_status run_avx2(const fb_cpu_call *c, const fb_mlp_problem *p,
 
 const fb_cpu_mlp_impl fb_cpu_mlp_small_m = {
     "cpu/small-m-avx512", FB_CPU_OWN_THREADS, applies_avx512,
-    workspace_avx512, NULL, NULL, run_avx512};
+    workspace_avx512, NULL, NULL, run_avx512, prefers};
 
 const fb_cpu_mlp_impl fb_cpu_mlp_small_m_avx2 = {
     "cpu/small-m-avx2", FB_CPU_OWN_THREADS, applies_avx2, workspace_avx2,
-    NULL, NULL, run_avx2};
+    NULL, NULL, run_avx2, NULL};
