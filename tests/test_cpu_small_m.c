@@ -4,8 +4,8 @@
  * AVX-512, lib/cpu/cpu_small_m_avx2.c on AVX2), each forced by its name
  * wherever this CPU runs it, through gemm_bias_act and mlp_geglu_forward,
  * against the double oracle, with the path asserted: every token count
- * m = 1..32 (bf16 on AMX: some up to 80, as many as its token tiles
- * hold), every dtype (fp16
+ * m = 1..32 (bf16 on AMX: some up to 200, in blocks of up to the 80 its
+ * token tiles hold), every dtype (fp16
  * and bf16 weights are widened inside the kernel), k that is a multiple of
  * nothing and crosses the kernel's k chunks (512 fp32 values; the 16-bit
  * forms' longer ones in fma16_long_k and dp_long_k) and its 16-value
@@ -271,14 +271,16 @@ static void dp_mlp_tiny_h(const target *cpu, int64_t m)
     mlp_data_free(&d);
 }
 
-/* bf16 on AMX takes up to FB_SMALL_M_AMX_MAX (80) tokens: gemm (both
- * layouts) and MLP cases past the FMA form's 32, the FMA form's fallback
- * in blocks of 32 tokens (a denormal in X; products that could flush),
- * and the MLP's down projection on the FMA form (tiny H). */
+/* bf16 on AMX takes any number of tokens, in blocks of up to
+ * FB_SMALL_M_AMX_MAX (80): gemm (both layouts) and MLP cases past the FMA
+ * form's 32, in one block and in several (equal, or a ragged last one),
+ * the FMA form's fallback in blocks of 32 tokens (a denormal in X;
+ * products that could flush), and the MLP's down projection on the FMA
+ * form (tiny H). */
 static void amx_rows(const target *cpu)
 {
-    static const int64_t ms[] = {33, 48, 65, 80};
-    for (int i = 0; i < 4; i++) {
+    static const int64_t ms[] = {33, 48, 65, 80, 81, 150, 161, 200};
+    for (int i = 0; i < 8; i++) {
         const int64_t m = ms[i];
         gemm_case c;
         memset(&c, 0, sizeof c);
@@ -319,7 +321,7 @@ static void amx_rows(const target *cpu)
                "path %s for %s (want %s%s)", fb_handle_last_path(cpu->handle),
                label, KERNEL_PATH, AMX_PATH);
     }
-    for (int64_t m = 40; m <= 80; m += 40) {
+    for (int64_t m = 40; m <= 120; m += 40) {
         dp_edges(cpu, 0, m);
         dp_edges(cpu, 1, m);
         dp_mlp_tiny_h(cpu, m);

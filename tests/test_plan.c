@@ -77,6 +77,17 @@ static void sweeps(fb_handle h)
         static const int64_t some[] = {1, 16, 17, 32, 33, 96, 130};
         plan_check_mlp(h, &tmem_host, &m3, some, 7, NULL, NULL);
     }
+    /* bf16 on AMX: the decode kernel past 32 rows where the weights are
+     * large (64 KiB a row, in blocks of 80; the gemm 256 KiB a token past
+     * one block), the bf16 driver elsewhere: a plan must choose as a
+     * plain call does, at every m either side. */
+    static const int64_t rule[] = {33, 64, 80, 81, 96, 120, 121, 200};
+    plan_mlp_spec mb = {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 200, 640, 2048, 640,
+                        1, 0};
+    plan_check_mlp(h, &tmem_host, &mb, rule, 8, NULL, NULL);
+    plan_gemm_spec gb = {FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                         200, 2048, 2048, 1.0f, 0.0f, 1, FB_ACT_SILU, 0};
+    plan_check_gemm(h, &tmem_host, &gb, rule, 8, NULL, NULL);
     /* h = 0: Y = bd. */
     plan_mlp_spec m0 = {FB_DTYPE_BF16, FB_ACT_SILU, 40, 16, 0, 24, 1, 0};
     plan_check_mlp(h, &tmem_host, &m0, all, 40, NULL, NULL);

@@ -50,7 +50,8 @@ typedef struct fb_cpu_gemm_impl {
                      char *path, size_t len);
     /* The measured shape rule: under auto, an entry that applies runs only
      * where this says so (NULL: always); a call forced to the entry by
-     * name runs it wherever it applies. */
+     * name runs it wherever it applies. The same for a plan's calls as
+     * for plain ones, so that both give the same bits. */
     int (*prefers)(const fb_gemm_problem *p);
 } fb_cpu_gemm_impl;
 

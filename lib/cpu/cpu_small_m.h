@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "problem.h"
 
 /* The most rows of x the kernel takes. */
@@ -166,6 +167,15 @@ int fb_cpu_small_m_amx_pack_f32(int64_t m, int64_t k, const float *x,
 int fb_cpu_e4m3_amx_nt(int64_t m, int64_t n, int64_t k, const uint16_t *xp,
                        int x_field, const uint8_t *w, int64_t ldw, float *out,
                        int64_t ldo);
+
+/* Whether a block's path says it ran some or all of its products on the
+ * FMA form where AMX's could have run: the path a call of several blocks
+ * reports. */
+static inline int fb_cpu_small_m_fell_back(const char *path)
+{
+    return strstr(path, "where-tiny") != NULL ||
+           strstr(path, "bf16-weights") != NULL;
+}
 
 /* The drivers' path segment for the form that ran: bf16 products (AMX
  * or VDPBF16PS, "+fma-where-tiny" where some ran again on the FMA form)

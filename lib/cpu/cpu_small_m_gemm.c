@@ -4,10 +4,11 @@
  * kernel (cpu_small_m.h): op(A) = W (stored rows contiguous along k),
  * op(B) = X^T (tokens contiguous along k), few tokens. The kernel streams
  * W once and beats OpenBLAS (whose packing re-reads W per 16 tokens
- * here) up to its 32 tokens, and bf16 on AMX up to the 80 its token tiles
- * hold (where the bf16 driver would pack every weight).
+ * here) up to its 32 tokens, and bf16 on AMX in blocks of up to the 80
+ * tokens its token tiles hold (where the bf16 driver would pack every
+ * weight first).
  *
- * C (m x n, n <= 32 tokens, or 80) is done in units of SMALL_M_ROWS rows, each
+ * C (m x n, n <= 32 tokens, or 80 a block) is done in units of SMALL_M_ROWS rows, each
  * thread a contiguous run of units (the weights split, never the tokens);
  * each unit's dot products land in a small buffer, then alpha, beta, bias
  * and activation are applied per token over the unit's contiguous rows
@@ -46,12 +47,21 @@ static int decode_form(const fb_gemm_problem *p)
            p->multiply && p->m >= SMALL_M_MIN_ROWS;
 }
 
-/* bf16 on AMX: as many tokens as the token tiles hold. */
+/* bf16 on AMX: any number of tokens, in blocks of as many as the token
+ * tiles hold. */
 static int amx_form(const fb_gemm_problem *p)
 {
-    return p->transa && !p->transb && p->n <= FB_SMALL_M_AMX_MAX &&
-           p->multiply && p->m >= SMALL_M_MIN_ROWS &&
-           p->dtype == FB_DTYPE_BF16 && fb_cpu_amx_available();
+    return p->transa && !p->transb && p->multiply &&
+           p->m >= SMALL_M_MIN_ROWS && p->dtype == FB_DTYPE_BF16 &&
+           fb_cpu_amx_available();
+}
+
+/* Tokens a block: all of them up to FB_SMALL_M_AMX_MAX, else equal
+ * blocks of at most that many. */
+static int64_t block_tokens(int64_t n)
+{
+    const int64_t blocks = (n + FB_SMALL_M_AMX_MAX - 1) / FB_SMALL_M_AMX_MAX;
+    return blocks <= 1 ? n : (n + blocks - 1) / blocks;
 }
 
 static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
@@ -60,12 +70,16 @@ static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
     return (decode_form(p) || amx_form(p)) && fb_cpu_small_m_available();
 }
 
-/* Past FB_SMALL_M_MAX tokens, only weights large enough. */
+/* Past FB_SMALL_M_MAX tokens, only weights large enough: 64 KiB a token
+ * in one block, four times that in several (the bf16 driver's blocking
+ * pays from there). */
 static int prefers(const fb_gemm_problem *p)
 {
+    const int one_block = p->n <= FB_SMALL_M_AMX_MAX;
     return p->n <= FB_SMALL_M_MAX ||
            2.0 * (double)p->m * (double)p->k >=
-               (double)p->n * (double)FB_SMALL_M_AMX_BYTES_PER_ROW;
+               (double)p->n * (double)FB_SMALL_M_AMX_BYTES_PER_ROW *
+                   (one_block ? 1.0 : 4.0);
 }
 
 static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
@@ -111,7 +125,9 @@ static size_t workspace_avx512(const fb_gemm_problem *p, int threads,
                                int packed)
 {
     (void)threads, (void)packed;
-    return layout_of(p, 1).bytes;
+    fb_gemm_problem q = *p;
+    q.n = block_tokens(p->n);
+    return layout_of(&q, 1).bytes;
 }
 
 static size_t workspace_avx2(const fb_gemm_problem *p, int threads,
@@ -126,10 +142,11 @@ static const char *a_rows(const fb_gemm_problem *p, int64_t i0)
     return (const char *)p->a + i0 * p->lda * fb_dtype_size(p->dtype);
 }
 
-/* avx512: the AVX-512 kernel (and AMX or VDPBF16PS where they pay),
- * else the AVX2 one. */
-static fb_status run_with(int avx512, const fb_cpu_call *call,
-                          const fb_gemm_problem *p, char *path, size_t len)
+/* One block of tokens (p->n at most FB_SMALL_M_AMX_MAX). avx512: the
+ * AVX-512 kernel (and AMX or VDPBF16PS where they pay), else the AVX2
+ * one. */
+static void run_block(int avx512, const fb_cpu_call *call,
+                      const fb_gemm_problem *p, char *path, size_t len)
 {
     const fb_cpu_small_m_fn kernel =
         avx512 ? fb_cpu_small_m_nt : fb_cpu_small_m_avx2_nt;
@@ -223,6 +240,34 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
     snprintf(path, len, "cpu/small-m-%s/%s/threads=%d",
              avx512 ? "avx512" : "avx2",
              fb_cpu_small_m_form(dp, l.amx, fell_back, p->dtype), t);
+}
+
+/* The blocks of tokens in turn (columns of the normalised C), each
+ * streaming the weights once. The path is a block's that left AMX's
+ * products for the FMA form (in part or whole), if one did. */
+static fb_status run_with(int avx512, const fb_cpu_call *call,
+                          const fb_gemm_problem *p, char *path, size_t len)
+{
+    const int64_t nb = block_tokens(p->n), es = fb_dtype_size(p->dtype);
+    char ran[128] = "";
+    path[0] = '\0';
+    for (int64_t j0 = 0; j0 < p->n; j0 += nb) {
+        fb_gemm_problem q = *p;
+        q.n = p->n - j0 < nb ? p->n - j0 : nb;
+        q.b = (const char *)p->b + j0 * p->ldb * es;
+        q.c = (char *)p->c + j0 * p->ldc * es;
+        if (p->ep.bias != NULL && !p->ep.bias_per_row)
+            q.ep.bias = (const char *)p->ep.bias + j0 * es;
+        run_block(avx512, call, &q, ran, sizeof ran);
+        if (path[0] == '\0' || (fb_cpu_small_m_fell_back(ran) &&
+                                 !fb_cpu_small_m_fell_back(path)))
+            snprintf(path, len, "%s", ran);
+    }
+    if (nb < p->n) {
+        const size_t used = strlen(path);
+        snprintf(path + used, len - used, "/token-blocks=%lld",
+                 (long long)nb);
+    }
     return FB_STATUS_SUCCESS;
 }
 

@@ -34,12 +34,21 @@ static int decode_shape(const fb_mlp_problem *p)
     return p->m <= FB_SMALL_M_MAX && p->k > 0 && p->h > 0;
 }
 
-/* bf16 on AMX takes as many rows as its token tiles hold: the weights
- * still stream once, where the bf16 driver would pack them all. */
+/* bf16 on AMX takes any number of rows, in blocks of as many as its
+ * token tiles hold: the weights stream once a block, where the bf16
+ * driver would pack them all first. */
 static int amx_shape(const fb_mlp_problem *p)
 {
-    return p->dtype == FB_DTYPE_BF16 && p->m <= FB_SMALL_M_AMX_MAX &&
-           p->k > 0 && p->h > 0 && fb_cpu_amx_available();
+    return p->dtype == FB_DTYPE_BF16 && p->k > 0 && p->h > 0 &&
+           fb_cpu_amx_available();
+}
+
+/* Rows of X a block: all of them up to FB_SMALL_M_AMX_MAX, else equal
+ * blocks of at most that many. */
+static int64_t block_rows(int64_t m)
+{
+    const int64_t blocks = (m + FB_SMALL_M_AMX_MAX - 1) / FB_SMALL_M_AMX_MAX;
+    return blocks <= 1 ? m : (m + blocks - 1) / blocks;
 }
 
 static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
@@ -115,7 +124,9 @@ static layout layout_of(const fb_mlp_problem *p, int threads, int avx512)
 static size_t workspace_with(int avx512, const fb_mlp_problem *p,
                              int threads)
 {
-    const layout l = layout_of(p, threads, avx512);
+    fb_mlp_problem q = *p;
+    q.m = block_rows(p->m);
+    const layout l = layout_of(&q, threads, avx512);
     return ((size_t)l.shared + (size_t)l.per_thread * (size_t)l.threads +
             16) * sizeof(float);
 }
@@ -163,10 +174,11 @@ static int products(const layout *l, int64_t m, int64_t n, int64_t k,
                                 ldo);
 }
 
-/* avx512: the AVX-512 kernel (and AMX or VDPBF16PS where they pay),
- * else the AVX2 one. */
-static fb_status run_with(int avx512, const fb_cpu_call *c,
-                          const fb_mlp_problem *p, char *path, size_t len)
+/* One block of rows (p->m at most FB_SMALL_M_AMX_MAX). avx512: the
+ * AVX-512 kernel (and AMX or VDPBF16PS where they pay), else the AVX2
+ * one. */
+static void run_block(int avx512, const fb_cpu_call *c,
+                      const fb_mlp_problem *p, char *path, size_t len)
 {
     const fb_cpu_small_m_fn kernel =
         avx512 ? fb_cpu_small_m_nt : fb_cpu_small_m_avx2_nt;
@@ -284,6 +296,31 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
     snprintf(path, len, "cpu/small-m-%s/mlp-hidden/%s/threads=%d",
              avx512 ? "avx512" : "avx2",
              fb_cpu_small_m_form(dp, l.amx, fell_back, p->dtype), t);
+}
+
+/* The blocks of rows in turn, each streaming the weights once. The path
+ * is a block's that fell back, if one did. */
+static fb_status run_with(int avx512, const fb_cpu_call *c,
+                          const fb_mlp_problem *p, char *path, size_t len)
+{
+    const int64_t mb = block_rows(p->m), es = fb_dtype_size(p->dtype);
+    char ran[128] = "";
+    path[0] = '\0';
+    for (int64_t i0 = 0; i0 < p->m; i0 += mb) {
+        fb_mlp_problem q = *p;
+        q.m = p->m - i0 < mb ? p->m - i0 : mb;
+        q.x = (const char *)p->x + i0 * p->ldx * es;
+        q.y = (char *)p->y + i0 * p->ldy * es;
+        run_block(avx512, c, &q, ran, sizeof ran);
+        if (path[0] == '\0' || (fb_cpu_small_m_fell_back(ran) &&
+                                 !fb_cpu_small_m_fell_back(path)))
+            snprintf(path, len, "%s", ran);
+    }
+    if (mb < p->m) {
+        const size_t used = strlen(path);
+        snprintf(path + used, len - used, "/row-blocks=%lld",
+                 (long long)mb);
+    }
     return FB_STATUS_SUCCESS;
 }
 
