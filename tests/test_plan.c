@@ -81,13 +81,15 @@ static void sweeps(fb_handle h)
      * large (64 KiB a row, in blocks of 80; the gemm 256 KiB a token past
      * one block), the bf16 driver elsewhere: a plan must choose as a
      * plain call does, at every m either side. */
-    static const int64_t rule[] = {33, 64, 80, 81, 96, 120, 121, 200};
-    plan_mlp_spec mb = {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 200, 640, 2048, 640,
+    static const int64_t rule[] = {33, 40, 48, 49, 64, 65, 80, 81, 97};
+    /* 3 MiB: the AMX form to 48 rows. */
+    plan_mlp_spec mb = {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 97, 512, 1024, 512,
                         1, 0};
-    plan_check_mlp(h, &tmem_host, &mb, rule, 8, NULL, NULL);
+    plan_check_mlp(h, &tmem_host, &mb, rule, 9, NULL, NULL);
+    /* 4 MiB: the AMX form to 64 tokens. */
     plan_gemm_spec gb = {FB_DTYPE_BF16, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
-                         200, 2048, 2048, 1.0f, 0.0f, 1, FB_ACT_SILU, 0};
-    plan_check_gemm(h, &tmem_host, &gb, rule, 8, NULL, NULL);
+                         97, 1024, 2048, 1.0f, 0.0f, 1, FB_ACT_SILU, 0};
+    plan_check_gemm(h, &tmem_host, &gb, rule, 9, NULL, NULL);
     /* h = 0: Y = bd. */
     plan_mlp_spec m0 = {FB_DTYPE_BF16, FB_ACT_SILU, 40, 16, 0, 24, 1, 0};
     plan_check_mlp(h, &tmem_host, &m0, all, 40, NULL, NULL);
