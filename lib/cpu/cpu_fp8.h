@@ -15,13 +15,14 @@ fb_status fb_cpu_gemm_e4m3(fb_handle h, const fb_e4m3_gemm_problem *p,
 fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
                           char *path, size_t len);
 
-/* From this many rows of bf16 activations on AMX (or from
- * FB_E4M3_WIDE_SMALL_ROWS where the weights are at most
- * FB_E4M3_WIDE_SMALL_BYTES), the gemm and the MLP widen its weights once into the
- * bf16 driver's panels (cpu_fp8_wide.c): below, packing large weights
- * costs more than the e4m3 AMX path's widening per block of rows
- * (measurements in docs/fp8-weights.md). */
-#define FB_E4M3_WIDE_MIN_ROWS 256
+/* From this many rows of bf16 activations on AMX (the gemm; the MLP from
+ * FB_E4M3_WIDE_MLP_MIN_ROWS; both from FB_E4M3_WIDE_SMALL_ROWS where the
+ * weights are at most FB_E4M3_WIDE_SMALL_BYTES), the weights are widened
+ * once into the bf16 drivers' panels (cpu_fp8_wide.c): below, packing
+ * large weights costs more than the e4m3 AMX path's widening per block of
+ * rows (measurements in docs/fp8-weights.md). */
+#define FB_E4M3_WIDE_MIN_ROWS 1024
+#define FB_E4M3_WIDE_MLP_MIN_ROWS 256
 #define FB_E4M3_WIDE_SMALL_ROWS 32
 #define FB_E4M3_WIDE_SMALL_BYTES ((int64_t)4 << 20)
 /* The MLP only up to this many bytes of weights: above, the bf16 MLP

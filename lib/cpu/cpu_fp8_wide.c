@@ -89,7 +89,7 @@ fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
         weights > FB_E4M3_WIDE_MLP_MAX_BYTES ||
         p->m < (weights <= FB_E4M3_WIDE_SMALL_BYTES
                     ? FB_E4M3_WIDE_SMALL_ROWS
-                    : FB_E4M3_WIDE_MIN_ROWS) ||
+                    : FB_E4M3_WIDE_MLP_MIN_ROWS) ||
         !fb_cpu_amx_available())
         return FB_STATUS_NOT_SUPPORTED;
     /* The bf16 MLP's problem on the e4m3 weights; their bytes are read
