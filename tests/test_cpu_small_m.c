@@ -359,6 +359,28 @@ static void amx_rows(const target *cpu)
     force(cpu->handle);
 }
 
+/* fp16 weights past 32 rows: the FMA form in blocks of 32 (AVX-512). */
+static void f16_rows(const target *cpu)
+{
+    for (int i = 0; i < 3; i++) {
+        mlp_case mc;
+        memset(&mc, 0, sizeof mc);
+        mc.dtype = FB_DTYPE_F16;
+        mc.act = all_acts[(i + 1) % N_ACTS];
+        mc.m = i == 0 ? 33 : i == 1 ? 64 : 97;
+        mc.k = ks[(i + 2) % NK], mc.h = i % 2 ? 103 : 37;
+        mc.n = 29 + 21 * i;
+        mc.biases = (unsigned)(3 * i + 2);
+        mlp_run_case(&mc, cpu, 1, NULL);
+        char label[256];
+        mlp_case_label(&mc, label, sizeof label);
+        tap_ok(path_is(cpu->handle, KERNEL_PATH) &&
+                   path_has(cpu->handle, "f16-weights/"),
+               "path %s for %s (want %sf16-weights/)",
+               fb_handle_last_path(cpu->handle), label, KERNEL_PATH);
+    }
+}
+
 static void run_kernel(const target *cpu, int avx512);
 
 int main(int argc, char **argv)
@@ -460,4 +482,6 @@ static void run_kernel(const target *cpu_, int avx512)
             fma16_long_k(&cpu, dt, m, 4100);
             fma16_long_k(&cpu, dt, m, 9000);
         }
+    if (avx512)
+        f16_rows(&cpu);
 }

@@ -35,34 +35,47 @@ static int decode_shape(const fb_mlp_problem *p)
 }
 
 /* bf16 on AMX takes any number of rows, in blocks of as many as its
- * token tiles hold: the weights stream once a block, where the bf16
- * driver would pack them all first. */
+ * token tiles hold, and fp16 in blocks of the FMA form's: the weights
+ * stream once a block, where the bf16 driver would pack them all first
+ * (and fp16's OpenBLAS path would widen them to fp32). */
 static int amx_shape(const fb_mlp_problem *p)
 {
     return p->dtype == FB_DTYPE_BF16 && p->k > 0 && p->h > 0 &&
            fb_cpu_amx_available();
 }
 
-/* Rows of X a block: all of them up to FB_SMALL_M_AMX_MAX, else equal
- * blocks of at most that many. */
-static int64_t block_rows(int64_t m)
+static int f16_shape(const fb_mlp_problem *p)
 {
-    const int64_t blocks = (m + FB_SMALL_M_AMX_MAX - 1) / FB_SMALL_M_AMX_MAX;
-    return blocks <= 1 ? m : (m + blocks - 1) / blocks;
+    return p->dtype == FB_DTYPE_F16 && p->k > 0 && p->h > 0;
+}
+
+/* Rows of X a block: all of them up to the form's most (AMX's or the FMA
+ * form's), else equal blocks of at most that many. */
+static int64_t block_rows(const fb_mlp_problem *p)
+{
+    const int64_t most =
+        amx_shape(p) ? FB_SMALL_M_AMX_MAX : FB_SMALL_M_MAX;
+    const int64_t blocks = (p->m + most - 1) / most;
+    return blocks <= 1 ? p->m : (p->m + blocks - 1) / blocks;
 }
 
 static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
     (void)c;
-    return (decode_shape(p) || amx_shape(p)) && fb_cpu_small_m_available();
+    return (decode_shape(p) || amx_shape(p) || f16_shape(p)) &&
+           fb_cpu_small_m_available();
 }
 
-/* Past FB_SMALL_M_MAX tokens, only weights large enough. */
+/* Past FB_SMALL_M_MAX tokens, only weights large enough, and fp16 only
+ * up to FB_SMALL_M_F16_MAX rows (at 256 rows of 4096 -> 11008 -> 4096
+ * OpenBLAS on fp32 copies is level: 260 ms against 266). */
+#define FB_SMALL_M_F16_MAX 128
 static int prefers(const fb_mlp_problem *p)
 {
     return p->m <= FB_SMALL_M_MAX ||
-           2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h >=
-               (double)p->m * (double)FB_SMALL_M_AMX_BYTES_PER_ROW;
+           ((p->dtype != FB_DTYPE_F16 || p->m <= FB_SMALL_M_F16_MAX) &&
+            2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h >=
+                (double)p->m * (double)FB_SMALL_M_AMX_BYTES_PER_ROW);
 }
 
 static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
@@ -125,7 +138,7 @@ static size_t workspace_with(int avx512, const fb_mlp_problem *p,
                              int threads)
 {
     fb_mlp_problem q = *p;
-    q.m = block_rows(p->m);
+    q.m = block_rows(p);
     const layout l = layout_of(&q, threads, avx512);
     return ((size_t)l.shared + (size_t)l.per_thread * (size_t)l.threads +
             16) * sizeof(float);
@@ -303,7 +316,7 @@ static void run_block(int avx512, const fb_cpu_call *c,
 static fb_status run_with(int avx512, const fb_cpu_call *c,
                           const fb_mlp_problem *p, char *path, size_t len)
 {
-    const int64_t mb = block_rows(p->m), es = fb_dtype_size(p->dtype);
+    const int64_t mb = block_rows(p), es = fb_dtype_size(p->dtype);
     char ran[128] = "";
     path[0] = '\0';
     for (int64_t i0 = 0; i0 < p->m; i0 += mb) {
