@@ -359,9 +359,36 @@ static void amx_rows(const target *cpu)
     force(cpu->handle);
 }
 
-/* fp16 weights past 32 rows: the FMA form in blocks of 32 (AVX-512). */
+/* fp16 weights past 32 rows: the FMA form in blocks of 32 (AVX-512),
+ * the gemm in both layouts and the MLP. */
 static void f16_rows(const target *cpu)
 {
+    for (int i = 0; i < 3; i++) {
+        gemm_case c;
+        memset(&c, 0, sizeof c);
+        c.dtype = FB_DTYPE_F16;
+        const int64_t tokens = i == 0 ? 33 : i == 1 ? 64 : 97;
+        if (i == 1) {
+            c.layout = FB_COL_MAJOR;
+            c.transa = FB_TRANS, c.transb = FB_NO_TRANS;
+            c.m = feats[i % NF], c.n = tokens;
+        } else {
+            c.layout = FB_ROW_MAJOR;
+            c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+            c.m = tokens, c.n = feats[i % NF];
+        }
+        c.k = ks[(i + 3) % NK];
+        c.alpha = alphas[(i + 1) % 3];
+        c.beta = betas[(i + 1) % 4];
+        c.has_bias = i != 1;
+        c.act = all_acts[(i + 3) % N_ACTS];
+        gemm_case_set_lds(&c, 1 + i, 1, i % 2);
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        gemm_check(&d, cpu, 1, NULL);
+        tap_path_has(cpu, &c, "f16-weights/");
+        gemm_data_free(&d);
+    }
     for (int i = 0; i < 3; i++) {
         mlp_case mc;
         memset(&mc, 0, sizeof mc);
