@@ -271,6 +271,58 @@ static void dp_mlp_tiny_h(const target *cpu, int64_t m)
     mlp_data_free(&d);
 }
 
+/* Case i of a family of gemm calls of the given token count, forced:
+ * column-major (C^T = W X^T) for odd i, nn.Linear's row-major otherwise;
+ * k, alpha, beta, bias and activation vary with i. want: a part of the
+ * path. */
+static void forced_gemm(const target *cpu, fb_dtype dt, int i,
+                        int64_t tokens, const char *want)
+{
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dt;
+    if (i % 2) {
+        c.layout = FB_COL_MAJOR;
+        c.transa = FB_TRANS, c.transb = FB_NO_TRANS;
+        c.m = feats[i % NF], c.n = tokens;
+    } else {
+        c.layout = FB_ROW_MAJOR;
+        c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+        c.m = tokens, c.n = feats[i % NF];
+    }
+    c.k = ks[(i + 1) % NK];
+    c.alpha = alphas[i % 3];
+    c.beta = betas[i % 4];
+    c.has_bias = i % 4 != 2;
+    c.act = all_acts[i % N_ACTS];
+    gemm_case_set_lds(&c, 1 + i % 3, 2, i % 2);
+    gemm_data d;
+    gemm_data_make(&d, &c);
+    gemm_check(&d, cpu, 1, NULL);
+    tap_path_has(cpu, &c, want);
+    gemm_data_free(&d);
+}
+
+/* Case i of a family of MLP calls of m rows, forced; want: a part of
+ * the path. */
+static void forced_mlp(const target *cpu, fb_dtype dt, int i, int64_t m,
+                       const char *want)
+{
+    mlp_case mc;
+    memset(&mc, 0, sizeof mc);
+    mc.dtype = dt;
+    mc.act = all_acts[(i + 2) % N_ACTS];
+    mc.m = m, mc.k = ks[i % NK], mc.h = i % 2 ? 103 : 37;
+    mc.n = i % 2 ? 29 : 50;
+    mc.biases = (unsigned)(2 * i + 1);
+    mlp_run_case(&mc, cpu, 1, NULL);
+    char label[256];
+    mlp_case_label(&mc, label, sizeof label);
+    tap_ok(path_is(cpu->handle, KERNEL_PATH) && path_has(cpu->handle, want),
+           "path %s for %s (want %s%s)", fb_handle_last_path(cpu->handle),
+           label, KERNEL_PATH, want);
+}
+
 /* bf16 on AMX takes any number of tokens, in blocks of up to
  * FB_SMALL_M_AMX_MAX (80): gemm (both layouts) and MLP cases past the FMA
  * form's 32, in one block and in several (equal, or a ragged last one),
@@ -282,44 +334,8 @@ static void amx_rows(const target *cpu)
     static const int64_t ms[] = {33, 48, 65, 80, 81, 150, 161, 200};
     for (int i = 0; i < 8; i++) {
         const int64_t m = ms[i];
-        gemm_case c;
-        memset(&c, 0, sizeof c);
-        c.dtype = FB_DTYPE_BF16;
-        if (i % 2) {
-            c.layout = FB_COL_MAJOR;
-            c.transa = FB_TRANS, c.transb = FB_NO_TRANS;
-            c.m = feats[i % NF], c.n = m;
-        } else {
-            c.layout = FB_ROW_MAJOR;
-            c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-            c.m = m, c.n = feats[i % NF];
-        }
-        c.k = ks[(i + 1) % NK];
-        c.alpha = alphas[i % 3];
-        c.beta = betas[i % 4];
-        c.has_bias = i != 2;
-        c.act = all_acts[i % N_ACTS];
-        gemm_case_set_lds(&c, 1 + i % 3, 2, i % 2);
-        gemm_data d;
-        gemm_data_make(&d, &c);
-        gemm_check(&d, cpu, 1, NULL);
-        tap_path_has(cpu, &c, AMX_PATH);
-        gemm_data_free(&d);
-
-        mlp_case mc;
-        memset(&mc, 0, sizeof mc);
-        mc.dtype = FB_DTYPE_BF16;
-        mc.act = all_acts[(i + 2) % N_ACTS];
-        mc.m = m, mc.k = ks[i % NK], mc.h = i % 2 ? 103 : 37;
-        mc.n = i % 2 ? 29 : 50;
-        mc.biases = (unsigned)(2 * i + 1);
-        mlp_run_case(&mc, cpu, 1, NULL);
-        char label[256];
-        mlp_case_label(&mc, label, sizeof label);
-        tap_ok(path_is(cpu->handle, KERNEL_PATH) &&
-                   path_has(cpu->handle, AMX_PATH),
-               "path %s for %s (want %s%s)", fb_handle_last_path(cpu->handle),
-               label, KERNEL_PATH, AMX_PATH);
+        forced_gemm(cpu, FB_DTYPE_BF16, i, m, AMX_PATH);
+        forced_mlp(cpu, FB_DTYPE_BF16, i, m, AMX_PATH);
     }
     for (int64_t m = 40; m <= 120; m += 40) {
         dp_edges(cpu, 0, m);
@@ -363,49 +379,12 @@ static void amx_rows(const target *cpu)
  * the gemm in both layouts and the MLP. */
 static void f16_rows(const target *cpu)
 {
-    for (int i = 0; i < 3; i++) {
-        gemm_case c;
-        memset(&c, 0, sizeof c);
-        c.dtype = FB_DTYPE_F16;
-        const int64_t tokens = i == 0 ? 33 : i == 1 ? 64 : 97;
-        if (i == 1) {
-            c.layout = FB_COL_MAJOR;
-            c.transa = FB_TRANS, c.transb = FB_NO_TRANS;
-            c.m = feats[i % NF], c.n = tokens;
-        } else {
-            c.layout = FB_ROW_MAJOR;
-            c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-            c.m = tokens, c.n = feats[i % NF];
-        }
-        c.k = ks[(i + 3) % NK];
-        c.alpha = alphas[(i + 1) % 3];
-        c.beta = betas[(i + 1) % 4];
-        c.has_bias = i != 1;
-        c.act = all_acts[(i + 3) % N_ACTS];
-        gemm_case_set_lds(&c, 1 + i, 1, i % 2);
-        gemm_data d;
-        gemm_data_make(&d, &c);
-        gemm_check(&d, cpu, 1, NULL);
-        tap_path_has(cpu, &c, "f16-weights/");
-        gemm_data_free(&d);
-    }
-    for (int i = 0; i < 3; i++) {
-        mlp_case mc;
-        memset(&mc, 0, sizeof mc);
-        mc.dtype = FB_DTYPE_F16;
-        mc.act = all_acts[(i + 1) % N_ACTS];
-        mc.m = i == 0 ? 33 : i == 1 ? 64 : 97;
-        mc.k = ks[(i + 2) % NK], mc.h = i % 2 ? 103 : 37;
-        mc.n = 29 + 21 * i;
-        mc.biases = (unsigned)(3 * i + 2);
-        mlp_run_case(&mc, cpu, 1, NULL);
-        char label[256];
-        mlp_case_label(&mc, label, sizeof label);
-        tap_ok(path_is(cpu->handle, KERNEL_PATH) &&
-                   path_has(cpu->handle, "f16-weights/"),
-               "path %s for %s (want %sf16-weights/)",
-               fb_handle_last_path(cpu->handle), label, KERNEL_PATH);
-    }
+    for (int i = 0; i < 3; i++)
+        forced_gemm(cpu, FB_DTYPE_F16, i + 1, i == 0 ? 33 : i == 1 ? 64 : 97,
+                    "f16-weights/");
+    for (int i = 0; i < 3; i++)
+        forced_mlp(cpu, FB_DTYPE_F16, i + 1, i == 0 ? 33 : i == 1 ? 64 : 97,
+                   "f16-weights/");
 }
 
 static void run_kernel(const target *cpu, int avx512);

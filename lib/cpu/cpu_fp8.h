@@ -27,7 +27,7 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
 #define FB_E4M3_WIDE_SMALL_BYTES ((int64_t)4 << 20)
 /* The MLP only up to this many bytes of weights: above, the bf16 MLP
  * driver's row blocks run slower than the e4m3 AMX path's blocks of 80
- * rows (level at 48 MiB, measured up to 8192 rows). */
+ * rows (docs/fp8-weights.md). */
 #define FB_E4M3_WIDE_MLP_MAX_BYTES ((int64_t)32 << 20)
 
 /* That path, or FB_STATUS_NOT_SUPPORTED (nothing done) where it does not

@@ -29,6 +29,24 @@ static size_t round64(size_t b)
     return (b + 63) / 64 * 64;
 }
 
+/* The handle's workspace of bytes, or NULL with path saying why. */
+static char *workspace(fb_handle h, size_t bytes, char *path, size_t len)
+{
+    char *ws = fb_handle_workspace(h, bytes);
+    if (ws == NULL)
+        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
+    return ws;
+}
+
+/* st, with path naming this path before the bf16 driver's (ran). */
+static fb_status named(fb_status st, const char *ran, char *path,
+                       size_t len)
+{
+    if (st == FB_STATUS_SUCCESS)
+        snprintf(path, len, "cpu/e4m3-wide/%s", ran);
+    return st;
+}
+
 fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
                                 char *path, size_t len)
 {
@@ -60,12 +78,9 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
     const int t = fb_cpu_own_threads(h, flops);
     const size_t packed = round64(impl->pack_bytes(&q));
     const size_t rest = impl->workspace(&q, t, 1);
-    char *ws = fb_handle_workspace(h, packed + rest);
-    if (ws == NULL) {
-        snprintf(path, len, "cannot allocate %zu bytes of workspace",
-                 packed + rest);
+    char *ws = workspace(h, packed + rest, path, len);
+    if (ws == NULL)
         return FB_STATUS_ALLOC_FAILED;
-    }
     /* applies() reads x's smallest exponent (the packed weights carry
      * theirs): x too tiny for exact bf16 products sends the call back to
      * the e4m3 paths, the packing lost (rare: |x| below about 2^-100) */
@@ -74,10 +89,7 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
     if (!impl->applies(&c, &q))
         return FB_STATUS_NOT_SUPPORTED;
     char ran[160];
-    const fb_status st = impl->run(&c, &q, ran, sizeof ran);
-    if (st == FB_STATUS_SUCCESS)
-        snprintf(path, len, "cpu/e4m3-wide/%s", ran);
-    return st;
+    return named(impl->run(&c, &q, ran, sizeof ran), ran, path, len);
 }
 
 fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
@@ -110,12 +122,9 @@ fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
     const int t = fb_cpu_own_threads(h, flops);
     const size_t packed = round64(fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(&q));
     const size_t rest = impl->workspace(&q, t, 1);
-    char *ws = fb_handle_workspace(h, packed + rest);
-    if (ws == NULL) {
-        snprintf(path, len, "cannot allocate %zu bytes of workspace",
-                 packed + rest);
+    char *ws = workspace(h, packed + rest, path, len);
+    if (ws == NULL)
         return FB_STATUS_ALLOC_FAILED;
-    }
     /* As the gemm: x too tiny for exact bf16 products sends the call back
      * to the e4m3 paths. */
     fb_cpu_bf16_amx_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
@@ -123,8 +132,5 @@ fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
     if (!impl->applies(&c, &q))
         return FB_STATUS_NOT_SUPPORTED;
     char ran[160];
-    const fb_status st = impl->run(&c, &q, ran, sizeof ran);
-    if (st == FB_STATUS_SUCCESS)
-        snprintf(path, len, "cpu/e4m3-wide/%s", ran);
-    return st;
+    return named(impl->run(&c, &q, ran, sizeof ran), ran, path, len);
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "problem.h"
 
@@ -168,13 +169,40 @@ int fb_cpu_e4m3_amx_nt(int64_t m, int64_t n, int64_t k, const uint16_t *xp,
                        int x_field, const uint8_t *w, int64_t ldw, float *out,
                        int64_t ldo);
 
+/* Rows a block when m rows are cut into equal blocks of at most most. */
+static inline int64_t fb_cpu_small_m_block(int64_t m, int64_t most)
+{
+    const int64_t blocks = (m + most - 1) / most;
+    return blocks <= 1 ? m : (m + blocks - 1) / blocks;
+}
+
 /* Whether a block's path says it ran some or all of its products on the
- * FMA form where AMX's could have run: the path a call of several blocks
- * reports. */
+ * FMA form where AMX's could have run. */
 static inline int fb_cpu_small_m_fell_back(const char *path)
 {
     return strstr(path, "where-tiny") != NULL ||
            strstr(path, "bf16-weights") != NULL;
+}
+
+/* A call of several blocks reports one block's path (ran): the first,
+ * or the first that fell back; path starts empty. */
+static inline void fb_cpu_small_m_keep_path(char *path, size_t len,
+                                            const char *ran)
+{
+    if (path[0] == '\0' ||
+        (fb_cpu_small_m_fell_back(ran) && !fb_cpu_small_m_fell_back(path)))
+        snprintf(path, len, "%s", ran);
+}
+
+/* Then "/what=block" where the call had several blocks. */
+static inline void fb_cpu_small_m_blocks_note(char *path, size_t len,
+                                              const char *what,
+                                              int64_t block, int64_t all)
+{
+    const size_t used = strlen(path);
+    if (block < all && used < len)
+        snprintf(path + used, len - used, "/%s=%lld", what,
+                 (long long)block);
 }
 
 /* The drivers' path segment for the form that ran: bf16 products (AMX

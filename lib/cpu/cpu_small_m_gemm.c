@@ -67,9 +67,8 @@ static int f16_form(const fb_gemm_problem *p)
  * form's), else equal blocks of at most that many. */
 static int64_t block_tokens(const fb_gemm_problem *p)
 {
-    const int64_t most = amx_form(p) ? FB_SMALL_M_AMX_MAX : FB_SMALL_M_MAX;
-    const int64_t blocks = (p->n + most - 1) / most;
-    return blocks <= 1 ? p->n : (p->n + blocks - 1) / blocks;
+    return fb_cpu_small_m_block(
+        p->n, amx_form(p) ? FB_SMALL_M_AMX_MAX : FB_SMALL_M_MAX);
 }
 
 static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
@@ -82,8 +81,8 @@ static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
 /* Past FB_SMALL_M_MAX tokens, only weights large enough: bf16 64 KiB a
  * token in one block, four times that in several (the bf16 driver's
  * blocking pays from there); fp16 64 KiB a token up to
- * FB_SMALL_M_F16_GEMM_MAX tokens (at 128 of 4096 -> 11008 OpenBLAS on
- * fp32 copies is level: 45.4 ms against 46.9). */
+ * FB_SMALL_M_F16_GEMM_MAX tokens, from where OpenBLAS on fp32 copies
+ * keeps up (docs/cpu-kernels.md). */
 #define FB_SMALL_M_F16_GEMM_MAX 64
 static int prefers(const fb_gemm_problem *p)
 {
@@ -257,8 +256,7 @@ static void run_block(int avx512, const fb_cpu_call *call,
 }
 
 /* The blocks of tokens in turn (columns of the normalised C), each
- * streaming the weights once. The path is a block's that left AMX's
- * products for the FMA form (in part or whole), if one did. */
+ * streaming the weights once. */
 static fb_status run_with(int avx512, const fb_cpu_call *call,
                           const fb_gemm_problem *p, char *path, size_t len)
 {
@@ -273,15 +271,9 @@ static fb_status run_with(int avx512, const fb_cpu_call *call,
         if (p->ep.bias != NULL && !p->ep.bias_per_row)
             q.ep.bias = (const char *)p->ep.bias + j0 * es;
         run_block(avx512, call, &q, ran, sizeof ran);
-        if (path[0] == '\0' || (fb_cpu_small_m_fell_back(ran) &&
-                                 !fb_cpu_small_m_fell_back(path)))
-            snprintf(path, len, "%s", ran);
+        fb_cpu_small_m_keep_path(path, len, ran);
     }
-    if (nb < p->n) {
-        const size_t used = strlen(path);
-        snprintf(path + used, len - used, "/token-blocks=%lld",
-                 (long long)nb);
-    }
+    fb_cpu_small_m_blocks_note(path, len, "token-blocks", nb, p->n);
     return FB_STATUS_SUCCESS;
 }
 

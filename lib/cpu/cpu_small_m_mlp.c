@@ -53,10 +53,8 @@ static int f16_shape(const fb_mlp_problem *p)
  * form's), else equal blocks of at most that many. */
 static int64_t block_rows(const fb_mlp_problem *p)
 {
-    const int64_t most =
-        amx_shape(p) ? FB_SMALL_M_AMX_MAX : FB_SMALL_M_MAX;
-    const int64_t blocks = (p->m + most - 1) / most;
-    return blocks <= 1 ? p->m : (p->m + blocks - 1) / blocks;
+    return fb_cpu_small_m_block(
+        p->m, amx_shape(p) ? FB_SMALL_M_AMX_MAX : FB_SMALL_M_MAX);
 }
 
 static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
@@ -67,8 +65,8 @@ static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 }
 
 /* Past FB_SMALL_M_MAX tokens, only weights large enough, and fp16 only
- * up to FB_SMALL_M_F16_MAX rows (at 256 rows of 4096 -> 11008 -> 4096
- * OpenBLAS on fp32 copies is level: 260 ms against 266). */
+ * up to FB_SMALL_M_F16_MAX rows, from where OpenBLAS on fp32 copies
+ * keeps up (docs/cpu-kernels.md). */
 #define FB_SMALL_M_F16_MAX 128
 static int prefers(const fb_mlp_problem *p)
 {
@@ -311,8 +309,7 @@ static void run_block(int avx512, const fb_cpu_call *c,
              fb_cpu_small_m_form(dp, l.amx, fell_back, p->dtype), t);
 }
 
-/* The blocks of rows in turn, each streaming the weights once. The path
- * is a block's that fell back, if one did. */
+/* The blocks of rows in turn, each streaming the weights once. */
 static fb_status run_with(int avx512, const fb_cpu_call *c,
                           const fb_mlp_problem *p, char *path, size_t len)
 {
@@ -325,15 +322,9 @@ static fb_status run_with(int avx512, const fb_cpu_call *c,
         q.x = (const char *)p->x + i0 * p->ldx * es;
         q.y = (char *)p->y + i0 * p->ldy * es;
         run_block(avx512, c, &q, ran, sizeof ran);
-        if (path[0] == '\0' || (fb_cpu_small_m_fell_back(ran) &&
-                                 !fb_cpu_small_m_fell_back(path)))
-            snprintf(path, len, "%s", ran);
+        fb_cpu_small_m_keep_path(path, len, ran);
     }
-    if (mb < p->m) {
-        const size_t used = strlen(path);
-        snprintf(path + used, len - used, "/row-blocks=%lld",
-                 (long long)mb);
-    }
+    fb_cpu_small_m_blocks_note(path, len, "row-blocks", mb, p->m);
     return FB_STATUS_SUCCESS;
 }
 
