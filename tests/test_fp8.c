@@ -666,12 +666,20 @@ static void test_threads_bitwise(void)
     /* big enough for the thread heuristic to use several (a million
      * flops a thread) */
     enum { M = 5, K = 1030, H = 258, N = 203, MB = 450 };
-    static fb_bfloat16 X[MB * K], Y[3][M * N], Yg[3][M * H], Yb[3][MB * H],
-        Ym[3][MB * N];
+    static fb_bfloat16 X[MB * K], Xt[MB * K], Y[3][M * N], Yg[3][M * H],
+        Yb[3][MB * H], Ym[3][MB * N], Yt[3][MB * N];
     static fb_e4m3 Wg[H * K], Wu[H * K], Wd[N * H];
     static float sg[H], su[H], sd[N];
     for (int i = 0; i < MB * K; i++)
         X[i] = fb_float_to_bfloat16((float)(rng_unit() * 2 - 1));
+    /* Xt: X with its first 100 rows scaled by 2^-58, so that their H is
+     * too small to meet Wd on AMX (products below 2^-126): the chunks of
+     * a block holding them take the fp32 down projection, whatever rows
+     * the block has on this number of threads. */
+    for (int i = 0; i < MB * K; i++)
+        Xt[i] = i < 100 * K ? fb_float_to_bfloat16(ldexpf(
+                                  fb_bfloat16_to_float(X[i]), -58))
+                            : X[i];
     for (int i = 0; i < H * K; i++) {
         Wg[i].bits = (uint8_t)rng_below(0x7f);
         Wu[i].bits = (uint8_t)(rng_below(0x7f) | 0x80 * rng_below(2));
@@ -709,13 +717,20 @@ static void test_threads_bitwise(void)
             ok = 0;
         tap_diag("%d thread(s) asked, MLP of %d rows: %s", t + 1, MB,
                  fb_handle_last_path(h));
+        if (mlp_geglu_forward_e4m3(h, FB_DTYPE_BF16, FB_ACT_SILU, MB, K, H, N,
+                                   Xt, K, Wg, sg, NULL, Wu, su, NULL, Wd, sd,
+                                   NULL, Yt[t], N) != FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked, MLP of %d rows, 100 tiny: %s", t + 1,
+                 MB, fb_handle_last_path(h));
         fb_destroy(h);
     }
     for (int t = 1; t < 3; t++)
         ok &= memcmp(Y[0], Y[t], sizeof Y[0]) == 0 &&
               memcmp(Yg[0], Yg[t], sizeof Yg[0]) == 0 &&
               memcmp(Yb[0], Yb[t], sizeof Yb[0]) == 0 &&
-              memcmp(Ym[0], Ym[t], sizeof Ym[0]) == 0;
+              memcmp(Ym[0], Ym[t], sizeof Ym[0]) == 0 &&
+              memcmp(Yt[0], Yt[t], sizeof Yt[0]) == 0;
     tap_ok(ok, "e4m3 gemm and MLP: the same bits on 1, 2 and 3 threads");
 }
 

@@ -208,8 +208,28 @@ typedef struct layout {
  * would leave threads idle or have each stream every weight. */
 #define WIDE_ROWS 256
 
+/* e4m3 weights (fixed blocks): the row blocks are cut from m alone, so
+ * that a chunk's fp32 down projection (decided per block, from its H)
+ * falls on the same rows on any number of threads, as the e4m3 routines
+ * promise (tests/test_fp8.c): up to WIDE_ROWS one block (the
+ * hidden-split form's group too), else equal blocks of at most half
+ * row_panels(e) panels (256 rows on AMX: enough blocks for a larger
+ * machine's threads), two at least. */
+static fb_row_queue fixed_blocks(const fb_bf16_engine *e, int64_t xpanels,
+                                 int64_t m)
+{
+    const int64_t most = row_panels(e) / 2;
+    int64_t blocks = (xpanels + most - 1) / most;
+    if (m > WIDE_ROWS && blocks < 2)
+        blocks = 2;
+    fb_row_queue q;
+    q.next = 0, q.xpanels = xpanels, q.threads = 1;
+    q.most = q.least = (xpanels + blocks - 1) / blocks;
+    return q;
+}
+
 static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
-                        int threads)
+                        int threads, int fixed)
 {
     layout l;
     l.mb = row_panels(e) * e->nr;
@@ -220,7 +240,15 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
     l.wide = e->block_rows != NULL && threads > 1 && p->m <= WIDE_ROWS;
     /* Fewer rows per block when there are too few for every thread. */
     l.threads = threads;
-    l.queue = fb_row_queue_make(l.xpanels, row_panels(e), &l.threads);
+    if (fixed) {
+        l.queue = fixed_blocks(e, l.xpanels, p->m);
+        const int64_t blocks =
+            (l.xpanels + l.queue.most - 1) / l.queue.most;
+        if (!l.wide && l.threads > blocks)
+            l.threads = (int)blocks;
+    } else {
+        l.queue = fb_row_queue_make(l.xpanels, row_panels(e), &l.threads);
+    }
     if (l.wide)
         l.threads = threads;
     const int64_t xstride = fb_bf16_panel_elems(l.kp, e->nr);
@@ -257,17 +285,29 @@ enum { FIELD_G, FIELD_U, FIELD_D, FIELD_E4M3, FIELDS };
 
 static size_t pack_bytes(const fb_bf16_engine *e, const fb_mlp_problem *p)
 {
-    const layout l = layout_of(e, p, 1);
+    const layout l = layout_of(e, p, 1, 0);
     return PACK_HEADER + 2 * l.w_bytes + l.d_bytes;
+}
+
+static size_t workspace_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
+                           int threads, int packed, int fixed)
+{
+    const layout l = layout_of(e, p, threads, fixed);
+    return l.bias_bytes + l.x_bytes +
+           (packed ? 0 : 2 * l.w_bytes + l.d_bytes) + l.shared_bytes +
+           l.per_thread * (size_t)l.threads;
 }
 
 static size_t workspace(const fb_bf16_engine *e, const fb_mlp_problem *p,
                         int threads, int packed)
 {
-    const layout l = layout_of(e, p, threads);
-    return l.bias_bytes + l.x_bytes +
-           (packed ? 0 : 2 * l.w_bytes + l.d_bytes) + l.shared_bytes +
-           l.per_thread * (size_t)l.threads;
+    return workspace_of(e, p, threads, packed, 0);
+}
+
+size_t fb_cpu_bf16_amx_mlp_e4m3_workspace(const fb_mlp_problem *p,
+                                          int threads)
+{
+    return workspace_of(&fb_bf16_amx, p, threads, 1, 1);
 }
 
 /* The weights' operands, as op(A) of their GEMMs. */
@@ -298,7 +338,7 @@ static void pack_share(const fb_bf16_engine *en, const fb_mlp_problem *p,
 static void pack(const fb_bf16_engine *en, const fb_mlp_problem *p,
                  int threads, void *dst)
 {
-    const layout l = layout_of(en, p, 1);
+    const layout l = layout_of(en, p, 1, 0);
     uint16_t *wgq = (uint16_t *)((char *)dst + PACK_HEADER);
     uint16_t *wuq = (uint16_t *)((char *)wgq + l.w_bytes);
     uint16_t *wdq = (uint16_t *)((char *)wuq + l.w_bytes);
@@ -329,7 +369,7 @@ void fb_cpu_bf16_amx_mlp_pack_e4m3(const fb_mlp_problem *p,
                                    const float *sd, int threads, void *dst)
 {
     const fb_bf16_engine *en = &fb_bf16_amx;
-    const layout l = layout_of(en, p, 1);
+    const layout l = layout_of(en, p, 1, 0);
     uint16_t *wgq = (uint16_t *)((char *)dst + PACK_HEADER);
     uint16_t *wuq = (uint16_t *)((char *)wgq + l.w_bytes);
     uint16_t *wdq = (uint16_t *)((char *)wuq + l.w_bytes);
@@ -467,7 +507,9 @@ static fb_status run(const fb_bf16_engine *e, const fb_cpu_call *c,
                      const fb_mlp_problem *p, char *path, size_t len)
 {
     const int64_t m = p->m, k = p->k, hid = p->h, n = p->n;
-    layout l = layout_of(e, p, c->threads);
+    const int e4m3 = c->packed != NULL &&
+                     ((const int *)c->packed)[FIELD_E4M3];
+    layout l = layout_of(e, p, c->threads, e4m3);
     const int t = l.threads;
     const int64_t mb = l.queue.most * e->nr;
     const int packed = c->packed != NULL;

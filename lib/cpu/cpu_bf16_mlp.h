@@ -13,6 +13,12 @@
 /* Bytes of fb_cpu_bf16_amx_mlp_pack_e4m3's packing of p. */
 size_t fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(const fb_mlp_problem *p);
 
+/* Bytes of the AMX entry's workspace for p on threads with those packed
+ * e4m3 weights (its row blocks are cut alike on any number of threads,
+ * cpu_bf16_mlp.c says why). */
+size_t fb_cpu_bf16_amx_mlp_e4m3_workspace(const fb_mlp_problem *p,
+                                          int threads);
+
 /* p's weights (Wg, Wu: h rows of k e4m3 bytes; Wd: n rows of h) packed
  * for the AMX entry (fb_cpu_mlp_bf16_amx) as its pack() leaves a plan's,
  * widened exactly to bf16 on the way, with the scales sg, su (h each) and

@@ -121,7 +121,7 @@ fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
                           (double)p->n * (double)p->h);
     const int t = fb_cpu_own_threads(h, flops);
     const size_t packed = round64(fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(&q));
-    const size_t rest = impl->workspace(&q, t, 1);
+    const size_t rest = fb_cpu_bf16_amx_mlp_e4m3_workspace(&q, t);
     char *ws = workspace(h, packed + rest, path, len);
     if (ws == NULL)
         return FB_STATUS_ALLOC_FAILED;
