@@ -158,6 +158,17 @@ static void tap_path_has(const target *cpu, const gemm_case *c,
            fb_handle_last_path(cpu->handle), label, want);
 }
 
+/* Case c against the oracle, then one TAP point: its path names want. */
+static void check_gemm_path(const target *cpu, const gemm_case *c,
+                            const char *want)
+{
+    gemm_data d;
+    gemm_data_make(&d, c);
+    gemm_check(&d, cpu, 1, NULL);
+    tap_path_has(cpu, c, want);
+    gemm_data_free(&d);
+}
+
 /* The FMA form with 16-bit weights cuts k into equal chunks of whole
  * cache lines of at most 4096 values (CHUNK_BYTES_16 of cpu_small_m.c),
  * the last ragged: k = 4100 makes two (2080 + 2020), 9000 three (3008 +
@@ -238,11 +249,7 @@ static void dp_long_k(const target *cpu, int64_t m, int64_t k)
     linear_case(&c, FB_DTYPE_BF16, m, k, 1, FB_ACT_GELU_TANH,
                 "k across VDPBF16PS chunks");
     gemm_case_set_lds(&c, 1, 2, 0);
-    gemm_data d;
-    gemm_data_make(&d, &c);
-    gemm_check(&d, cpu, 1, NULL);
-    tap_path_has(cpu, &c, dp_path);
-    gemm_data_free(&d);
+    check_gemm_path(cpu, &c, dp_path);
 }
 
 /* The MLP's H on VDPBF16PS too: X near 2^-60 makes G, U and so H tiny
@@ -296,11 +303,7 @@ static void forced_gemm(const target *cpu, fb_dtype dt, int i,
     c.has_bias = i % 4 != 2;
     c.act = all_acts[i % N_ACTS];
     gemm_case_set_lds(&c, 1 + i % 3, 2, i % 2);
-    gemm_data d;
-    gemm_data_make(&d, &c);
-    gemm_check(&d, cpu, 1, NULL);
-    tap_path_has(cpu, &c, want);
-    gemm_data_free(&d);
+    check_gemm_path(cpu, &c, want);
 }
 
 /* Case i of a family of MLP calls of m rows, forced; want: a part of
@@ -366,11 +369,7 @@ static void amx_rows(const target *cpu)
                     FB_ACT_GELU_TANH, "auto");
         c.n = big ? 640 : 103;
         gemm_case_set_lds(&c, 1, 1, 0);
-        gemm_data d;
-        gemm_data_make(&d, &c);
-        gemm_check(&d, cpu, 1, NULL);
-        tap_path_has(cpu, &c, want);
-        gemm_data_free(&d);
+        check_gemm_path(cpu, &c, want);
     }
     force(cpu->handle);
 }
