@@ -65,16 +65,14 @@ static void operands(const fb_gemm_problem *p, fb_bf16_operand *a,
     b->base = p->b, b->ld = p->ldb, b->k_contiguous = !p->transb;
 }
 
-/* acc (mb x nb, column-major) <- alpha (acc scale), the scales a row's
- * (from i0, per_row) or a column's (from j0). Only the engines' CPUs
- * (AVX-512) run this driver. */
+/* Only the engines' CPUs (AVX-512) run the bf16 drivers. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FB_SCALE_TARGET __attribute__((target("avx512f")))
 #else
 #define FB_SCALE_TARGET
 #endif
-FB_SCALE_TARGET static void
-scale_block(float *restrict acc, int64_t ldacc, const float *restrict sc,
+FB_SCALE_TARGET void
+fb_bf16_scale_block(float *restrict acc, int64_t ldacc, const float *restrict sc,
             int per_row, int64_t i0, int64_t j0, int64_t mb, int64_t nb,
             float alpha)
 {
@@ -103,7 +101,7 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
 {
     uint16_t *c = (uint16_t *)p->c + i0 + j0 * p->ldc;
     if (p->ep.scale != NULL)
-        scale_block(acc, ldacc, p->ep.scale, p->ep.bias_per_row, i0, j0, mb,
+        fb_bf16_scale_block(acc, ldacc, p->ep.scale, p->ep.bias_per_row, i0, j0, mb,
                     nb, p->alpha);
     if (p->beta != 0.0f)
         for (int64_t j = 0; j < nb; j++) {

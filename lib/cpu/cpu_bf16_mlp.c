@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cpu.h"
+#include "cpu_bf16_gemm.h"
 #include "cpu_bf16_kernel.h"
 #include "cpu_bf16_mlp.h"
 #include "cpu_convert.h"
@@ -109,26 +110,6 @@ static void down_f32(const fb_mlp_problem *p, const uint8_t *wd8,
         }
 }
 
-/* a[t * lda + j] *= s[j] for n channels j of cols tokens t: the e4m3
- * weights' scales on the dot products, before any bias. Only the
- * engines' CPUs (AVX-512) run this driver. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define FB_SCALE_TARGET __attribute__((target("avx512f")))
-#else
-#define FB_SCALE_TARGET
-#endif
-FB_SCALE_TARGET static void scale_channels(float *restrict a, int64_t lda,
-                                           const float *restrict s,
-                                           int64_t n, int64_t cols)
-{
-    for (int64_t t = 0; t < cols; t++) {
-        float *restrict row = a + t * lda;
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            row[j] *= s[j];
-    }
-}
-
 /* Rows [r0, r0 + rows) of Y: every chunk of the hidden width, then the
  * store. Returns the number of chunks whose down projection ran in fp32. */
 static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
@@ -179,7 +160,7 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                  s->y, ldy);
     }
     if (pk->sd != NULL)
-        scale_channels(s->y, ldy, pk->sd, p->n, rows);
+        fb_bf16_scale_block(s->y, ldy, pk->sd, 1, 0, 0, p->n, rows, 1.0f);
     fb_bf16_bias_act_store(s->y, ldy, pk->bd, NULL, p->n, rows, FB_ACT_NONE,
                            (uint16_t *)p->y + r0 * p->ldy, p->ldy);
     return slow;
@@ -490,7 +471,8 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                           yacc + j0, ldy);
         }
         if (j1 > j0 && pk->sd != NULL)
-            scale_channels(yacc + j0, ldy, pk->sd + j0, j1 - j0, m);
+            fb_bf16_scale_block(yacc + j0, ldy, pk->sd, 1, j0, 0, j1 - j0, m,
+                                1.0f);
         if (j1 > j0)
             fb_bf16_bias_act_store(yacc + j0, ldy,
                                    pk->bd != NULL ? pk->bd + j0 : NULL, NULL,
