@@ -7,6 +7,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fp8_check.h"
@@ -15,6 +16,9 @@
 /* Rows from which the CPU widens e4m3 weights once into the bf16
  * driver's panels on AMX (FB_E4M3_WIDE_MIN_ROWS, lib/cpu/cpu_fp8.h). */
 #define FB_E4M3_TEST_WIDE_ROWS 256
+/* Rows from which fp32 activations take the fp32 driver with the weights
+ * widened, whatever their size (FB_E4M3_WIDE_F32_ROWS). */
+#define FB_E4M3_TEST_WIDE_F32_ROWS 128
 
 /* The value of an e4m3 pattern, from the OCP definition. */
 static double decode_ref(unsigned b)
@@ -565,6 +569,88 @@ static void test_bf16_patterns(fb_handle h)
               M, fb_handle_last_path(h));
 }
 
+/* fp32 activations from FB_E4M3_TEST_WIDE_F32_ROWS rows: on AVX-512 the
+ * weights are widened once into the fp32 driver's panels
+ * (cpu/e4m3-wide/cpu/f32-avx512). Every pattern must widen exactly there
+ * too (X all ones, pattern j once in channel j's row, as above); the NaN
+ * pattern gives NaN in its channel only. */
+static void test_f32_wide_patterns(fb_handle h)
+{
+    enum { M = FB_E4M3_TEST_WIDE_F32_ROWS, N = 256, K = 37 };
+    static float X[M * K], C[M * N], S[N];
+    static fb_e4m3 W[N * K];
+    for (int i = 0; i < M * K; i++)
+        X[i] = 1.0f;
+    memset(W, 0, sizeof W);
+    for (int j = 0; j < N; j++) {
+        W[j * K + (j * 7) % K].bits = (uint8_t)j;
+        S[j] = 1.0f;
+    }
+    tcheck c;
+    tcheck_init(&c);
+    const fb_status st = gemm_e4m3_bias_act(
+        h, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, M, N, K, 1.0f,
+        X, K, W, K, S, 0.0f, C, N, NULL, FB_ACT_NONE);
+    if (st != FB_STATUS_SUCCESS)
+        tcheck_fail(&c, "status %s", fb_status_string(st));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const double want = decode_ref((unsigned)j);
+            const double got = C[i * N + j];
+            if (isnan(want) ? !isnan(got) : got != want)
+                tcheck_fail(&c, "C(%d,%d) = %g, want %g (pattern 0x%02x)", i,
+                            j, got, want, j);
+        }
+    tap_check(&c, "gemm_e4m3_bias_act f32, %d rows: all 256 patterns "
+                  "exactly, NaN in its channel only [%s]",
+              M, fb_handle_last_path(h));
+}
+
+/* Where the fp32 GEMM runs the AVX-512 kernels, e4m3 weights with fp32
+ * activations of many rows run it too, widened (the rule of
+ * lib/cpu/cpu_fp8.h: any weights from 128 rows), for the gemm and the
+ * MLP; elsewhere (no AVX-512, or OpenBLAS chosen) the e4m3 rows path. */
+static void test_f32_wide_path(fb_handle h)
+{
+    enum { M = FB_E4M3_TEST_WIDE_F32_ROWS, N = 40, K = 64, H = 48 };
+    static float X[M * K], C[M * N], W32[N * K], S[H];
+    static fb_e4m3 W[H * K], Wd[N * H];
+    for (int i = 0; i < M * K; i++)
+        X[i] = (float)(rng_unit() - 0.5);
+    for (int i = 0; i < N * K; i++)
+        W32[i] = (float)(rng_unit() - 0.5);
+    memset(W, 0x30, sizeof W);
+    memset(Wd, 0x28, sizeof Wd);
+    for (int j = 0; j < H; j++)
+        S[j] = 0.5f;
+    char f32_path[256];
+    int ok = sgemm_bias_act(h, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, M, N, K,
+                            1.0f, X, K, W32, K, 0.0f, C, N, NULL,
+                            FB_ACT_NONE) == FB_STATUS_SUCCESS;
+    snprintf(f32_path, sizeof f32_path, "%s", fb_handle_last_path(h));
+    /* the fp32 kernels' family (this k takes its small-k entry) */
+    const int driver = strstr(f32_path, "cpu/f32-") != NULL;
+    ok &= gemm_e4m3_bias_act(h, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS,
+                             FB_TRANS, M, N, K, 1.0f, X, K, W, K, S, 0.0f, C,
+                             N, NULL, FB_ACT_NONE) == FB_STATUS_SUCCESS;
+    char gemm_path[256];
+    snprintf(gemm_path, sizeof gemm_path, "%s", fb_handle_last_path(h));
+    ok &= mlp_geglu_forward_e4m3(h, FB_DTYPE_F32, FB_ACT_SILU, M, K, H, N, X,
+                                 K, W, S, NULL, W, S, NULL, Wd, S, NULL, C,
+                                 N) == FB_STATUS_SUCCESS;
+    const char *mlp_path = fb_handle_last_path(h);
+    const char *want = "cpu/e4m3-wide/cpu/f32-avx512";
+    if (driver)
+        ok &= strncmp(gemm_path, want, strlen(want)) == 0 &&
+              strncmp(mlp_path, want, strlen(want)) == 0;
+    else
+        ok &= strstr(gemm_path, "e4m3-wide") == NULL &&
+              strstr(mlp_path, "e4m3-wide") == NULL;
+    tap_ok(ok, "e4m3 weights, f32 x of %d rows: fp32 GEMM %s; gemm %s; "
+               "MLP %s",
+           M, f32_path, gemm_path, mlp_path);
+}
+
 /* Whether the path says AMX's products ran on all of x (the e4m3 AMX
  * path without its exact fallback, or the widened path). */
 static int amx_could_flush(const char *path)
@@ -730,6 +816,33 @@ static void test_threads_bitwise(void)
                  MB, fb_handle_last_path(h));
         fb_destroy(h);
     }
+    /* fp32 activations, widened weights (fp32 driver): 150 rows. */
+    enum { MF = 150 };
+    static float Xf[MF * K], Gf[3][MF * H], Mf[3][MF * N];
+    for (int i = 0; i < MF * K; i++)
+        Xf[i] = fb_bfloat16_to_float(X[i]);
+    for (int t = 0; t < 3; t++) {
+        fb_handle h = handle_on(FB_BACKEND_CPU);
+        if (fb_set_threads(h, t + 1) != FB_STATUS_SUCCESS ||
+            gemm_e4m3_bias_act(h, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS,
+                               FB_TRANS, MF, H, K, 1.0f, Xf, K, Wg, K, sg,
+                               0.0f, Gf[t], H, NULL, FB_ACT_GELU_TANH) !=
+                FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked, f32 gemm of %d rows: %s", t + 1, MF,
+                 fb_handle_last_path(h));
+        if (mlp_geglu_forward_e4m3(h, FB_DTYPE_F32, FB_ACT_GELU_TANH, MF, K,
+                                   H, N, Xf, K, Wg, sg, NULL, Wu, su, NULL,
+                                   Wd, sd, NULL, Mf[t], N) !=
+            FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked, f32 MLP of %d rows: %s", t + 1, MF,
+                 fb_handle_last_path(h));
+        fb_destroy(h);
+    }
+    for (int t = 1; t < 3; t++)
+        ok &= memcmp(Gf[0], Gf[t], sizeof Gf[0]) == 0 &&
+              memcmp(Mf[0], Mf[t], sizeof Mf[0]) == 0;
     for (int t = 1; t < 3; t++)
         ok &= memcmp(Y[0], Y[t], sizeof Y[0]) == 0 &&
               memcmp(Yg[0], Yg[t], sizeof Yg[0]) == 0 &&
@@ -757,6 +870,8 @@ int main(int argc, char **argv)
      * take the bf16 rows AMX takes here. */
     const int amx = strstr(fb_handle_last_path(h), "e4m3-amx") != NULL;
     test_bf16_tiny_x(h);
+    test_f32_wide_patterns(h);
+    test_f32_wide_path(h);
     test_threads_bitwise();
     const fp8_target t = {"cpu", h, &tmem_host, ARITH_FP32, ARITH_FP32, 1};
     fp8_sweep_gemm(&t);
@@ -786,6 +901,25 @@ int main(int argc, char **argv)
                  256, 512, 128, 1, 1, 0);
     fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_RELU, 40, 72, 100, 36, 1, 1, 2);
     fp8_mlp_case(&t, FB_DTYPE_BF16, FB_ACT_SILU, 300, 256, 512, 128, 1, 0,
+                 0);
+    /* fp32 activations from 48, 96 or 128 rows by the weights' size:
+     * the weights widened into the fp32 drivers' panels on AVX-512, their
+     * scales on the dot products (alpha (dot s) + beta C + bias; the MLP's
+     * G, U and Y); both layouts, X transposed, integer data bit for bit,
+     * the MLP's hidden-split form (256 rows or fewer, two threads) and
+     * its row blocks. */
+    fp8_gemm_case(&t, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 130,
+                  70, 200, 0.5f, -1.0f, 1, FB_ACT_GELU_TANH, 0, 3);
+    fp8_gemm_case(&t, FB_DTYPE_F32, FB_COL_MAJOR, FB_NO_TRANS, FB_TRANS, 64,
+                  33, 45, 1.0f, 0.0f, 1, FB_ACT_RELU, 0, 0);
+    fp8_gemm_case(&t, FB_DTYPE_F32, FB_ROW_MAJOR, FB_TRANS, FB_TRANS, 150,
+                  90, 77, 1.0f, 0.5f, 0, FB_ACT_SILU, 0, 1);
+    fp8_gemm_case(&t, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 200,
+                  64, 130, 1.0f, 0.0f, 0, FB_ACT_NONE, 1, 0);
+    fp8_mlp_case(&t, FB_DTYPE_F32, FB_ACT_GELU_TANH, 130, 72, 100, 36, 1, 0,
+                 0);
+    fp8_mlp_case(&t, FB_DTYPE_F32, FB_ACT_SILU, 300, 96, 130, 48, 1, 1, 2);
+    fp8_mlp_case(&t, FB_DTYPE_F32, FB_ACT_GELU_ERF, 60, 40, 300, 50, 0, 0,
                  0);
     /* The same on auto with host memory (the CPU, with one thread and
      * with the default count). */

@@ -29,7 +29,7 @@ typedef struct fb_epilogue {
     /* NULL, or an fp32 scale a weight row (e4m3 weights widened to the
      * dtype: C's rows where bias_per_row, else its columns), applied to
      * the dot product first: alpha (dot scale) + beta C + bias. Only the
-     * CPU's bf16 driver takes it (cpu_fp8_wide.c sets it). */
+     * CPU's bf16 and fp32 drivers take it (cpu_fp8_wide.c sets it). */
     const float *scale;
 } fb_epilogue;
 

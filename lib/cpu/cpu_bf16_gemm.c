@@ -65,33 +65,6 @@ static void operands(const fb_gemm_problem *p, fb_bf16_operand *a,
     b->base = p->b, b->ld = p->ldb, b->k_contiguous = !p->transb;
 }
 
-/* Only the engines' CPUs (AVX-512) run the bf16 drivers. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define FB_SCALE_TARGET __attribute__((target("avx512f")))
-#else
-#define FB_SCALE_TARGET
-#endif
-FB_SCALE_TARGET void
-fb_bf16_scale_block(float *restrict acc, int64_t ldacc, const float *restrict sc,
-            int per_row, int64_t i0, int64_t j0, int64_t mb, int64_t nb,
-            float alpha)
-{
-    for (int64_t j = 0; j < nb; j++) {
-        float *restrict a = acc + j * ldacc;
-        if (per_row) {
-            const float *restrict s = sc + i0;
-#pragma omp simd
-            for (int64_t i = 0; i < mb; i++)
-                a[i] = alpha * (a[i] * s[i]);
-        } else {
-            const float cs = sc[j0 + j];
-#pragma omp simd
-            for (int64_t i = 0; i < mb; i++)
-                a[i] = alpha * (a[i] * cs);
-        }
-    }
-}
-
 /* C block (mb x nb at i0, j0) <- act(acc + beta C + bias), acc already
  * scaled by alpha (with e4m3 scales: acc the dots, made alpha (dot
  * scale) here first); rounded to bf16 on the store. old is mb floats. */
@@ -101,8 +74,8 @@ static void finish_block(const fb_gemm_problem *p, const float *bias32,
 {
     uint16_t *c = (uint16_t *)p->c + i0 + j0 * p->ldc;
     if (p->ep.scale != NULL)
-        fb_bf16_scale_block(acc, ldacc, p->ep.scale, p->ep.bias_per_row, i0, j0, mb,
-                    nb, p->alpha);
+        fb_cpu_scale_block(acc, ldacc, p->ep.scale, p->ep.bias_per_row, i0, j0,
+                           mb, nb, p->alpha);
     if (p->beta != 0.0f)
         for (int64_t j = 0; j < nb; j++) {
             fb_cpu_to_f32(FB_DTYPE_BF16, c + j * p->ldc, old, mb);

@@ -32,11 +32,4 @@ int fb_cpu_bf16_available(void);
 void fb_cpu_bf16_amx_pack_e4m3(const fb_gemm_problem *p, const void *w,
                                int64_t ldw, int threads, void *dst);
 
-/* acc (mb x nb, column-major, ldacc) <- alpha (acc scale), the scales a
- * row's (from i0, per_row) or a column's (from j0): e4m3 weights' channel
- * scales on the bf16 drivers' dot products, before beta C and the bias. */
-void fb_bf16_scale_block(float *acc, int64_t ldacc, const float *sc,
-                         int per_row, int64_t i0, int64_t j0, int64_t mb,
-                         int64_t nb, float alpha);
-
 #endif /* FB_CPU_BF16_GEMM_H */

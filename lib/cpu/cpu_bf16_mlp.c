@@ -160,7 +160,7 @@ static int64_t row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                  s->y, ldy);
     }
     if (pk->sd != NULL)
-        fb_bf16_scale_block(s->y, ldy, pk->sd, 1, 0, 0, p->n, rows, 1.0f);
+        fb_cpu_scale_block(s->y, ldy, pk->sd, 1, 0, 0, p->n, rows, 1.0f);
     fb_bf16_bias_act_store(s->y, ldy, pk->bd, NULL, p->n, rows, FB_ACT_NONE,
                            (uint16_t *)p->y + r0 * p->ldy, p->ldy);
     return slow;
@@ -471,7 +471,7 @@ static int64_t run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                           yacc + j0, ldy);
         }
         if (j1 > j0 && pk->sd != NULL)
-            fb_bf16_scale_block(yacc + j0, ldy, pk->sd, 1, j0, 0, j1 - j0, m,
+            fb_cpu_scale_block(yacc + j0, ldy, pk->sd, 1, j0, 0, j1 - j0, m,
                                 1.0f);
         if (j1 > j0)
             fb_bf16_bias_act_store(yacc + j0, ldy,

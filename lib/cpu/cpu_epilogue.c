@@ -269,6 +269,21 @@ FB_AVX512_TARGET static void zmm_gate(float *g, const float *u,
 #undef CALL
 }
 
+FB_AVX512_TARGET static void zmm_gate_scaled(float *g, const float *u,
+                                             const float *sg, const float *su,
+                                             const float *bg, const float *bu,
+                                             int64_t n, fb_activation act)
+{
+#define CALL(A)                                                                \
+    for (int64_t i = 0; i < n; i += 16) {                                      \
+        const __mmask16 live = fb_zmm_live(n, i);                              \
+        _mm512_mask_storeu_ps(                                                 \
+            g + i, live, fb_zmm_gate_at(g, u, sg, su, bg, bu, i, live, A));    \
+    }
+    FB_FOR_EACH_ACT(act, CALL)
+#undef CALL
+}
+
 /* libgcc's CPU model, filled by its constructor: a load and a test. */
 static int has_avx512(void)
 {
@@ -338,4 +353,43 @@ void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
     }
 #endif
     gate_clones(g, u, bg, bu, n, act);
+}
+
+void fb_cpu_gate_scaled(float *g, const float *u, const float *sg,
+                        const float *su, const float *bg, const float *bu,
+                        int64_t n, fb_activation act)
+{
+#if defined(FB_EPILOGUE_AVX512)
+    zmm_gate_scaled(g, u, sg, su, bg, bu, n, act);
+#else
+    (void)g, (void)u, (void)sg, (void)su, (void)bg, (void)bu, (void)n;
+    (void)act;
+#endif
+}
+
+/* Only the AVX-512 drivers call it: compiled for that where it can be. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FB_SCALE_TARGET __attribute__((target("avx512f")))
+#else
+#define FB_SCALE_TARGET
+#endif
+FB_SCALE_TARGET void fb_cpu_scale_block(float *restrict acc, int64_t ldacc,
+                                        const float *restrict sc, int per_row,
+                                        int64_t i0, int64_t j0, int64_t mb,
+                                        int64_t nb, float alpha)
+{
+    for (int64_t j = 0; j < nb; j++) {
+        float *restrict a = acc + j * ldacc;
+        if (per_row) {
+            const float *restrict s = sc + i0;
+#pragma omp simd
+            for (int64_t i = 0; i < mb; i++)
+                a[i] = alpha * (a[i] * s[i]);
+        } else {
+            const float cs = sc[j0 + j];
+#pragma omp simd
+            for (int64_t i = 0; i < mb; i++)
+                a[i] = alpha * (a[i] * cs);
+        }
+    }
 }

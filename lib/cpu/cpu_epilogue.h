@@ -40,4 +40,18 @@ void fb_cpu_scalar_bias_act_store(float *dst, const float *x, float b,
 void fb_cpu_gate(float *g, const float *u, const float *bg, const float *bu,
                  int64_t n, fb_activation act);
 
+/* acc (mb x nb, column-major, ldacc) <- alpha (acc scale), the scales a
+ * row's (from i0, per_row) or a column's (from j0): e4m3 weights' channel
+ * scales on the drivers' dot products, before beta C and the bias. Only
+ * the AVX-512 drivers call it. */
+void fb_cpu_scale_block(float *acc, int64_t ldacc, const float *sc,
+                        int per_row, int64_t i0, int64_t j0, int64_t mb,
+                        int64_t nb, float alpha);
+
+/* g[i] = act(g[i] sg[i] + bg[i]) * (u[i] su[i] + bu[i]) (bg, bu may be
+ * NULL): the gate on e4m3 weights' dot products. AVX-512 only. */
+void fb_cpu_gate_scaled(float *g, const float *u, const float *sg,
+                        const float *su, const float *bg, const float *bu,
+                        int64_t n, fb_activation act);
+
 #endif /* FB_CPU_EPILOGUE_H */

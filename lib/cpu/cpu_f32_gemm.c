@@ -71,13 +71,17 @@ static void operands(const fb_gemm_problem *p, fb_f32_operand *a,
 }
 
 /* C block (mb x nb at i0, j0) <- act(acc + beta C + bias), acc already
- * scaled by alpha; C read only when beta != 0. */
+ * scaled by alpha (with e4m3 scales: acc the dots, made alpha (dot
+ * scale) here first); C read only when beta != 0. */
 static void finish_block(const fb_gemm_problem *p, float *acc,
                          int64_t ldacc, int64_t i0, int64_t j0, int64_t mb,
                          int64_t nb)
 {
     float *c = (float *)p->c + i0 + j0 * p->ldc;
     const float *bias = p->ep.bias;
+    if (p->ep.scale != NULL)
+        fb_cpu_scale_block(acc, ldacc, p->ep.scale, p->ep.bias_per_row, i0,
+                           j0, mb, nb, p->alpha);
     for (int64_t j = 0; j < nb; j++) {
         float *col = acc + j * ldacc;
         float *cj = c + j * p->ldc;
@@ -226,7 +230,9 @@ static fb_status run(const fb_cpu_call *c, const fb_gemm_problem *p,
             }
             fb_f32_block(a_whole ? whole + blk.pa0 * astride : lazy, astride,
                          blk.na, a_whole ? lazy : whole + blk.pb0 * bstride,
-                         bstride, blk.nb, k, p->alpha, 0, acc, l.ldacc);
+                         bstride, blk.nb, k,
+                         p->ep.scale != NULL ? 1.0f : p->alpha, 0, acc,
+                         l.ldacc);
             finish_block(p, acc, l.ldacc, blk.i0, blk.j0, blk.rows,
                          blk.cols);
         }

@@ -30,8 +30,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "cpu_avx512_transpose.h"
+#include "cpu_e4m3_bf16.h"
 #define FB_F32_X86 1
 #define FB_F32_TARGET __attribute__((target("avx512f")))
+#define FB_F32_E4M3_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #endif
 
 /* Most of k per pass over a block: A's chunk (32 x 384 floats = 48 KiB
@@ -156,6 +158,59 @@ void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
                      dst, 0);
     else
         pack_across_k(x->base + i0, x->ld, nrows, k, lanes, stride, dst);
+}
+
+/* fb_f32_pack_e4m3's panel: pack_along_k of e4m3 rows, each 16 bytes
+ * widened exactly (e4m3 to bf16, then bf16 to fp32 by a shift). */
+FB_F32_E4M3_TARGET static void pack_e4m3_along_k(const uint8_t *src,
+                                                 int64_t ld, int64_t nrows,
+                                                 int64_t k, float *dst)
+{
+    const int r = FB_F32_MR;
+    for (int g = 0; g < r; g += 16) {
+        const int64_t live = nrows - g < 0 ? 0 : nrows - g;
+        for (int64_t l0 = 0; l0 < k; l0 += 16) {
+            const int64_t e = k - l0;
+            const __mmask32 emask = e >= 16 ? (__mmask32)0xffffu
+                                            : (__mmask32)((1u << e) - 1u);
+            __m512i v[16];
+            #pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) {
+                if (i < live) {
+                    const __m512i b =
+                        fb_e4m3_bf16x32(src + (g + i) * ld + l0, emask);
+                    v[i] = _mm512_slli_epi32(
+                        _mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)), 16);
+                } else {
+                    v[i] = _mm512_setzero_si512();
+                }
+            }
+            fb_transpose16x16_epi32(v);
+            const int64_t cols = e < 16 ? e : 16;
+            float *out = dst + l0 * r + g;
+            for (int64_t c = 0; c < cols; c++)
+                _mm512_storeu_si512((void *)(out + c * r), v[c]);
+        }
+    }
+}
+
+int fb_f32_e4m3_pack_available(void)
+{
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+void fb_f32_pack_e4m3(const uint8_t *w, int64_t ldw, int64_t rows, int64_t k,
+                      int64_t q0, int64_t q1, float *dst)
+{
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t i0 = q * FB_F32_MR;
+        const int64_t nrows = rows - i0 < FB_F32_MR ? rows - i0 : FB_F32_MR;
+        /* rows past the matrix are zeros: no offset is formed for them */
+        pack_e4m3_along_k(nrows > 0 ? w + i0 * ldw : w, ldw, nrows, k,
+                          dst + (q - q0) * fb_f32_panel_elems(k, FB_F32_MR));
+    }
 }
 
 /* ---- the register block ------------------------------------------------- */
@@ -341,6 +396,17 @@ void fb_f32_pack_streamed(const fb_f32_operand *x, int64_t rows, int64_t k,
                           int r, int64_t q0, int64_t q1, float *dst)
 {
     (void)x, (void)rows, (void)k, (void)r, (void)q0, (void)q1, (void)dst;
+}
+
+int fb_f32_e4m3_pack_available(void)
+{
+    return 0;
+}
+
+void fb_f32_pack_e4m3(const uint8_t *w, int64_t ldw, int64_t rows, int64_t k,
+                      int64_t q0, int64_t q1, float *dst)
+{
+    (void)w, (void)ldw, (void)rows, (void)k, (void)q0, (void)q1, (void)dst;
 }
 
 void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,

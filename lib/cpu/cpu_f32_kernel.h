@@ -62,6 +62,15 @@ int fb_f32_pack_streams(size_t bytes);
 void fb_f32_pack_lanes(const fb_f32_operand *x, int64_t rows, int64_t k,
                        int64_t i0, int lanes, int stride, float *dst);
 
+/* Non-zero if fb_f32_pack_e4m3 runs here (AVX-512 F, BW and VL). */
+int fb_f32_e4m3_pack_available(void);
+
+/* fb_f32_pack of MR-row panels [q0, q1) of a rows x k matrix of e4m3
+ * bytes (row i at w + i * ldw, k contiguous), each value widened exactly
+ * to fp32 (the NaN pattern a NaN): e4m3 weights in the fp32 drivers. */
+void fb_f32_pack_e4m3(const uint8_t *w, int64_t ldw, int64_t rows, int64_t k,
+                      int64_t q0, int64_t q1, float *dst);
+
 /* acc (column-major, ldacc, na * MR rows x nb * NR columns) <-
  *   alpha * ((accumulate ? acc : 0) + sum over depth k of A B)
  * where A is na packed MR-panels starting at a, astride floats apart, and

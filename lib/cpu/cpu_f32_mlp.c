@@ -30,11 +30,13 @@
 #include "config.h"
 #include <omp.h>
 #include <stdio.h>
+#include <string.h>
 #include "cpu.h"
 #include "cpu_epilogue.h"
 #include "cpu_packed_blocking.h"
 #include "cpu_f32_gemm.h"
 #include "cpu_f32_kernel.h"
+#include "cpu_f32_mlp.h"
 #include "cpu_impl.h"
 
 /* Rows per block (in 12-row panels of X) and hidden columns per chunk (in
@@ -49,6 +51,9 @@ typedef struct mlp_packed {
     const float *x, *wg, *wu, *wd;
     int64_t xstride, wstride, dstride; /* floats between panels */
     int64_t dpanels;                   /* 32-row panels of Wd */
+    /* NULL, or e4m3 weights' channel scales (cpu_fp8_wide.c): G and U's
+     * before the gate, Y's before its bias */
+    const float *sg, *su, *sd;
 } mlp_packed;
 
 /* Per-thread buffers. */
@@ -65,6 +70,20 @@ typedef struct mlp_scratch {
 static int64_t y_ld(int64_t dpanels)
 {
     return dpanels * FB_F32_MR + 16;
+}
+
+/* H = act_g(G + bg) .* (U + bu) over hidden columns [h0, h0 + hc) of one
+ * token, in place of G; with e4m3 scales, of G sg and U su. */
+static void gate(const fb_mlp_problem *p, const mlp_packed *pk, float *g,
+                 const float *u, int64_t h0, int64_t hc)
+{
+    const float *bg = p->bg ? (const float *)p->bg + h0 : NULL;
+    const float *bu = p->bu ? (const float *)p->bu + h0 : NULL;
+    if (pk->sg != NULL)
+        fb_cpu_gate_scaled(g, u, pk->sg + h0, pk->su + h0, bg, bu, hc,
+                           p->gate_act);
+    else
+        fb_cpu_gate(g, u, bg, bu, hc, p->gate_act);
 }
 
 /* Rows [r0, r0 + rows) of Y: every chunk of the hidden width, then the
@@ -84,10 +103,7 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
         fb_f32_block(pk->wu + q0 * pk->wstride, pk->wstride, na, xb,
                      pk->xstride, xpanels, k, 1.0f, 0, s->u, HC);
         for (int64_t t = 0; t < rows; t++)
-            fb_cpu_gate(s->g + t * HC, s->u + t * HC,
-                        p->bg ? (const float *)p->bg + h0 : NULL,
-                        p->bu ? (const float *)p->bu + h0 : NULL, hc,
-                        p->gate_act);
+            gate(p, pk, s->g + t * HC, s->u + t * HC, h0, hc);
         /* H is op(B) of the down projection, k = the chunk's width. */
         const fb_f32_operand hop = {s->g, HC, 1};
         fb_f32_pack(&hop, rows, hc, FB_F32_NR, 0, xpanels, s->hpack);
@@ -98,6 +114,8 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
                              fb_f32_panel_elems(hc, FB_F32_NR), xpanels, hc,
                              1.0f, h0 > 0, s->y, ldy, 1);
     }
+    if (pk->sd != NULL)
+        fb_cpu_scale_block(s->y, ldy, pk->sd, 1, 0, 0, p->n, rows, 1.0f);
     for (int64_t t = 0; t < rows; t++)
         fb_cpu_bias_act_store((float *)p->y + (r0 + t) * p->ldy,
                               s->y + t * ldy, (const float *)p->bd, p->n,
@@ -267,10 +285,7 @@ static void run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                 fb_f32_block(pk->wu + q0 * pk->wstride, pk->wstride, na, xg,
                              pk->xstride, np, p->k, 1.0f, 0, u, HC);
                 for (int64_t t = 0; t < rows; t++)
-                    fb_cpu_gate(g + t * HC, u + t * HC,
-                                p->bg ? (const float *)p->bg + h0 : NULL,
-                                p->bu ? (const float *)p->bu + h0 : NULL,
-                                hc, p->gate_act);
+                    gate(p, pk, g + t * HC, u + t * HC, h0, hc);
                 for (int64_t q = 0; q < np; q++)
                     fb_f32_pack(&hop, rows, hc, FB_F32_NR, q, q + 1,
                                 hall + q * hstride + h0 * FB_F32_NR);
@@ -280,6 +295,9 @@ static void run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
                 fb_f32_block_ordered(pk->wd + d0 * pk->dstride, pk->dstride,
                                      d1 - d0, hall, hstride, np, hid, 1.0f,
                                      0, yacc + j0, ldy, 1);
+                if (pk->sd != NULL)
+                    fb_cpu_scale_block(yacc + j0, ldy, pk->sd, 1, j0, 0,
+                                       j1 - j0, rows, 1.0f);
                 for (int64_t t = 0; t < rows; t++)
                     fb_cpu_bias_act_store(
                         (float *)p->y + (r0 + t) * p->ldy + j0,
@@ -293,8 +311,10 @@ static void run_wide(const fb_mlp_problem *p, const mlp_packed *pk,
     }
 }
 
-static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
-                     char *path, size_t len)
+/* run(), where scales is NULL or the e4m3 scales sg, su, sd (h, h, n
+ * floats) after the packed weights. */
+static fb_status run_scaled(const fb_cpu_call *c, const fb_mlp_problem *p,
+                            const float *scales, char *path, size_t len)
 {
     const int64_t m = p->m, k = p->k, hid = p->h;
     layout l = layout_of(p, c->threads);
@@ -307,6 +327,9 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     pk.wstride = fb_f32_panel_elems(k, FB_F32_MR);
     pk.dstride = fb_f32_panel_elems(hid, FB_F32_MR);
     pk.dpanels = l.dpanels;
+    pk.sg = scales;
+    pk.su = scales != NULL ? scales + hid : NULL;
+    pk.sd = scales != NULL ? scales + 2 * hid : NULL;
     char *cur = c->ws;
     float *xq = (float *)cur;
     cur += l.x_bytes;
@@ -351,6 +374,61 @@ static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
     snprintf(path, len, "cpu/f32-avx512/mlp-rows/mb=%lld/hc=%d/threads=%d",
              (long long)mb, HC, t);
     return FB_STATUS_SUCCESS;
+}
+
+static fb_status run(const fb_cpu_call *c, const fb_mlp_problem *p,
+                     char *path, size_t len)
+{
+    return run_scaled(c, p, NULL, path, len);
+}
+
+size_t fb_cpu_f32_mlp_pack_e4m3_bytes(const fb_mlp_problem *p)
+{
+    return pack_bytes(p) + (size_t)(2 * p->h + p->n) * sizeof(float);
+}
+
+size_t fb_cpu_f32_mlp_e4m3_workspace(const fb_mlp_problem *p, int threads)
+{
+    return workspace(p, threads, 1);
+}
+
+void fb_cpu_f32_mlp_pack_e4m3(const fb_mlp_problem *p, const float *sg,
+                              const float *su, const float *sd, int threads,
+                              void *dst)
+{
+    const layout l = layout_of(p, 1);
+    char *w = (char *)dst;
+    float *sc = (float *)(w + pack_bytes(p));
+    memcpy(sc, sg, (size_t)p->h * sizeof(float));
+    memcpy(sc + p->h, su, (size_t)p->h * sizeof(float));
+    memcpy(sc + 2 * p->h, sd, (size_t)p->n * sizeof(float));
+    const int64_t wstride = fb_f32_panel_elems(p->k, FB_F32_MR);
+    const int64_t dstride = fb_f32_panel_elems(p->h, FB_F32_MR);
+    float *wgq = (float *)w, *wuq = (float *)(w + l.w_bytes);
+    float *wdq = (float *)(w + 2 * l.w_bytes);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t g0 = l.wpanels * tid / nt;
+        const int64_t g1 = l.wpanels * (tid + 1) / nt;
+        const int64_t d0 = l.dpanels * tid / nt;
+        const int64_t d1 = l.dpanels * (tid + 1) / nt;
+        fb_f32_pack_e4m3((const uint8_t *)p->wg, p->k, p->h, p->k, g0, g1,
+                         wgq + g0 * wstride);
+        fb_f32_pack_e4m3((const uint8_t *)p->wu, p->k, p->h, p->k, g0, g1,
+                         wuq + g0 * wstride);
+        fb_f32_pack_e4m3((const uint8_t *)p->wd, p->h, p->n, p->h, d0, d1,
+                         wdq + d0 * dstride);
+    }
+}
+
+fb_status fb_cpu_f32_mlp_run_e4m3(const fb_cpu_call *c,
+                                  const fb_mlp_problem *p, char *path,
+                                  size_t len)
+{
+    return run_scaled(c, p, (const float *)((const char *)c->packed +
+                                            pack_bytes(p)),
+                      path, len);
 }
 
 const fb_cpu_mlp_impl fb_cpu_mlp_f32 = {

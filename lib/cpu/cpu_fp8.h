@@ -25,6 +25,15 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
 #define FB_E4M3_WIDE_MLP_MIN_ROWS 256
 #define FB_E4M3_WIDE_SMALL_ROWS 32
 #define FB_E4M3_WIDE_SMALL_BYTES ((int64_t)4 << 20)
+/* fp32 activations (AVX-512): the weights widened once into the fp32
+ * drivers' panels from 48 rows where they take at most
+ * FB_E4M3_WIDE_SMALL_BYTES, 96 up to FB_E4M3_WIDE_F32_MID_BYTES, 128
+ * above; below, the e4m3 rows path, which streams a quarter of the fp32
+ * bytes, is faster (docs/fp8-weights.md). */
+#define FB_E4M3_WIDE_F32_SMALL_ROWS 48
+#define FB_E4M3_WIDE_F32_MID_ROWS 96
+#define FB_E4M3_WIDE_F32_MID_BYTES ((int64_t)16 << 20)
+#define FB_E4M3_WIDE_F32_ROWS 128
 /* The MLP only up to this many bytes of weights: above, the bf16 MLP
  * driver's row blocks run slower than the e4m3 AMX path's blocks of 80
  * rows (docs/fp8-weights.md). */

@@ -15,12 +15,15 @@
  * (fb_bf16_products_exact), the call goes back to the e4m3 paths.
  */
 #include "config.h"
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 #include "cpu.h"
 #include "cpu_bf16_gemm.h"
 #include "cpu_bf16_kernel.h"
 #include "cpu_bf16_mlp.h"
+#include "cpu_f32_kernel.h"
+#include "cpu_f32_mlp.h"
 #include "cpu_fp8.h"
 #include "cpu_impl.h"
 
@@ -47,22 +50,14 @@ static fb_status named(fb_status st, const char *ran, char *path,
     return st;
 }
 
-fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
-                                char *path, size_t len)
+/* The drivers' problem: column-major C^T (channels x tokens) = W X^T,
+ * the weights op(A) along k (packed by the caller), x op(B) as it lies. */
+static fb_gemm_problem driver_problem(const fb_e4m3_gemm_problem *p,
+                                      fb_dtype dtype)
 {
-    const fb_cpu_gemm_impl *impl = &fb_cpu_gemm_bf16_amx;
-    if (p->dtype != FB_DTYPE_BF16 || p->k == 0 || p->alpha == 0.0f ||
-        p->m < (p->n * p->k <= FB_E4M3_WIDE_SMALL_BYTES
-                    ? FB_E4M3_WIDE_SMALL_ROWS
-                    : FB_E4M3_WIDE_MIN_ROWS) ||
-        p->w_ks != 1 || p->c_cs != 1 ||
-        (p->x_ks != 1 && p->x_ts != 1) || !fb_cpu_amx_available())
-        return FB_STATUS_NOT_SUPPORTED;
-    /* The bf16 driver's problem: column-major C^T (channels x tokens) =
-     * W X^T, the weights op(A) along k, x op(B) as it lies. */
     fb_gemm_problem q;
     memset(&q, 0, sizeof q);
-    q.dtype = FB_DTYPE_BF16;
+    q.dtype = dtype;
     q.transa = 1;
     q.m = p->n, q.n = p->m, q.k = p->k;
     q.alpha = p->alpha, q.beta = p->beta;
@@ -74,6 +69,68 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
     q.ep.bias = p->bias, q.ep.act = p->act, q.ep.bias_per_row = 1;
     q.ep.scale = p->scale;
     q.multiply = 1, q.weight_is_a = 1;
+    return q;
+}
+
+/* Rows from which fp32 activations take the widened weights (of bytes
+ * e4m3 bytes). */
+static int64_t f32_wide_rows(int64_t bytes)
+{
+    return bytes <= FB_E4M3_WIDE_SMALL_BYTES    ? FB_E4M3_WIDE_F32_SMALL_ROWS
+           : bytes <= FB_E4M3_WIDE_F32_MID_BYTES ? FB_E4M3_WIDE_F32_MID_ROWS
+                                                 : FB_E4M3_WIDE_F32_ROWS;
+}
+
+/* fp32 activations: the weights widened into the fp32 driver's panels
+ * (exact), from FB_E4M3_WIDE_F32_*_ROWS rows by the weights' bytes. */
+static fb_status gemm_wide_f32(fb_handle h, const fb_e4m3_gemm_problem *p,
+                               char *path, size_t len)
+{
+    const fb_cpu_gemm_impl *impl = &fb_cpu_gemm_f32;
+    if (p->k == 0 || p->alpha == 0.0f || p->m < f32_wide_rows(p->n * p->k) ||
+        p->w_ks != 1 ||
+        p->c_cs != 1 || (p->x_ks != 1 && p->x_ts != 1) ||
+        !fb_f32_e4m3_pack_available())
+        return FB_STATUS_NOT_SUPPORTED;
+    fb_gemm_problem q = driver_problem(p, FB_DTYPE_F32);
+    const fb_cpu_call probe = {h, 1, NULL, NULL};
+    if (!impl->applies(&probe, &q))
+        return FB_STATUS_NOT_SUPPORTED;
+    const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+    const int t = fb_cpu_own_threads(h, flops);
+    const size_t packed = round64(impl->pack_bytes(&q));
+    const size_t rest = impl->workspace(&q, t, 1);
+    char *ws = workspace(h, packed + rest, path, len);
+    if (ws == NULL)
+        return FB_STATUS_ALLOC_FAILED;
+    const int64_t panels = (p->n + FB_F32_MR - 1) / FB_F32_MR;
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
+        fb_f32_pack_e4m3((const uint8_t *)p->w, p->w_cs, p->n, p->k, q0, q1,
+                         (float *)ws + q0 * fb_f32_panel_elems(p->k,
+                                                                FB_F32_MR));
+    }
+    const fb_cpu_call c = {h, t, ws + packed, ws};
+    char ran[160];
+    return named(impl->run(&c, &q, ran, sizeof ran), ran, path, len);
+}
+
+fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
+                                char *path, size_t len)
+{
+    const fb_cpu_gemm_impl *impl = &fb_cpu_gemm_bf16_amx;
+    if (p->dtype == FB_DTYPE_F32)
+        return gemm_wide_f32(h, p, path, len);
+    if (p->dtype != FB_DTYPE_BF16 || p->k == 0 || p->alpha == 0.0f ||
+        p->m < (p->n * p->k <= FB_E4M3_WIDE_SMALL_BYTES
+                    ? FB_E4M3_WIDE_SMALL_ROWS
+                    : FB_E4M3_WIDE_MIN_ROWS) ||
+        p->w_ks != 1 || p->c_cs != 1 ||
+        (p->x_ks != 1 && p->x_ts != 1) || !fb_cpu_amx_available())
+        return FB_STATUS_NOT_SUPPORTED;
+    fb_gemm_problem q = driver_problem(p, FB_DTYPE_BF16);
     const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
     const int t = fb_cpu_own_threads(h, flops);
     const size_t packed = round64(impl->pack_bytes(&q));
@@ -92,11 +149,61 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
     return named(impl->run(&c, &q, ran, sizeof ran), ran, path, len);
 }
 
+/* The fp32 and bf16 MLP drivers' problem on the e4m3 weights; their
+ * bytes are read only by the packing (and by the bf16 driver's fp32 down
+ * projection of a chunk whose H is too tiny for AMX). */
+static fb_mlp_problem mlp_problem(const fb_e4m3_mlp_problem *p)
+{
+    fb_mlp_problem q;
+    memset(&q, 0, sizeof q);
+    q.dtype = p->dtype;
+    q.gate_act = p->gate_act;
+    q.m = p->m, q.k = p->k, q.h = p->h, q.n = p->n;
+    q.x = p->x, q.ldx = p->ldx;
+    q.wg = p->wg, q.wu = p->wu, q.wd = p->wd;
+    q.bg = p->bg, q.bu = p->bu, q.bd = p->bd;
+    q.y = p->y, q.ldy = p->ldy;
+    return q;
+}
+
+static double mlp_flops(const fb_e4m3_mlp_problem *p)
+{
+    return 2.0 * (double)p->m *
+           (2.0 * (double)p->h * (double)p->k + (double)p->n * (double)p->h);
+}
+
+/* fp32 activations: the weights widened into the fp32 MLP driver's
+ * panels (exact), by the gemm's rule on all three weights' bytes. */
+static fb_status mlp_wide_f32(fb_handle h, const fb_e4m3_mlp_problem *p,
+                              char *path, size_t len)
+{
+    const fb_cpu_mlp_impl *impl = &fb_cpu_mlp_f32;
+    const fb_mlp_problem q = mlp_problem(p);
+    const fb_cpu_call probe = {h, 1, NULL, NULL};
+    if (p->k == 0 || p->h == 0 || p->m < f32_wide_rows(2 * p->h * p->k +
+                                                      p->n * p->h) ||
+        !fb_f32_e4m3_pack_available() || !impl->applies(&probe, &q))
+        return FB_STATUS_NOT_SUPPORTED;
+    const int t = fb_cpu_own_threads(h, mlp_flops(p));
+    const size_t packed = round64(fb_cpu_f32_mlp_pack_e4m3_bytes(&q));
+    const size_t rest = fb_cpu_f32_mlp_e4m3_workspace(&q, t);
+    char *ws = workspace(h, packed + rest, path, len);
+    if (ws == NULL)
+        return FB_STATUS_ALLOC_FAILED;
+    fb_cpu_f32_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
+    const fb_cpu_call c = {h, t, ws + packed, ws};
+    char ran[160];
+    return named(fb_cpu_f32_mlp_run_e4m3(&c, &q, ran, sizeof ran), ran, path,
+                 len);
+}
+
 fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
                                char *path, size_t len)
 {
     const fb_cpu_mlp_impl *impl = &fb_cpu_mlp_bf16_amx;
     const int64_t weights = 2 * p->h * p->k + p->n * p->h;
+    if (p->dtype == FB_DTYPE_F32)
+        return mlp_wide_f32(h, p, path, len);
     if (p->dtype != FB_DTYPE_BF16 || p->k == 0 || p->h == 0 ||
         weights > FB_E4M3_WIDE_MLP_MAX_BYTES ||
         p->m < (weights <= FB_E4M3_WIDE_SMALL_BYTES
@@ -104,22 +211,8 @@ fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
                     : FB_E4M3_WIDE_MLP_MIN_ROWS) ||
         !fb_cpu_amx_available())
         return FB_STATUS_NOT_SUPPORTED;
-    /* The bf16 MLP's problem on the e4m3 weights; their bytes are read
-     * only by the packing below (and by the driver's fp32 down projection
-     * of a chunk whose H is too tiny for AMX). */
-    fb_mlp_problem q;
-    memset(&q, 0, sizeof q);
-    q.dtype = FB_DTYPE_BF16;
-    q.gate_act = p->gate_act;
-    q.m = p->m, q.k = p->k, q.h = p->h, q.n = p->n;
-    q.x = p->x, q.ldx = p->ldx;
-    q.wg = p->wg, q.wu = p->wu, q.wd = p->wd;
-    q.bg = p->bg, q.bu = p->bu, q.bd = p->bd;
-    q.y = p->y, q.ldy = p->ldy;
-    const double flops = 2.0 * (double)p->m *
-                         (2.0 * (double)p->h * (double)p->k +
-                          (double)p->n * (double)p->h);
-    const int t = fb_cpu_own_threads(h, flops);
+    const fb_mlp_problem q = mlp_problem(p);
+    const int t = fb_cpu_own_threads(h, mlp_flops(p));
     const size_t packed = round64(fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(&q));
     const size_t rest = fb_cpu_bf16_amx_mlp_e4m3_workspace(&q, t);
     char *ws = workspace(h, packed + rest, path, len);
