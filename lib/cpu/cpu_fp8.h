@@ -34,6 +34,9 @@ fb_status fb_cpu_mlp_e4m3(fb_handle h, const fb_e4m3_mlp_problem *p,
 #define FB_E4M3_WIDE_F32_MID_ROWS 96
 #define FB_E4M3_WIDE_F32_MID_BYTES ((int64_t)16 << 20)
 #define FB_E4M3_WIDE_F32_ROWS 128
+/* and only up to this many e4m3 bytes (1 GiB widened): the workspace
+ * takes four times the weights. */
+#define FB_E4M3_WIDE_F32_MAX_BYTES ((int64_t)256 << 20)
 /* The MLP only up to this many bytes of weights: above, the bf16 MLP
  * driver's row blocks run slower than the e4m3 AMX path's blocks of 80
  * rows (docs/fp8-weights.md). */

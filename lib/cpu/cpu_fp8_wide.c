@@ -16,6 +16,7 @@
  */
 #include "config.h"
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "cpu.h"
@@ -32,13 +33,12 @@ static size_t round64(size_t b)
     return (b + 63) / 64 * 64;
 }
 
-/* The handle's workspace of bytes, or NULL with path saying why. */
-static char *workspace(fb_handle h, size_t bytes, char *path, size_t len)
+/* The handle's workspace of bytes, or NULL: the widened weights take
+ * two (bf16) or four (fp32) times the e4m3 bytes, so where that much
+ * cannot be had the call takes the e4m3 paths, which need far less. */
+static char *workspace(fb_handle h, size_t bytes)
 {
-    char *ws = fb_handle_workspace(h, bytes);
-    if (ws == NULL)
-        snprintf(path, len, "cannot allocate %zu bytes of workspace", bytes);
-    return ws;
+    return fb_handle_workspace(h, bytes);
 }
 
 /* st, with path naming this path before the bf16 driver's (ran). */
@@ -76,6 +76,8 @@ static fb_gemm_problem driver_problem(const fb_e4m3_gemm_problem *p,
  * e4m3 bytes). */
 static int64_t f32_wide_rows(int64_t bytes)
 {
+    if (bytes > FB_E4M3_WIDE_F32_MAX_BYTES)
+        return INT64_MAX;
     return bytes <= FB_E4M3_WIDE_SMALL_BYTES    ? FB_E4M3_WIDE_F32_SMALL_ROWS
            : bytes <= FB_E4M3_WIDE_F32_MID_BYTES ? FB_E4M3_WIDE_F32_MID_ROWS
                                                  : FB_E4M3_WIDE_F32_ROWS;
@@ -100,9 +102,9 @@ static fb_status gemm_wide_f32(fb_handle h, const fb_e4m3_gemm_problem *p,
     const int t = fb_cpu_own_threads(h, flops);
     const size_t packed = round64(impl->pack_bytes(&q));
     const size_t rest = impl->workspace(&q, t, 1);
-    char *ws = workspace(h, packed + rest, path, len);
+    char *ws = workspace(h, packed + rest);
     if (ws == NULL)
-        return FB_STATUS_ALLOC_FAILED;
+        return FB_STATUS_NOT_SUPPORTED;
     const int64_t panels = (p->n + FB_F32_MR - 1) / FB_F32_MR;
 #pragma omp parallel num_threads(t) if (t > 1)
     {
@@ -135,9 +137,9 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
     const int t = fb_cpu_own_threads(h, flops);
     const size_t packed = round64(impl->pack_bytes(&q));
     const size_t rest = impl->workspace(&q, t, 1);
-    char *ws = workspace(h, packed + rest, path, len);
+    char *ws = workspace(h, packed + rest);
     if (ws == NULL)
-        return FB_STATUS_ALLOC_FAILED;
+        return FB_STATUS_NOT_SUPPORTED;
     /* applies() reads x's smallest exponent (the packed weights carry
      * theirs): x too tiny for exact bf16 products sends the call back to
      * the e4m3 paths, the packing lost (rare: |x| below about 2^-100) */
@@ -187,9 +189,9 @@ static fb_status mlp_wide_f32(fb_handle h, const fb_e4m3_mlp_problem *p,
     const int t = fb_cpu_own_threads(h, mlp_flops(p));
     const size_t packed = round64(fb_cpu_f32_mlp_pack_e4m3_bytes(&q));
     const size_t rest = fb_cpu_f32_mlp_e4m3_workspace(&q, t);
-    char *ws = workspace(h, packed + rest, path, len);
+    char *ws = workspace(h, packed + rest);
     if (ws == NULL)
-        return FB_STATUS_ALLOC_FAILED;
+        return FB_STATUS_NOT_SUPPORTED;
     fb_cpu_f32_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
     const fb_cpu_call c = {h, t, ws + packed, ws};
     char ran[160];
@@ -215,9 +217,9 @@ fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
     const int t = fb_cpu_own_threads(h, mlp_flops(p));
     const size_t packed = round64(fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(&q));
     const size_t rest = fb_cpu_bf16_amx_mlp_e4m3_workspace(&q, t);
-    char *ws = workspace(h, packed + rest, path, len);
+    char *ws = workspace(h, packed + rest);
     if (ws == NULL)
-        return FB_STATUS_ALLOC_FAILED;
+        return FB_STATUS_NOT_SUPPORTED;
     /* As the gemm: x too tiny for exact bf16 products sends the call back
      * to the e4m3 paths. */
     fb_cpu_bf16_amx_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
