@@ -11,8 +11,8 @@ fusedblas result is checked against eager's before it is timed.
 
     python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
                                    [--budget SECONDS] [--quick | --engine |
-                                    --crossover | --sweep | --gemm-rule |
-                                    --mlp-rule | --chain]
+                                    --crossover | --sweep | --drawn SEED |
+                                    --gemm-rule | --mlp-rule | --chain]
 
 --lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
 build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
@@ -305,6 +305,44 @@ def sweep_workloads():
         w.append(Workload("sweep-mlp", "mlp", f16, m, k, h, n, False, False))
     for m, k, h, n in ((4, 2048, 5504, 2048), (512, 1024, 4096, 1024)):
         w.append(Workload("sweep-mlp", "mlp", f32, m, k, h, n, True, False))
+    return w
+
+
+def drawn_workloads(seed, count):
+    """Shapes drawn at random (a seed: a fresh set each time, so that no
+    rule is fitted to them): row counts odd and even from 1 to 6001, the
+    widths of many model families, gemm + bias + act and gated MLPs in
+    bf16 and f16, a few fp32; capped at about 1.5e12 flops a call."""
+    import random
+    rnd = random.Random(seed)
+    bf16, f16, f32 = torch.bfloat16, torch.float16, torch.float32
+    rows = (1, 2, 3, 5, 9, 13, 20, 31, 37, 50, 65, 97, 130, 200, 257, 384,
+            500, 640, 1023, 1111, 1536, 2049, 3333, 4097, 6001)
+    widths = ((896, 4864), (1024, 2816), (1280, 5120), (1536, 8960),
+              (1600, 6400), (2048, 5632), (2048, 8192), (2304, 9216),
+              (2560, 6912), (2880, 7680), (3072, 8192), (3200, 8640),
+              (3584, 18944), (4096, 12288), (4096, 14336), (5120, 13824),
+              (5120, 17408), (6144, 16384), (7168, 18432), (768, 3072))
+    acts = ("gelu_tanh", "silu", "gelu_erf", "relu", "none")
+    w = []
+    while len(w) < count:
+        m = rnd.choice(rows)
+        k, h = rnd.choice(widths)
+        r = rnd.random()
+        dtype = f32 if r < 0.1 else f16 if r < 0.35 else bf16
+        if rnd.random() < 0.5:
+            n = h if rnd.random() < 0.6 else k  # up or down projection
+            kk = k if n == h else h
+            if 2.0 * m * kk * n > 1.5e12:
+                continue
+            w.append(Workload("drawn-gemm", "gemm", dtype, m, kk, 0, n, True,
+                              False, rnd.choice(acts)))
+        else:
+            if 6.0 * m * k * h > 1.5e12:
+                continue
+            act = rnd.choice(("silu", "gelu_tanh", "gelu_erf"))
+            w.append(Workload("drawn-mlp", "mlp", dtype, m, k, h, k,
+                              rnd.random() < 0.3, False, act))
     return w
 
 
@@ -618,6 +656,11 @@ def main():
     ap.add_argument("--sweep", action="store_true",
                     help="shapes nobody tuned for instead (the auto path "
                          "against eager, column auto/eager)")
+    ap.add_argument("--drawn", type=int, metavar="SEED",
+                    help="shapes drawn at random with this seed instead "
+                         "(a fresh set nobody tuned for; with --count)")
+    ap.add_argument("--count", type=int, default=24,
+                    help="how many shapes --drawn draws (default 24)")
     ap.add_argument("--gemm-rule", action="store_true",
                     help="the gemm shape rule's boundary grid instead "
                          "(each fused gemm family forced by name)")
@@ -662,7 +705,9 @@ def main():
         return 1 if failures else 0
     start = time.time()
     rows, failures = [], 0
-    chosen = (sweep_workloads() if opt.sweep else
+    chosen = (drawn_workloads(opt.drawn, opt.count)
+              if opt.drawn is not None else
+              sweep_workloads() if opt.sweep else
               crossover_workloads() if opt.crossover else
               engine_workloads() if opt.engine else workloads(opt.quick))
     for w in chosen:
@@ -719,8 +764,10 @@ def main():
                         lambda a: fb.call_plan(plans, w, a, index[id(a)]), sets)
                 fb.free_plans(plans)
         rows.append(row)
-        print(f"  {w.group} {row['dtype']} {w.shape()}: eager {row['eager_us']:.1f} us",
-              file=sys.stderr)
+        mine = " ".join(f"{n} {row[n + '_us']:.1f}"
+                        for n, _ in FB_BACKENDS if row.get(n + "_us"))
+        print(f"  {w.group} {row['dtype']} {w.shape()}: eager {row['eager_us']:.1f} us"
+              f" {mine} [{row.get('cuda_path', '')}]", file=sys.stderr)
         del sets
         torch.cuda.empty_cache()
     fb.close()
