@@ -95,12 +95,18 @@ bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
 /* The decode gemm on the TMA engine where the output is at least as wide
  * as the input: up to 6 tokens, and up to 32 where k <= 1024 (there
  * cuda-lt's two launches cost more than the weights take to stream).
- * Narrower outputs (11008 -> 4096) streamed slower than cuda-lt even at
- * one token. The same bounds held on both GPUs, within 5 % where cuda-lt
- * was ahead (8192 -> 28672 at 2 to 6 tokens on the H200). */
+ * Narrower 16-bit outputs (11008 -> 4096) streamed slower than cuda-lt
+ * even at one token. The same bounds held on both GPUs, within 5 % where
+ * cuda-lt was ahead (8192 -> 28672 at 2 to 6 tokens on the H200). fp32
+ * up to 16 tokens (the fp32 TMA engine's range; beyond, the register
+ * engine streams at half cuda-lt's rate) at any width: cuda-lt's fp32
+ * GEMM streams its weights slower there, narrow outputs included
+ * (docs/decode-kernels.md; measured on the H100). */
 bool decode_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const int64_t tokens = fb_gemm_tokens(p);
+    if (p->dtype == FB_DTYPE_F32 && tokens <= 16)
+        return is_hopper(env);
     return is_hopper(env) && gemm_features(p) >= p->k &&
            (tokens <= 6 || (tokens <= 32 && p->k <= 1024));
 }
