@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - reported, not a failure of the bench
 FB_SUCCESS, FB_NOT_SUPPORTED = 0, 2
 FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS = 101, 111, 112
 FB_ACT_GELU_TANH = 2
-FB_ACT = {"none": 0, "gelu_tanh": 2, "silu": 4}
+FB_ACT = {"none": 0, "relu": 1, "gelu_tanh": 2, "gelu_erf": 3, "silu": 4}
 FB_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 FB_BACKENDS = [("cuda-lt", 3), ("cuda-fused", 4), ("cuda", 2)]
 DTYPE_NAME = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -496,7 +496,8 @@ def make_args(w, seed):
 
 def activation(name):
     return {"gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
-            "silu": F.silu, "none": lambda v: v}[name]
+            "gelu_erf": F.gelu, "relu": F.relu, "silu": F.silu,
+            "none": lambda v: v}[name]
 
 
 def linear_act(act):
