@@ -531,6 +531,26 @@ static fb_status bf16_linear(fb_handle h, int m, int n, int k,
                               c, n, NULL, FB_ACT_NONE);
 }
 
+/* Channel j's weight row holds pattern j once (at a column that moves
+ * with j, inside a 32-column tile and in the ragged last one), scale 1:
+ * with x all ones, C(i, j) is the pattern's value exactly. */
+static void pattern_weights(fb_e4m3 *W, float *S, int n, int k)
+{
+    memset(W, 0, (size_t)n * (size_t)k * sizeof *W);
+    for (int j = 0; j < n; j++) {
+        W[j * k + (j * 7) % k].bits = (uint8_t)j;
+        S[j] = 1.0f;
+    }
+}
+
+static void check_pattern(tcheck *c, int i, int j, double got)
+{
+    const double want = decode_ref((unsigned)j);
+    if (isnan(want) ? !isnan(got) : got != want)
+        tcheck_fail(c, "C(%d,%d) = %g, want %g (pattern 0x%02x)", i, j, got,
+                    want, j);
+}
+
 /* bf16 decode rows (4 and more tokens): where the CPU has AMX, the
  * weights are widened to bf16 tiles for TDPBF16PS (path "e4m3-amx").
  * Every one of the 256 patterns must widen exactly: channel j's row holds
@@ -546,24 +566,15 @@ static void test_bf16_patterns(fb_handle h)
     static float S[N];
     for (int i = 0; i < M * K; i++)
         X[i] = fb_float_to_bfloat16(1.0f);
-    memset(W, 0, sizeof W);
-    for (int j = 0; j < N; j++) {
-        W[j * K + (j * 7) % K].bits = (uint8_t)j;
-        S[j] = 1.0f;
-    }
+    pattern_weights(W, S, N, K);
     tcheck c;
     tcheck_init(&c);
     const fb_status st = bf16_linear(h, M, N, K, X, W, S, C);
     if (st != FB_STATUS_SUCCESS)
         tcheck_fail(&c, "status %s", fb_status_string(st));
     for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            const double want = decode_ref((unsigned)j);
-            const double got = fb_bfloat16_to_float(C[i * N + j]);
-            if (isnan(want) ? !isnan(got) : got != want)
-                tcheck_fail(&c, "C(%d,%d) = %g, want %g (pattern 0x%02x)", i,
-                            j, got, want, j);
-        }
+        for (int j = 0; j < N; j++)
+            check_pattern(&c, i, j, fb_bfloat16_to_float(C[i * N + j]));
     tap_check(&c, "gemm_e4m3_bias_act bf16, %d rows: all 256 patterns "
                   "exactly, NaN of either sign [%s]",
               M, fb_handle_last_path(h));
@@ -581,11 +592,7 @@ static void test_f32_wide_patterns(fb_handle h)
     static fb_e4m3 W[N * K];
     for (int i = 0; i < M * K; i++)
         X[i] = 1.0f;
-    memset(W, 0, sizeof W);
-    for (int j = 0; j < N; j++) {
-        W[j * K + (j * 7) % K].bits = (uint8_t)j;
-        S[j] = 1.0f;
-    }
+    pattern_weights(W, S, N, K);
     tcheck c;
     tcheck_init(&c);
     const fb_status st = gemm_e4m3_bias_act(
@@ -594,13 +601,8 @@ static void test_f32_wide_patterns(fb_handle h)
     if (st != FB_STATUS_SUCCESS)
         tcheck_fail(&c, "status %s", fb_status_string(st));
     for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            const double want = decode_ref((unsigned)j);
-            const double got = C[i * N + j];
-            if (isnan(want) ? !isnan(got) : got != want)
-                tcheck_fail(&c, "C(%d,%d) = %g, want %g (pattern 0x%02x)", i,
-                            j, got, want, j);
-        }
+        for (int j = 0; j < N; j++)
+            check_pattern(&c, i, j, C[i * N + j]);
     tap_check(&c, "gemm_e4m3_bias_act f32, %d rows: all 256 patterns "
                   "exactly, NaN in its channel only [%s]",
               M, fb_handle_last_path(h));

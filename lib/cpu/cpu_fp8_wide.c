@@ -174,58 +174,78 @@ static double mlp_flops(const fb_e4m3_mlp_problem *p)
            (2.0 * (double)p->h * (double)p->k + (double)p->n * (double)p->h);
 }
 
-/* fp32 activations: the weights widened into the fp32 MLP driver's
- * panels (exact), by the gemm's rule on all three weights' bytes. */
-static fb_status mlp_wide_f32(fb_handle h, const fb_e4m3_mlp_problem *p,
-                              char *path, size_t len)
+/* A driver's MLP on e4m3 weights widened into its packed layout: the
+ * packing's and the rest's bytes, the packing (scales after the panels),
+ * whether the driver takes the packed call (NULL: it does), the run. */
+typedef struct widened_mlp {
+    size_t (*pack_bytes)(const fb_mlp_problem *q);
+    size_t (*workspace)(const fb_mlp_problem *q, int threads);
+    void (*pack)(const fb_mlp_problem *q, const float *sg, const float *su,
+                 const float *sd, int threads, void *dst);
+    int (*applies)(const fb_cpu_call *c, const fb_mlp_problem *q);
+    fb_status (*run)(const fb_cpu_call *c, const fb_mlp_problem *q,
+                     char *path, size_t len);
+} widened_mlp;
+
+/* The bf16 driver's applies() reads x's smallest exponent (the packed
+ * weights carry theirs): x too tiny for exact bf16 products sends the
+ * call back to the e4m3 paths, as for the gemm. */
+static int bf16_applies(const fb_cpu_call *c, const fb_mlp_problem *q)
 {
-    const fb_cpu_mlp_impl *impl = &fb_cpu_mlp_f32;
+    return fb_cpu_mlp_bf16_amx.applies(c, q);
+}
+
+static fb_status bf16_run(const fb_cpu_call *c, const fb_mlp_problem *q,
+                          char *path, size_t len)
+{
+    return fb_cpu_mlp_bf16_amx.run(c, q, path, len);
+}
+
+static const widened_mlp bf16_mlp = {
+    fb_cpu_bf16_amx_mlp_pack_e4m3_bytes, fb_cpu_bf16_amx_mlp_e4m3_workspace,
+    fb_cpu_bf16_amx_mlp_pack_e4m3, bf16_applies, bf16_run};
+static const widened_mlp f32_mlp = {
+    fb_cpu_f32_mlp_pack_e4m3_bytes, fb_cpu_f32_mlp_e4m3_workspace,
+    fb_cpu_f32_mlp_pack_e4m3, NULL, fb_cpu_f32_mlp_run_e4m3};
+
+static fb_status run_widened(fb_handle h, const fb_e4m3_mlp_problem *p,
+                             const widened_mlp *d, char *path, size_t len)
+{
     const fb_mlp_problem q = mlp_problem(p);
-    const fb_cpu_call probe = {h, 1, NULL, NULL};
-    if (p->k == 0 || p->h == 0 || p->m < f32_wide_rows(2 * p->h * p->k +
-                                                      p->n * p->h) ||
-        !fb_f32_e4m3_pack_available() || !impl->applies(&probe, &q))
-        return FB_STATUS_NOT_SUPPORTED;
     const int t = fb_cpu_own_threads(h, mlp_flops(p));
-    const size_t packed = round64(fb_cpu_f32_mlp_pack_e4m3_bytes(&q));
-    const size_t rest = fb_cpu_f32_mlp_e4m3_workspace(&q, t);
-    char *ws = workspace(h, packed + rest);
+    const size_t packed = round64(d->pack_bytes(&q));
+    char *ws = workspace(h, packed + d->workspace(&q, t));
     if (ws == NULL)
         return FB_STATUS_NOT_SUPPORTED;
-    fb_cpu_f32_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
+    d->pack(&q, p->sg, p->su, p->sd, t, ws);
     const fb_cpu_call c = {h, t, ws + packed, ws};
+    if (d->applies != NULL && !d->applies(&c, &q))
+        return FB_STATUS_NOT_SUPPORTED;
     char ran[160];
-    return named(fb_cpu_f32_mlp_run_e4m3(&c, &q, ran, sizeof ran), ran, path,
-                 len);
+    return named(d->run(&c, &q, ran, sizeof ran), ran, path, len);
 }
 
 fb_status fb_cpu_e4m3_mlp_wide(fb_handle h, const fb_e4m3_mlp_problem *p,
                                char *path, size_t len)
 {
-    const fb_cpu_mlp_impl *impl = &fb_cpu_mlp_bf16_amx;
     const int64_t weights = 2 * p->h * p->k + p->n * p->h;
-    if (p->dtype == FB_DTYPE_F32)
-        return mlp_wide_f32(h, p, path, len);
-    if (p->dtype != FB_DTYPE_BF16 || p->k == 0 || p->h == 0 ||
-        weights > FB_E4M3_WIDE_MLP_MAX_BYTES ||
+    if (p->k == 0 || p->h == 0)
+        return FB_STATUS_NOT_SUPPORTED;
+    if (p->dtype == FB_DTYPE_F32) {
+        /* the weights widened into the fp32 MLP driver's panels (exact),
+         * by the gemm's rule on all three weights' bytes */
+        const fb_mlp_problem q = mlp_problem(p);
+        const fb_cpu_call probe = {h, 1, NULL, NULL};
+        if (p->m < f32_wide_rows(weights) || !fb_f32_e4m3_pack_available() ||
+            !fb_cpu_mlp_f32.applies(&probe, &q))
+            return FB_STATUS_NOT_SUPPORTED;
+        return run_widened(h, p, &f32_mlp, path, len);
+    }
+    if (p->dtype != FB_DTYPE_BF16 || weights > FB_E4M3_WIDE_MLP_MAX_BYTES ||
         p->m < (weights <= FB_E4M3_WIDE_SMALL_BYTES
                     ? FB_E4M3_WIDE_SMALL_ROWS
                     : FB_E4M3_WIDE_MLP_MIN_ROWS) ||
         !fb_cpu_amx_available())
         return FB_STATUS_NOT_SUPPORTED;
-    const fb_mlp_problem q = mlp_problem(p);
-    const int t = fb_cpu_own_threads(h, mlp_flops(p));
-    const size_t packed = round64(fb_cpu_bf16_amx_mlp_pack_e4m3_bytes(&q));
-    const size_t rest = fb_cpu_bf16_amx_mlp_e4m3_workspace(&q, t);
-    char *ws = workspace(h, packed + rest);
-    if (ws == NULL)
-        return FB_STATUS_NOT_SUPPORTED;
-    /* As the gemm: x too tiny for exact bf16 products sends the call back
-     * to the e4m3 paths. */
-    fb_cpu_bf16_amx_mlp_pack_e4m3(&q, p->sg, p->su, p->sd, t, ws);
-    const fb_cpu_call c = {h, t, ws + packed, ws};
-    if (!impl->applies(&c, &q))
-        return FB_STATUS_NOT_SUPPORTED;
-    char ran[160];
-    return named(impl->run(&c, &q, ran, sizeof ran), ran, path, len);
+    return run_widened(h, p, &bf16_mlp, path, len);
 }
