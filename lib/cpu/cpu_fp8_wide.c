@@ -72,6 +72,18 @@ static fb_gemm_problem driver_problem(const fb_e4m3_gemm_problem *p,
     return q;
 }
 
+/* The workspace of impl running q on weights it finds packed at its
+ * start (*packed bytes, then the rest), on *threads threads, or NULL. */
+static char *gemm_workspace(fb_handle h, const fb_cpu_gemm_impl *impl,
+                            const fb_gemm_problem *q, int *threads,
+                            size_t *packed)
+{
+    const double flops = 2.0 * (double)q->m * (double)q->n * (double)q->k;
+    *threads = fb_cpu_own_threads(h, flops);
+    *packed = round64(impl->pack_bytes(q));
+    return workspace(h, *packed + impl->workspace(q, *threads, 1));
+}
+
 /* Rows from which fp32 activations take the widened weights (of bytes
  * e4m3 bytes). */
 static int64_t f32_wide_rows(int64_t bytes)
@@ -98,11 +110,9 @@ static fb_status gemm_wide_f32(fb_handle h, const fb_e4m3_gemm_problem *p,
     const fb_cpu_call probe = {h, 1, NULL, NULL};
     if (!impl->applies(&probe, &q))
         return FB_STATUS_NOT_SUPPORTED;
-    const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
-    const int t = fb_cpu_own_threads(h, flops);
-    const size_t packed = round64(impl->pack_bytes(&q));
-    const size_t rest = impl->workspace(&q, t, 1);
-    char *ws = workspace(h, packed + rest);
+    int t;
+    size_t packed;
+    char *ws = gemm_workspace(h, impl, &q, &t, &packed);
     if (ws == NULL)
         return FB_STATUS_NOT_SUPPORTED;
     const int64_t panels = (p->n + FB_F32_MR - 1) / FB_F32_MR;
@@ -133,11 +143,9 @@ fb_status fb_cpu_e4m3_gemm_wide(fb_handle h, const fb_e4m3_gemm_problem *p,
         (p->x_ks != 1 && p->x_ts != 1) || !fb_cpu_amx_available())
         return FB_STATUS_NOT_SUPPORTED;
     fb_gemm_problem q = driver_problem(p, FB_DTYPE_BF16);
-    const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
-    const int t = fb_cpu_own_threads(h, flops);
-    const size_t packed = round64(impl->pack_bytes(&q));
-    const size_t rest = impl->workspace(&q, t, 1);
-    char *ws = workspace(h, packed + rest);
+    int t;
+    size_t packed;
+    char *ws = gemm_workspace(h, impl, &q, &t, &packed);
     if (ws == NULL)
         return FB_STATUS_NOT_SUPPORTED;
     /* applies() reads x's smallest exponent (the packed weights carry
