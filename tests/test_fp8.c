@@ -483,10 +483,10 @@ static void test_mlp_badargs(fb_handle h)
  * every token and on every kernel path (a row long enough for the vector
  * widening, and its scalar tail); an e4m3 +-448 times a large scale
  * overflows to Inf as fp32 arithmetic does. */
-static void test_special_weights(fb_handle h)
+static void test_special_weights(fb_handle h, int M)
 {
-    enum { M = 3, N = 9, K = 37 };
-    float X[M * K], S[N], C[M * N];
+    enum { MMAX = 40, N = 9, K = 37 };
+    float X[MMAX * K], S[N], C[MMAX * N];
     fb_e4m3 W[N * K];
     for (int i = 0; i < M * K; i++)
         X[i] = 1.0f;
@@ -516,8 +516,9 @@ static void test_special_weights(fb_handle h)
             if (bad)
                 tcheck_fail(&c, "C(%d,%d) = %g", i, j, v);
         }
-    tap_check(&c, "gemm_e4m3_bias_act: NaN weights give NaN in their "
-                  "channel only; 448 x 3e36 overflows to Inf");
+    tap_check(&c, "gemm_e4m3_bias_act, %d rows: NaN weights give NaN in "
+                  "their channel only; 448 x 3e36 overflows to Inf [%s]",
+              M, fb_handle_last_path(h));
 }
 
 /* C = X (W S)^T in the nn.Linear form, bf16 X and C, no bias or
@@ -818,8 +819,11 @@ static void test_threads_bitwise(void)
                  MB, fb_handle_last_path(h));
         fb_destroy(h);
     }
-    /* fp32 activations, widened weights (fp32 driver): 150 rows. */
-    enum { MF = 150 };
+    /* fp32 activations: 150 rows (weights widened into the fp32 driver)
+     * and 40 (the e4m3 buffered form, the channels split between the
+     * threads). */
+    enum { MF = 150, MS = 40 };
+    static float Sf[3][MS * H];
     static float Xf[MF * K], Gf[3][MF * H], Mf[3][MF * N];
     for (int i = 0; i < MF * K; i++)
         Xf[i] = fb_bfloat16_to_float(X[i]);
@@ -833,6 +837,13 @@ static void test_threads_bitwise(void)
             ok = 0;
         tap_diag("%d thread(s) asked, f32 gemm of %d rows: %s", t + 1, MF,
                  fb_handle_last_path(h));
+        if (gemm_e4m3_bias_act(h, FB_DTYPE_F32, FB_ROW_MAJOR, FB_NO_TRANS,
+                               FB_TRANS, MS, H, K, 1.0f, Xf, K, Wu, K, su,
+                               0.0f, Sf[t], H, NULL, FB_ACT_SILU) !=
+            FB_STATUS_SUCCESS)
+            ok = 0;
+        tap_diag("%d thread(s) asked, f32 gemm of %d rows: %s", t + 1, MS,
+                 fb_handle_last_path(h));
         if (mlp_geglu_forward_e4m3(h, FB_DTYPE_F32, FB_ACT_GELU_TANH, MF, K,
                                    H, N, Xf, K, Wg, sg, NULL, Wu, su, NULL,
                                    Wd, sd, NULL, Mf[t], N) !=
@@ -844,6 +855,7 @@ static void test_threads_bitwise(void)
     }
     for (int t = 1; t < 3; t++)
         ok &= memcmp(Gf[0], Gf[t], sizeof Gf[0]) == 0 &&
+              memcmp(Sf[0], Sf[t], sizeof Sf[0]) == 0 &&
               memcmp(Mf[0], Mf[t], sizeof Mf[0]) == 0;
     for (int t = 1; t < 3; t++)
         ok &= memcmp(Y[0], Y[t], sizeof Y[0]) == 0 &&
@@ -865,7 +877,11 @@ int main(int argc, char **argv)
     test_quantize(h);
     test_gemm_badargs(h);
     test_mlp_badargs(h);
-    test_special_weights(h);
+    /* 3 rows: the register forms; 9: the zmm form's second token group;
+     * 40: the buffered form */
+    test_special_weights(h, 3);
+    test_special_weights(h, 9);
+    test_special_weights(h, 40);
     test_bf16_patterns(h);
     /* With AMX, the whole program runs again without it
      * (FUSEDBLAS_CPU_NO_AMX=1, read once per process): the zmm forms then
