@@ -9,9 +9,12 @@
 # .carry/fusedblas-*.tar.gz), check (make check, every GPU test executed),
 # sanitize (the GPU tests under compute-sanitizer), fused (the fused
 # kernels' selftest and timings), bench (bench/gpu-bench.sh), sass (tensor
-# core instructions in the 16-bit kernels). The device tool brings back at
-# most 8 files from $OUT, so every step writes under $WORK and the logs come
-# back as one tarball, $OUT/gpu-session.tar.gz.
+# core instructions in the 16-bit kernels), drawn (torch_compare.py
+# --drawn: 24 shapes drawn at random, seed $FB_DRAWN_SEED or the hour;
+# the library and module by absolute paths, as the library requires of a
+# module). The device tool brings back at most 8 files from $OUT, so every
+# step writes under $WORK and the logs come back as one tarball,
+# $OUT/gpu-session.tar.gz.
 set -u
 steps=${*:-build check fused bench}
 ROOT=$(pwd)
@@ -45,6 +48,11 @@ for s in $steps; do
     fusedsan) step fusedsan 300 sh scripts/fused-selftest.sh --quick ;;
     bench)    step bench 280 sh bench/gpu-bench.sh "$WORK/check/build" ;;
     sass)     step sass 60 bash scripts/check-sass.sh "$WORK/check/build" ;;
+    drawn)    step drawn 240 sh -c 'b=$1; python3 bench/torch_compare.py \
+                --drawn "${FB_DRAWN_SEED:-$(date +%Y%m%d%H)}" --count 24 \
+                --budget 0 --lib "$b/.libs/libfusedblas.so" \
+                --module "$b/lib/cuda/.libs/fusedblas_cuda.so"' sh \
+                "$WORK/check/build" ;;
     *) echo "unknown step $s" ;;
   esac
 done
