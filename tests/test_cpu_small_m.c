@@ -347,7 +347,8 @@ static void amx_rows(const target *cpu)
     }
     /* The shape rule, with nothing forced: past 32 tokens AMX's form runs
      * only for weights of FB_SMALL_M_AMX_BYTES_PER_ROW (64 KiB) a token
-     * or more; below, the bf16 driver. 40 tokens: 2.5 MiB. */
+     * or more (the MLP's below 16 MiB: 112 KiB); below, the bf16 driver.
+     * 40 tokens: 2.5 MiB (the gemm), 4.4 MiB (the MLP). */
     if (fb_set_implementation(cpu->handle, NULL) != FB_STATUS_SUCCESS)
         tap_bail("fb_set_implementation(NULL)");
     for (int big = 0; big < 2; big++) {
@@ -355,8 +356,8 @@ static void amx_rows(const target *cpu)
         memset(&mc, 0, sizeof mc);
         mc.dtype = FB_DTYPE_BF16;
         mc.act = FB_ACT_SILU;
-        mc.m = 40, mc.k = big ? 640 : 64, mc.h = big ? 1056 : 96;
-        mc.n = big ? 640 : 64;
+        mc.m = 40, mc.k = big ? 768 : 64, mc.h = big ? 1056 : 96;
+        mc.n = big ? 768 : 64;
         mc.biases = 7;
         mlp_run_case(&mc, cpu, 1, NULL);
         char label[256];

@@ -70,10 +70,16 @@ static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 #define FB_SMALL_M_F16_MAX 128
 static int prefers(const fb_mlp_problem *p)
 {
+    const double bytes =
+        2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h;
+    const double per_row =
+        p->dtype == FB_DTYPE_BF16 &&
+                bytes < (double)FB_SMALL_M_AMX_MLP_SMALL_BYTES
+            ? (double)FB_SMALL_M_AMX_MLP_SMALL_BYTES_PER_ROW
+            : (double)FB_SMALL_M_AMX_BYTES_PER_ROW;
     return p->m <= FB_SMALL_M_MAX ||
            ((p->dtype != FB_DTYPE_F16 || p->m <= FB_SMALL_M_F16_MAX) &&
-            2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h >=
-                (double)p->m * (double)FB_SMALL_M_AMX_BYTES_PER_ROW);
+            bytes >= (double)p->m * per_row);
 }
 
 static int applies_avx2(const fb_cpu_call *c, const fb_mlp_problem *p)
