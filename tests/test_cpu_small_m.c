@@ -347,8 +347,8 @@ static void amx_rows(const target *cpu)
     }
     /* The shape rule, with nothing forced: past 32 tokens AMX's form runs
      * only for weights of FB_SMALL_M_AMX_BYTES_PER_ROW (64 KiB) a token
-     * or more (the MLP's below 16 MiB: 112 KiB); below, the bf16 driver.
-     * 40 tokens: 2.5 MiB (the gemm), 4.4 MiB (the MLP). */
+     * or more (the MLP's below 16 MiB past 80 rows: 112 KiB); below,
+     * the bf16 driver. 40 tokens: 2.5 MiB (the gemm), 4.4 MiB (the MLP). */
     if (fb_set_implementation(cpu->handle, NULL) != FB_STATUS_SUCCESS)
         tap_bail("fb_set_implementation(NULL)");
     for (int big = 0; big < 2; big++) {

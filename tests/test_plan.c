@@ -78,13 +78,13 @@ static void sweeps(fb_handle h)
         plan_check_mlp(h, &tmem_host, &m3, some, 7, NULL, NULL);
     }
     /* bf16 on AMX: the decode kernel past 32 rows where the weights are
-     * large (64 KiB a row, the MLP's below 16 MiB 112 KiB, in blocks of
-     * 80; the gemm 256 KiB a token past one block), the bf16 driver
-     * elsewhere: a plan must choose as a plain call does, at every m
-     * either side. */
+     * large (64 KiB a row, in blocks of 80; the MLP's below 16 MiB 112
+     * KiB past one block; the gemm 256 KiB a token past one block), the
+     * bf16 driver elsewhere: a plan must choose as a plain call does, at
+     * every m either side. */
     static const int64_t rule[] = {33, 40, 48, 49, 64, 65, 80, 81, 97};
-    /* 5.25 MiB: the AMX form to 48 rows. */
-    plan_mlp_spec mb = {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 97, 512, 1792, 512,
+    /* 3 MiB: the AMX form to 48 rows. */
+    plan_mlp_spec mb = {FB_DTYPE_BF16, FB_ACT_GELU_TANH, 97, 512, 1024, 512,
                         1, 0};
     plan_check_mlp(h, &tmem_host, &mb, rule, 9, NULL, NULL);
     /* 4 MiB: the AMX form to 64 tokens. */

@@ -73,7 +73,7 @@ static int prefers(const fb_mlp_problem *p)
     const double bytes =
         2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h;
     const double per_row =
-        p->dtype == FB_DTYPE_BF16 &&
+        p->dtype == FB_DTYPE_BF16 && p->m > FB_SMALL_M_AMX_MAX &&
                 bytes < (double)FB_SMALL_M_AMX_MLP_SMALL_BYTES
             ? (double)FB_SMALL_M_AMX_MLP_SMALL_BYTES_PER_ROW
             : (double)FB_SMALL_M_AMX_BYTES_PER_ROW;
