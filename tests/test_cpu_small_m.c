@@ -387,6 +387,16 @@ static void f16_rows(const target *cpu)
                    "f16-weights/");
 }
 
+/* fp32 weights past 32 tokens: the gemm on the FMA form in blocks of 32
+ * (at most, equal), both layouts, forced (auto takes it only for large
+ * weights, FB_SMALL_M_F32_GEMM_BYTES). */
+static void f32_rows(const target *cpu)
+{
+    for (int i = 0; i < 3; i++)
+        forced_gemm(cpu, FB_DTYPE_F32, i + 1, i == 0 ? 33 : i == 1 ? 48 : 70,
+                    "f32-weights/");
+}
+
 static void run_kernel(const target *cpu, int avx512);
 
 int main(int argc, char **argv)
@@ -488,6 +498,8 @@ static void run_kernel(const target *cpu_, int avx512)
             fma16_long_k(&cpu, dt, m, 4100);
             fma16_long_k(&cpu, dt, m, 9000);
         }
-    if (avx512)
+    if (avx512) {
         f16_rows(&cpu);
+        f32_rows(&cpu);
+    }
 }

@@ -56,11 +56,12 @@ static int amx_form(const fb_gemm_problem *p)
            fb_cpu_amx_available();
 }
 
-/* fp16: any number of tokens, in blocks of the FMA form's. */
-static int f16_form(const fb_gemm_problem *p)
+/* fp16 and fp32: any number of tokens, in blocks of the FMA form's. */
+static int fma_blocks_form(const fb_gemm_problem *p)
 {
     return p->transa && !p->transb && p->multiply &&
-           p->m >= SMALL_M_MIN_ROWS && p->dtype == FB_DTYPE_F16;
+           p->m >= SMALL_M_MIN_ROWS &&
+           (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_F32);
 }
 
 /* Tokens a block: all of them up to the form's most (AMX's or the FMA
@@ -74,7 +75,7 @@ static int64_t block_tokens(const fb_gemm_problem *p)
 static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
 {
     (void)c;
-    return (decode_form(p) || amx_form(p) || f16_form(p)) &&
+    return (decode_form(p) || amx_form(p) || fma_blocks_form(p)) &&
            fb_cpu_small_m_available();
 }
 
@@ -82,17 +83,25 @@ static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
  * token in one block, four times that in several (the bf16 driver's
  * blocking pays from there); fp16 64 KiB a token up to
  * FB_SMALL_M_F16_GEMM_MAX tokens, from where OpenBLAS on fp32 copies
- * keeps up (docs/cpu-kernels.md). */
+ * keeps up; fp32 up to FB_SMALL_M_F32_GEMM_MAX tokens (two blocks) where
+ * the weights take FB_SMALL_M_F32_GEMM_BYTES or more, whose packing costs
+ * the fp32 driver more than a second stream (docs/cpu-kernels.md). */
 #define FB_SMALL_M_F16_GEMM_MAX 64
+#define FB_SMALL_M_F32_GEMM_MAX 48
+#define FB_SMALL_M_F32_GEMM_BYTES ((double)(64 << 20))
 static int prefers(const fb_gemm_problem *p)
 {
+    if (p->n <= FB_SMALL_M_MAX)
+        return 1;
+    if (p->dtype == FB_DTYPE_F32)
+        return p->n <= FB_SMALL_M_F32_GEMM_MAX &&
+               4.0 * (double)p->m * (double)p->k >= FB_SMALL_M_F32_GEMM_BYTES;
     const int one_block =
         p->n <= FB_SMALL_M_AMX_MAX && p->dtype == FB_DTYPE_BF16;
-    return p->n <= FB_SMALL_M_MAX ||
-           ((p->dtype != FB_DTYPE_F16 || p->n <= FB_SMALL_M_F16_GEMM_MAX) &&
-            2.0 * (double)p->m * (double)p->k >=
-                (double)p->n * (double)FB_SMALL_M_AMX_BYTES_PER_ROW *
-                    (one_block || p->dtype == FB_DTYPE_F16 ? 1.0 : 4.0));
+    return (p->dtype != FB_DTYPE_F16 || p->n <= FB_SMALL_M_F16_GEMM_MAX) &&
+           2.0 * (double)p->m * (double)p->k >=
+               (double)p->n * (double)FB_SMALL_M_AMX_BYTES_PER_ROW *
+                   (one_block || p->dtype == FB_DTYPE_F16 ? 1.0 : 4.0);
 }
 
 static int applies_avx2(const fb_cpu_call *c, const fb_gemm_problem *p)
