@@ -218,7 +218,11 @@ static layout layout_of(const fb_bf16_engine *e, const fb_mlp_problem *p,
     l.xpanels = (p->m + e->nr - 1) / e->nr;
     l.wpanels = (p->h + e->mr - 1) / e->mr;
     l.dpanels = (p->n + e->mr - 1) / e->mr;
-    l.wide = e->block_rows != NULL && threads > 1 && p->m <= WIDE_ROWS;
+    /* (and hidden chunks for every thread: one chunk leaves the others
+     * idle, where one row block on one thread does the same work without
+     * the form's barriers) */
+    l.wide = e->block_rows != NULL && threads > 1 && p->m <= WIDE_ROWS &&
+             (p->h + HC - 1) / HC >= threads;
     /* Fewer rows per block when there are too few for every thread. */
     l.threads = threads;
     if (fixed) {
