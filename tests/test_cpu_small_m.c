@@ -387,16 +387,14 @@ static void f16_rows(const target *cpu)
                    "f16-weights/");
 }
 
-/* fp32 weights past 32 tokens: the FMA form in blocks of 32 (at most,
- * equal), the gemm in both layouts (forced: auto takes it only for
- * large weights, FB_SMALL_M_F32_GEMM_BYTES) and the MLP. */
+/* fp32 weights past 32 tokens: the gemm on the FMA form in blocks of 32
+ * (at most, equal), both layouts, forced (auto takes it only for large
+ * weights, FB_SMALL_M_F32_GEMM_BYTES). */
 static void f32_rows(const target *cpu)
 {
-    for (int i = 0; i < 3; i++) {
-        const int64_t m = i == 0 ? 33 : i == 1 ? 48 : 70;
-        forced_gemm(cpu, FB_DTYPE_F32, i + 1, m, "f32-weights/");
-        forced_mlp(cpu, FB_DTYPE_F32, i + 1, m, "f32-weights/");
-    }
+    for (int i = 0; i < 3; i++)
+        forced_gemm(cpu, FB_DTYPE_F32, i + 1, i == 0 ? 33 : i == 1 ? 48 : 70,
+                    "f32-weights/");
 }
 
 static void run_kernel(const target *cpu, int avx512);

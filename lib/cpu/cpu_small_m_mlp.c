@@ -44,11 +44,9 @@ static int amx_shape(const fb_mlp_problem *p)
            fb_cpu_amx_available();
 }
 
-/* fp16 and fp32: any number of rows, in blocks of the FMA form's. */
-static int fma_blocks_shape(const fb_mlp_problem *p)
+static int f16_shape(const fb_mlp_problem *p)
 {
-    return (p->dtype == FB_DTYPE_F16 || p->dtype == FB_DTYPE_F32) &&
-           p->k > 0 && p->h > 0;
+    return p->dtype == FB_DTYPE_F16 && p->k > 0 && p->h > 0;
 }
 
 /* Rows of X a block: all of them up to the form's most (AMX's or the FMA
@@ -62,24 +60,16 @@ static int64_t block_rows(const fb_mlp_problem *p)
 static int applies_avx512(const fb_cpu_call *c, const fb_mlp_problem *p)
 {
     (void)c;
-    return (decode_shape(p) || amx_shape(p) || fma_blocks_shape(p)) &&
+    return (decode_shape(p) || amx_shape(p) || f16_shape(p)) &&
            fb_cpu_small_m_available();
 }
 
 /* Past FB_SMALL_M_MAX tokens, only weights large enough, and fp16 only
  * up to FB_SMALL_M_F16_MAX rows, from where OpenBLAS on fp32 copies
- * keeps up; fp32 up to FB_SMALL_M_F32_MAX rows (two blocks) where its
- * weights take FB_SMALL_M_F32_BYTES_PER_ROW a row or more, from where
- * the fp32 driver's blocking pays for its packing (docs/cpu-kernels.md). */
+ * keeps up (docs/cpu-kernels.md). */
 #define FB_SMALL_M_F16_MAX 128
-#define FB_SMALL_M_F32_MAX 64
-#define FB_SMALL_M_F32_BYTES_PER_ROW ((double)(8 << 10))
 static int prefers(const fb_mlp_problem *p)
 {
-    if (p->dtype == FB_DTYPE_F32 && p->m > FB_SMALL_M_MAX)
-        return p->m <= FB_SMALL_M_F32_MAX &&
-               4.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h >=
-                   (double)p->m * FB_SMALL_M_F32_BYTES_PER_ROW;
     const double bytes =
         2.0 * (2.0 * (double)p->k + (double)p->n) * (double)p->h;
     const double per_row =
