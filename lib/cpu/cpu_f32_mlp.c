@@ -126,8 +126,9 @@ static void row_block(const fb_mlp_problem *p, const mlp_packed *pk,
 #define MIN_ROWS 16
 
 /* The hidden-split form (run_wide) runs with more than one thread where
- * row blocks would be too few to share (up to WIDE_ROWS rows, and a
- * hidden chunk for every thread at least), or where
+ * row blocks would be too few to share (up to WIDE_ROWS rows; it also
+ * keeps the bits of one thread's row blocks there, which row blocks cut
+ * for two threads would not), or where
  * the packed weights are so large (WIDE_BYTES or more) that streaming
  * them again for every 96-row block costs more than the form's barriers,
  * and each thread has two hidden chunks or more. It takes the rows in
@@ -142,7 +143,7 @@ static int wide_form(const fb_mlp_problem *p, int threads,
 {
     const int64_t chunks = (p->h + HC - 1) / HC;
     return threads > 1 &&
-           ((p->m <= WIDE_ROWS && chunks >= threads) ||
+           (p->m <= WIDE_ROWS ||
             (weight_bytes >= WIDE_BYTES && chunks >= 2 * threads));
 }
 

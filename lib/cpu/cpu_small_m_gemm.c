@@ -28,6 +28,7 @@
 #include "cpu_convert.h"
 #include "cpu_epilogue.h"
 #include "cpu_impl.h"
+#include "cpu_f32_gemm.h"
 #include "cpu_bf16_kernel.h"
 #include "cpu_small_m.h"
 
@@ -74,7 +75,11 @@ static int64_t block_tokens(const fb_gemm_problem *p)
 
 static int applies_avx512(const fb_cpu_call *c, const fb_gemm_problem *p)
 {
-    (void)c;
+    /* fp32 past one block is the fp32 GEMM's domain: there the blocks
+     * follow its choice (FUSEDBLAS_CPU_SGEMM=openblas keeps OpenBLAS) */
+    if (p->dtype == FB_DTYPE_F32 && !decode_form(p) &&
+        !fb_cpu_f32_kernel_chosen(c->h))
+        return 0;
     return (decode_form(p) || amx_form(p) || fma_blocks_form(p)) &&
            fb_cpu_small_m_available();
 }
