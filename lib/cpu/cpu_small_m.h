@@ -145,7 +145,7 @@ fb_cpu_small_m_next(const char *wj, int64_t ldwb, int64_t es, int64_t p0,
 /* Past one block of FB_SMALL_M_AMX_MAX rows, the bf16 MLP's weights
  * below FB_SMALL_M_AMX_MLP_SMALL_BYTES need this many bytes a row: the
  * driver's packing costs little there, and the AMX form's several part
- * blocks lose (768 -> 3072 -> 768 at 200 rows: 3.3 ms against 2.4). */
+ * blocks lose to it (docs/cpu-kernels.md has the measurements). */
 #define FB_SMALL_M_AMX_MLP_SMALL_BYTES ((int64_t)16 << 20)
 #define FB_SMALL_M_AMX_MLP_SMALL_BYTES_PER_ROW ((int64_t)112 << 10)
 size_t fb_cpu_small_m_amx_pack_bytes(int64_t m, int64_t k);
