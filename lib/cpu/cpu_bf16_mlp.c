@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "cpu.h"
-#include "cpu_bf16_gemm.h"
 #include "cpu_bf16_kernel.h"
 #include "cpu_bf16_mlp.h"
 #include "cpu_convert.h"

@@ -101,7 +101,7 @@ bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
  * up to 16 tokens (the fp32 TMA engine's range; beyond, the register
  * engine streams at half cuda-lt's rate) at any width: cuda-lt's fp32
  * GEMM streams its weights slower there, narrow outputs included
- * (docs/decode-kernels.md; measured on the H100). */
+ * (docs/gemm-engine.md, "Drawn shapes"; measured on the H100). */
 bool decode_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const int64_t tokens = fb_gemm_tokens(p);
