@@ -8,14 +8,17 @@
 //     -DFBF_SANDBOX \
 //     -Ilib/cuda -Ilib/common -Iinclude -o gemm_sm90_probe \
 //     bench/probes/gemm_sm90_probe.cu lib/cuda/fused/fused_gemm_sm90.cu \
-//     lib/cuda/fused/fused_tma_map.cu -lcublas && ./gemm_sm90_probe
+//     lib/cuda/fused/fused_tma_map.cu lib/cuda/fused/fused_pack16.cu \
+//     -lcublas && ./gemm_sm90_probe
 // Arguments: none (checks, then times both modes), --check-only,
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
 // --ncu (one launch of each kernel, for ncu), --ab (interleaved timings
 // of the epilogue's two stores in both arrangements), --epi (interleaved
 // timings of each part of the epilogue: bias, activation, both), --dual
 // (interleaved timings of the gated MLP's dual GEMM alone), --groups
-// (both, at raster groups of 4 and 8 unit-rows).
+// (both, at raster groups of 4 and 8 unit-rows), --at R,S,K ... (every
+// arrangement and stream-K at the shapes given), --ncu-at R,S,K,MODE,EPI
+// (two launches of one arrangement, for ncu).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -756,6 +759,40 @@ int main(int argc, char **argv)
         for (auto &g : sh)
             for (int epi = EPI_PLAIN; epi <= EPI_BIAS_GELU; epi += 3)
                 time_stream_k(cb, env, g[0], g[1], g[2], epi);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--ncu-at") == 0) {
+        // one launch for ncu: R,S,K,mode,epi (mode as engine_mode)
+        int r, s, k, mode, epi;
+        if (sscanf(argv[2], "%d,%d,%d,%d,%d", &r, &s, &k, &mode, &epi) != 5)
+            return 2;
+        Linear l = make_linear(r, s, k);
+        fb_gemm_problem p = l.p;
+        if (epi & EPI_BIAS) {
+            p.ep.bias = l.bias;
+            p.ep.bias_per_row = 1;
+        }
+        if (epi & EPI_GELU)
+            p.ep.act = FB_ACT_GELU_TANH;
+        fbf_knobs.engine_mode = mode;
+        for (int i = 0; i < 2; ++i)
+            if (fbf_gemm_sm90(&env, &p, FBF_RUN, NULL, 0) != FB_STATUS_SUCCESS)
+                return 1;
+        CK(cudaDeviceSynchronize());
+        free_linear(l);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--at") == 0) {
+        // shapes from the command line (R,S,K R,S,K ...): every
+        // arrangement plain and with bias + gelu_tanh, and stream-K
+        for (int i = 2; i < argc; ++i) {
+            int r, s, k;
+            if (sscanf(argv[i], "%d,%d,%d", &r, &s, &k) != 3)
+                return 2;
+            time_interleaved(cb, env, r, s, k, EPI_PLAIN);
+            time_interleaved(cb, env, r, s, k, EPI_BIAS_GELU);
+            time_stream_k(cb, env, r, s, k, EPI_BIAS_GELU);
+        }
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--dual") == 0) {
