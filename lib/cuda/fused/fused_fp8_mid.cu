@@ -82,27 +82,28 @@ struct MidOperands {
     bool pair;  /* MLP: 8 rows of Wg, then the same 8 of Wu */
 };
 
-/* Matrix row of block row r. */
-__device__ __forceinline__ int64_t mid_row(const MidOperands &o, int r)
+/* Matrix row of block row r. (These helpers serve only the sm_90 code
+ * below: maybe_unused keeps the other architectures' passes quiet.) */
+[[maybe_unused]] __device__ __forceinline__ int64_t mid_row(const MidOperands &o, int r)
 {
     return o.pair ? o.c0 + r / 16 * 8 + r % 8 : o.c0 + r;
 }
 
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+[[maybe_unused]] __device__ __forceinline__ void cp_async16(void *dst, const void *src)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
                  "l"(src));
 }
 
-__device__ __forceinline__ void cp_async8(void *dst, const void *src)
+[[maybe_unused]] __device__ __forceinline__ void cp_async8(void *dst, const void *src)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d),
                  "l"(src));
 }
 
-__device__ __forceinline__ void cp_async_commit()
+[[maybe_unused]] __device__ __forceinline__ void cp_async_commit()
 {
     asm volatile("cp.async.commit_group;\n" ::);
 }
