@@ -110,10 +110,20 @@ void fb_cpu_mlp_store_rows(const fb_mlp_problem *p, const float *bd,
                            const float *yacc, int64_t ldyacc, int64_t r0,
                            int64_t rows);
 
-/* Flops of a call, for the thread count (fb_cpu_threads). */
+/* The work of a call, for the thread count (fb_cpu_threads): its flops,
+ * or where so few token rows make it a stream of its weights (fp32 up to
+ * 3 rows, 16-bit 1), two a weight byte: one thread's read rate is well
+ * below two's, and from 1 MiB of weights a second thread paid for its
+ * wake-up (docs/cpu-kernels.md). The gemm's outputs are split by
+ * columns, so its bits do not depend on the count. */
 static inline double fb_cpu_gemm_flops(const fb_gemm_problem *p)
 {
-    return 2.0 * (double)p->m * (double)p->n * (double)(p->k > 0 ? p->k : 1);
+    const double k = (double)(p->k > 0 ? p->k : 1);
+    const double flops = 2.0 * (double)p->m * (double)p->n * k;
+    const double weights =
+        (double)(p->weight_is_a ? p->m : p->n) * k *
+        (double)fb_dtype_size(p->dtype);
+    return flops > 2.0 * weights ? flops : 2.0 * weights;
 }
 
 static inline double fb_cpu_mlp_flops(const fb_mlp_problem *p)
