@@ -84,19 +84,22 @@ struct MidOperands {
 
 /* Matrix row of block row r. (These helpers serve only the sm_90 code
  * below: maybe_unused keeps the other architectures' passes quiet.) */
-[[maybe_unused]] __device__ __forceinline__ int64_t mid_row(const MidOperands &o, int r)
+[[maybe_unused]] __device__ __forceinline__ int64_t
+mid_row(const MidOperands &o, int r)
 {
     return o.pair ? o.c0 + r / 16 * 8 + r % 8 : o.c0 + r;
 }
 
-[[maybe_unused]] __device__ __forceinline__ void cp_async16(void *dst, const void *src)
+[[maybe_unused]] __device__ __forceinline__ void
+cp_async16(void *dst, const void *src)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
                  "l"(src));
 }
 
-[[maybe_unused]] __device__ __forceinline__ void cp_async8(void *dst, const void *src)
+[[maybe_unused]] __device__ __forceinline__ void
+cp_async8(void *dst, const void *src)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d),
