@@ -114,8 +114,8 @@ void fb_cpu_mlp_store_rows(const fb_mlp_problem *p, const float *bd,
  * or where so few token rows make it a stream of its weights (fp32 up to
  * 3 rows, 16-bit 1), two a weight byte: one thread's read rate is well
  * below two's, and from 1 MiB of weights a second thread paid for its
- * wake-up (docs/cpu-kernels.md). The gemm's outputs are split by
- * columns, so its bits do not depend on the count. */
+ * wake-up (docs/cpu-kernels.md). A plan sizes its threads by the same
+ * measure, so it runs a call on the count the plain call takes. */
 static inline double fb_cpu_gemm_flops(const fb_gemm_problem *p)
 {
     const double k = (double)(p->k > 0 ? p->k : 1);
@@ -129,8 +129,11 @@ static inline double fb_cpu_gemm_flops(const fb_gemm_problem *p)
 static inline double fb_cpu_mlp_flops(const fb_mlp_problem *p)
 {
     const double k = (double)(p->k > 0 ? p->k : 1);
-    return 2.0 * (double)p->m *
-           (2.0 * (double)p->h * k + (double)p->h * (double)p->n);
+    const double weights =
+        2.0 * (double)p->h * k + (double)p->h * (double)p->n;
+    const double flops = 2.0 * (double)p->m * weights;
+    const double bytes = weights * (double)fb_dtype_size(p->dtype);
+    return flops > 2.0 * bytes ? flops : 2.0 * bytes;
 }
 
 #endif /* FB_CPU_IMPL_H */
