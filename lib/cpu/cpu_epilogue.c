@@ -29,7 +29,7 @@
 /* exp(x) for float, vectorisable: x = n ln2 + r, |r| <= ln2/2, a degree-7
  * polynomial for exp(r), 2^n built in two halves so that results down to
  * the subnormals are right. */
-static inline float fb_expf(float x)
+static inline __attribute__((always_inline)) float fb_expf(float x)
 {
     /* Beyond these the result is Inf or 0; the selects keep NaN. */
     x = x > 88.8f ? 88.8f : x;
@@ -68,7 +68,7 @@ static inline float fb_expf(float x)
  * x = -Inf, the limit (see the top). Above z = 30, 1 + exp(-z) rounds to
  * 1: z is lowered to 30 there, so exp makes no denormal (slow on Intel
  * cores), as cpu_act_avx512.h does. */
-static inline float fb_x_sigmoid(float x, float z)
+static inline __attribute__((always_inline)) float fb_x_sigmoid(float x, float z)
 {
     z = z > 30.0f ? 30.0f : z;
     const float y = x / (1.0f + fb_expf(-z));
@@ -77,7 +77,7 @@ static inline float fb_x_sigmoid(float x, float z)
 
 /* erfc(z), fractional error < 1.2e-7 (Numerical Recipes 6.2), with the
  * exponent's z*z split exactly (fma) so that large z keep their accuracy. */
-static inline float fb_erfcf(float z)
+static inline __attribute__((always_inline)) float fb_erfcf(float z)
 {
     float a = fabsf(z);
     float t = 1.0f / (1.0f + 0.5f * a);
@@ -102,7 +102,7 @@ static inline float fb_erfcf(float z)
     return z < 0 ? 2.0f - r : r;
 }
 
-static inline float fb_act1(float x, fb_activation act)
+static inline __attribute__((always_inline)) float fb_act1(float x, fb_activation act)
 {
     switch (act) {
     case FB_ACT_RELU:
