@@ -26,10 +26,14 @@
 #include <string.h>
 #include "cpu_epilogue.h"
 
+/* Forced inline, the helpers below too: left out of line (as GCC left
+ * gelu_erf's), a loop calls them an element at a time, unvectorised. */
+#define FB_INLINE static inline __attribute__((always_inline))
+
 /* exp(x) for float, vectorisable: x = n ln2 + r, |r| <= ln2/2, a degree-7
  * polynomial for exp(r), 2^n built in two halves so that results down to
  * the subnormals are right. */
-static inline __attribute__((always_inline)) float fb_expf(float x)
+FB_INLINE float fb_expf(float x)
 {
     /* Beyond these the result is Inf or 0; the selects keep NaN. */
     x = x > 88.8f ? 88.8f : x;
@@ -68,7 +72,7 @@ static inline __attribute__((always_inline)) float fb_expf(float x)
  * x = -Inf, the limit (see the top). Above z = 30, 1 + exp(-z) rounds to
  * 1: z is lowered to 30 there, so exp makes no denormal (slow on Intel
  * cores), as cpu_act_avx512.h does. */
-static inline __attribute__((always_inline)) float fb_x_sigmoid(float x, float z)
+FB_INLINE float fb_x_sigmoid(float x, float z)
 {
     z = z > 30.0f ? 30.0f : z;
     const float y = x / (1.0f + fb_expf(-z));
@@ -77,7 +81,7 @@ static inline __attribute__((always_inline)) float fb_x_sigmoid(float x, float z
 
 /* erfc(z), fractional error < 1.2e-7 (Numerical Recipes 6.2), with the
  * exponent's z*z split exactly (fma) so that large z keep their accuracy. */
-static inline __attribute__((always_inline)) float fb_erfcf(float z)
+FB_INLINE float fb_erfcf(float z)
 {
     float a = fabsf(z);
     float t = 1.0f / (1.0f + 0.5f * a);
@@ -102,7 +106,7 @@ static inline __attribute__((always_inline)) float fb_erfcf(float z)
     return z < 0 ? 2.0f - r : r;
 }
 
-static inline __attribute__((always_inline)) float fb_act1(float x, fb_activation act)
+FB_INLINE float fb_act1(float x, fb_activation act)
 {
     switch (act) {
     case FB_ACT_RELU:
@@ -127,7 +131,6 @@ static inline __attribute__((always_inline)) float fb_act1(float x, fb_activatio
 /* Each loop below is instantiated once per activation (the act argument
  * is a constant at every call site after inlining), so the switch in
  * fb_act1 folds away and each loop vectorises on its own. */
-#define FB_INLINE static inline __attribute__((always_inline))
 
 FB_INLINE void loop_bias_act(float *x, const float *bias, int64_t n,
                              fb_activation act)
