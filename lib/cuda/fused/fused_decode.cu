@@ -413,6 +413,8 @@ template <typename T> struct GemmArgs {
                     streams the (fixed) weights before the grid ahead has
                     finished; every other thread waits for it first */
     int prefetch;
+    int phases; /* TMA engine: column phases (tma_phases); sacc holds
+                   one slice of the CTA's sums a phase */
 };
 
 template <typename T, int NTOK, bool TMA>
@@ -440,7 +442,7 @@ __global__ void __launch_bounds__(
                              xs, a.xstride, m, a.x, a.xs_t, a.xs_k,
                              a.x_vec != 0, false, sacc, ms,
                              a.x_split != 0, a.xq,
-                             a.x_tma ? &a.tm_x : NULL};
+                             a.x_tma ? &a.tm_x : NULL, a.phases};
         /* an early producer streams the weights while the grid ahead
          * finishes; the rest wait for it */
         if (tid != kThreads || !a.early)
@@ -466,9 +468,11 @@ __global__ void __launch_bounds__(
     }
     __syncthreads();
 
-    /* C <- act(alpha acc + beta C + bias); C is read only when beta != 0.
-     * Walk the output along its contiguous direction. */
+    /* C <- act(alpha acc + beta C + bias); C is read only when beta != 0;
+     * acc the phases' sums added in phase order. Walk the output along
+     * its contiguous direction. */
     const bool rows_inner = a.cs_r == 1;
+    const int phases = TMA && a.phases > 1 ? a.phases : 1;
     for (int i = tid; worker && i < m * nr; i += kThreads) {
         int t, rl;
         if (rows_inner) {
@@ -480,7 +484,10 @@ __global__ void __launch_bounds__(
         }
         const int row = r0 + rl;
         T *out = a.c + row * a.cs_r + t * a.cs_t;
-        float v = a.alpha * sacc[rl * ms + t];
+        float acc = sacc[rl * ms + t];
+        for (int c = 1; c < phases; ++c)
+            acc += sacc[(c * nr + rl) * ms + t];
+        float v = a.alpha * acc;
         if (a.beta != 0.0f)
             v += a.beta * fb_load_f32(*out);
         if (a.bias)
@@ -988,10 +995,15 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
     const int warps = /* computing */
         CtaShape<T, NTOK>::template Block<TMA>::THREADS / 32;
     const int box = (a.rows + G - 1) / G;
-    const size_t sacc = (size_t)box * ms * 4;
+    size_t sacc = (size_t)box * ms * 4;
     size_t xs_off = 0, smem = 0;
     int kc = 0;
+    a.phases = 1;
     if (TMA) {
+        /* room for the phases of the widest box; a narrower one takes
+         * fewer (tma_phases) */
+        if (sizeof(T) == 2)
+            sacc *= (size_t)tma_phases(box, warps, 256);
         const int tr = tma_tile_rows<T>(false);
         if (box > 256 || (box + tr - 1) / tr > warps * kTmaTilesPerWarp)
             return FB_STATUS_NOT_SUPPORTED;
@@ -1006,6 +1018,7 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         kc = L.xs_cols;
         a.box = box;
         a.box_cols = L.box_cols;
+        a.phases = sizeof(T) == 2 ? tma_phases(box, warps, L.box_cols) : 1;
         a.ring_off = (int)L.ring_off;
         a.stages = L.stages;
         a.stride = (int)L.stride;

@@ -109,6 +109,10 @@ template <typename T> struct TmaJob {
     const CUtensorMap *mx; /* fp32: X (src) for the copy engine in boxes of
                               kF32XCols x the rows (fbf's x_map_f32), or
                               NULL: the X warp's cp.async */
+    int phases; /* 16-bit, not paired: warps a tile (tma_phases), each
+                   phase's sums into its own slice of sacc (nrows x ms
+                   floats apart), for the caller to add in phase order;
+                   0 or 1: one warp a tile, the sums in sacc */
 };
 
 /* fp32 engine: the tokens it computes: a power of two >= m, <= NTOK (a
@@ -183,6 +187,22 @@ __host__ __device__ __forceinline__ int tma_f32_phases(const J_ &J, int W)
             (long)c * rows * J.ms <= xfloats)
             return c;
     return 1;
+}
+
+/* 16-bit column phases: where a CTA's rows make fewer tiles than it has
+ * warps (a narrow output split over the SMs), tile p, phase c is warp
+ * p C + c and takes the 32-column blocks b of every stage with
+ * b % C == c, so that every warp computes: the most C (a power of two)
+ * that divides the stage's blocks and leaves a warp for every (tile,
+ * phase). */
+__host__ __device__ __forceinline__ int tma_phases(int nrows, int W,
+                                                   int box_cols)
+{
+    const int tiles = (nrows + 15) / 16, blocks = box_cols / 32;
+    int c = 1;
+    while (2 * c <= blocks && 2 * c * tiles <= W)
+        c *= 2;
+    return c;
 }
 
 /* Computing warps only: wait for each other (named barrier 1; the
@@ -327,6 +347,7 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
     int rowa[TPW], rowb[TPW]; /* byte offsets of this lane's rows */
     int xoff[NT];
     int ntiles, halves; /* halves: 32-column blocks a stage */
+    int nph, phase;     /* column phases (tma_phases) and this warp's */
 
     __device__ __forceinline__ void init(const TmaJob<T> &J, int W)
     {
@@ -334,14 +355,17 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
         const int w = threadIdx.x >> 5;
         const int rows_a_tile = PAIRED ? 8 : 16;
         const int tiles = (J.nrows + rows_a_tile - 1) / rows_a_tile;
-        ntiles = w < tiles ? (tiles - w + W - 1) / W : 0;
+        nph = !PAIRED && J.phases > 1 ? J.phases : 1;
+        phase = w % nph;
+        const int tile0 = w / nph, tstep = W / nph;
+        ntiles = tile0 < tiles ? (tiles - tile0 + tstep - 1) / tstep : 0;
         const int last = J.box_rows - 1; /* rows past the box: any row in
                                             it (their sums are dropped) */
         const int pitch = J.box_cols * 2;
         halves = J.box_cols / 32;
 #pragma unroll
         for (int j = 0; j < TPW; ++j) {
-            const int tile = w + j * W;
+            const int tile = tile0 + j * tstep;
             if (PAIRED) {
                 const int r = min(8 * tile + g, last);
                 rowa[j] = r * pitch;
@@ -368,29 +392,34 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
         if (ntiles == 0)
             return;
         const int t = threadIdx.x & 3;
-        for (int h2 = 0; h2 < halves; h2 += 2)
-            compute2(st, xs, xcol, h2, t);
+        /* this phase's blocks, two at a time (h, h + nph) */
+        int h = phase;
+        for (; h + nph < halves; h += 2 * nph)
+            computev<2>(st, xs, xcol, h, nph, t);
+        if (h < halves)
+            computev<1>(st, xs, xcol, h, 0, t);
     }
 
-    /* Two 32-column halves, h2 and h2 + 1, of the stage. */
-    __device__ __forceinline__ void compute2(const unsigned char *st,
-                                             const T *xs, int xcol, int h2,
-                                             int t)
+    /* V 32-column blocks of the stage, h0 and h0 + dh. */
+    template <int V>
+    __device__ __forceinline__ void computev(const unsigned char *st,
+                                             const T *xs, int xcol, int h0,
+                                             int dh, int t)
     {
-        uint4 xv[2][NT];
+        uint4 xv[V][NT];
 #pragma unroll
-        for (int v = 0; v < 2; ++v)
+        for (int v = 0; v < V; ++v)
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
                 xv[v][nt] = *reinterpret_cast<const uint4 *>(
-                    xs + xoff[nt] + xcol + 32 * (h2 + v));
+                    xs + xoff[nt] + xcol + 32 * (h0 + v * dh));
 #pragma unroll
         for (int j = 0; j < TPW; ++j) {
             if (j >= ntiles)
                 break;
 #pragma unroll
-            for (int v = 0; v < 2; ++v) {
-                const int cb = (4 * (h2 + v) + t) * 16;
+            for (int v = 0; v < V; ++v) {
+                const int cb = (4 * (h0 + v * dh) + t) * 16;
                 const uint4 ra =
                     *reinterpret_cast<const uint4 *>(st + rowa[j] + cb);
                 const uint4 rb =
@@ -406,16 +435,18 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
         }
     }
 
-    /* The finished sums into sacc (each element has one owner). */
+    /* The finished sums into sacc (each element has one owner; with
+     * phases, into the phase's slice). */
     __device__ __forceinline__ void emit(const TmaJob<T> &J, int W)
     {
         const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
         const int w = threadIdx.x >> 5;
+        float *dst = J.sacc + (size_t)phase * J.nrows * J.ms;
 #pragma unroll
         for (int j = 0; j < TPW; ++j) {
             if (j >= ntiles)
                 break;
-            const int tile = w + j * W;
+            const int tile = w / nph + j * (W / nph);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -434,7 +465,7 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
                             continue;
                     }
                     if (tok < J.m)
-                        J.sacc[r * J.ms + tok] = acc[j][nt][q];
+                        dst[r * J.ms + tok] = acc[j][nt][q];
                 }
         }
     }
