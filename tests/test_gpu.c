@@ -135,6 +135,46 @@ static void gemm_engine_layouts(const target *fused, const target *cpu,
     }
 }
 
+/* The decode gemm's column phases (fused_decode_tma.cuh, tma_phases):
+ * nn.Linear's layout with few tokens and outputs that give each CTA 1 to
+ * 10 tiles of 16 rows, so that 8, 4, 2 and 1 warps share a tile; k not a
+ * multiple of the stage's columns (above 256: the tiny gemm's), and X
+ * past one chunk at 16 tokens. Checked on cuda-fused against the oracle and the CPU; on Hopper it must
+ * have run the decode gemm on the TMA engine. */
+static void gemm_decode_phases(const target *fused, const target *cpu,
+                               int hopper)
+{
+    /* tokens, outputs (n), k */
+    static const int64_t shapes[][3] = {
+        {3, 1600, 1000}, {16, 4096, 1032}, {5, 6000, 520},
+        {32, 9000, 264}, {1, 2000, 4104}, {16, 1040, 5000},
+        {9, 20000, 296}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        gemm_case c = {0};
+        c.dtype = s % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
+        c.layout = FB_ROW_MAJOR;
+        c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+        c.m = shapes[s][0], c.n = shapes[s][1], c.k = shapes[s][2];
+        c.alpha = s % 3 ? 1.0f : 0.6f;
+        c.beta = s % 2 ? 0.0f : 1.3f;
+        c.has_bias = 1;
+        c.act = all_acts[s % N_ACTS];
+        gemm_case_set_lds(&c, 0, 0, 0);
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        gemm_check(&d, fused, 1, cpu);
+        gemm_data_free(&d);
+        if (!hopper)
+            continue;
+        const char *path = fb_handle_last_path(fused->handle);
+        tap_ok(strncmp(path, "cuda-fused/gemm_decode_", 23) == 0 &&
+                   strstr(path, "+tma") != NULL,
+               "decode gemm phases: %s %lld tokens x %lld -> %lld ran %s",
+               dt_name(c.dtype), (long long)c.m, (long long)c.k,
+               (long long)c.n, path);
+    }
+}
+
 /* Each (m, k, h, n) of a list in every dtype, a random gate activation
  * and bias pattern (and mlp_run_case's random padding). */
 static void mlp_shape_list(const int64_t (*shapes)[4], size_t count,
@@ -330,6 +370,7 @@ int main(void)
                          &tmem_host, 0);
 
     gemm_engine_layouts(&t[1], &cpu, cuda_device_cc() == 90);
+    gemm_decode_phases(&t[1], &cpu, cuda_device_cc() == 90);
     gemm_sweep_conformance(t, nt, &cpu);
     gemm_sweep_activations(t, nt, &cpu);
     special_sweep(t, nt, &cpu);
