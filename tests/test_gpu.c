@@ -82,6 +82,18 @@ static void gemm_large(const target *t, int nt, const target *cpu)
         }
 }
 
+/* c checked on one target against the oracle and the CPU; the path that
+ * target ran. */
+static const char *gemm_check_one(const gemm_case *c, const target *t,
+                                  const target *cpu)
+{
+    gemm_data d;
+    gemm_data_make(&d, c);
+    gemm_check(&d, t, 1, cpu);
+    gemm_data_free(&d);
+    return fb_handle_last_path(t->handle);
+}
+
 /* The GEMM engine (compute 9.0) with every layout and transpose: an
  * operand its tensor maps cannot read in place (MN-major, or a leading
  * dimension that is not a multiple of 8) is packed first, and the path
@@ -112,15 +124,11 @@ static void gemm_engine_layouts(const target *fused, const target *cpu,
         } else {
             gemm_case_set_lds(&c, 0, 0, v % 2);
         }
-        gemm_data d;
-        gemm_data_make(&d, &c);
-        gemm_check(&d, fused, 1, cpu);
-        gemm_data_free(&d);
+        const char *path = gemm_check_one(&c, fused, cpu);
         if (!hopper)
             continue;
         /* nn.Linear's layout (row-major NoTrans x Trans, or its
          * column-major mirror) with aligned operands runs in place */
-        const char *path = fb_handle_last_path(fused->handle);
         const int row = c.layout == FB_ROW_MAJOR;
         const int ta = c.transa == FB_TRANS, tb = c.transb == FB_TRANS;
         const int linear = row ? !ta && tb : ta && !tb;
@@ -160,13 +168,9 @@ static void gemm_decode_phases(const target *fused, const target *cpu,
         c.has_bias = 1;
         c.act = all_acts[s % N_ACTS];
         gemm_case_set_lds(&c, 0, 0, 0);
-        gemm_data d;
-        gemm_data_make(&d, &c);
-        gemm_check(&d, fused, 1, cpu);
-        gemm_data_free(&d);
+        const char *path = gemm_check_one(&c, fused, cpu);
         if (!hopper)
             continue;
-        const char *path = fb_handle_last_path(fused->handle);
         tap_ok(strncmp(path, "cuda-fused/gemm_decode_", 23) == 0 &&
                    strstr(path, "+tma") != NULL,
                "decode gemm phases: %s %lld tokens x %lld -> %lld ran %s",
