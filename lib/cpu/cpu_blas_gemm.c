@@ -38,6 +38,7 @@ typedef struct blocking {
     int64_t mb, nb;         /* block shape */
     int64_t mblocks, nblocks;
     int threads;            /* at most one a block */
+    int rows_outer;         /* threads' runs row-block major */
     int panels;             /* through fp32 panels */
     int64_t per_thread;     /* floats of a thread's panels */
 } blocking;
@@ -57,8 +58,20 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
     if (b.nb > n)
         b.nb = n;
     b.mblocks = (m + b.mb - 1) / b.mb;
-    /* Enough blocks for every thread, when n allows. */
-    if (b.mblocks < threads) {
+    /* Enough blocks for every thread: split the longer side, so that
+     * each thread reads its share of the larger operand (split on n,
+     * every thread would read all of op(A): the weights, with few
+     * tokens); the threads' runs then go row-block major. */
+    b.rows_outer = b.mblocks < threads && m > n;
+    if (b.rows_outer) {
+        b.mb = (m + threads - 1) / threads;
+        b.mblocks = (m + b.mb - 1) / b.mb;
+        b.nb = BLOCK_ELEMS / b.mb;
+        if (b.nb < 16)
+            b.nb = 16;
+        if (b.nb > n)
+            b.nb = n;
+    } else if (b.mblocks < threads) {
         int64_t want = (threads + b.mblocks - 1) / b.mblocks;
         if (b.nb > (n + want - 1) / want)
             b.nb = (n + want - 1) / want;
@@ -258,12 +271,13 @@ static fb_status run(const fb_cpu_call *call, const fb_gemm_problem *p,
     {
         fb_cpu_blas_on_this_thread();
         const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* Contiguous runs of blocks, column-block major: consecutive
-         * blocks share their B panel. */
+        /* Contiguous runs of blocks, column-block major (consecutive
+         * blocks share their B panel) or row-block major (their A rows) */
         const int64_t lo = nblk * tid / nt, hi = nblk * (tid + 1) / nt;
         float *scratch = b.panels ? ws + b.per_thread * tid : NULL;
         for (int64_t q = lo; q < hi; q++) {
-            const int64_t bi = q % b.mblocks, bj = q / b.mblocks;
+            const int64_t bi = b.rows_outer ? q / b.nblocks : q % b.mblocks;
+            const int64_t bj = b.rows_outer ? q % b.nblocks : q / b.mblocks;
             const int64_t i0 = bi * b.mb, j0 = bj * b.nb;
             const int64_t mb = p->m - i0 < b.mb ? p->m - i0 : b.mb;
             const int64_t nb = p->n - j0 < b.nb ? p->n - j0 : b.nb;
