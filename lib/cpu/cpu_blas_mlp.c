@@ -195,6 +195,13 @@ static plan make_plan(const fb_mlp_problem *p, int threads,
     pl.nchunks = p->h > 0 ? (p->h + pl.hc - 1) / pl.hc : 0;
 
     int t = threads;
+    /* Too few rows for a row block a thread: chunks small enough that
+     * every thread gets one (else one thread would do all the rows). */
+    if (p->m < (int64_t)t * ROWS_PER_BLOCK && pl.nchunks < t &&
+        p->h >= 16 * (int64_t)t) {
+        pl.hc = ((p->h + t - 1) / t + 15) / 16 * 16;
+        pl.nchunks = (p->h + pl.hc - 1) / pl.hc;
+    }
     /* Split rows when every thread gets at least a full row block; else
      * split the hidden width, if there are chunks enough. */
     pl.split_rows = p->m >= (int64_t)t * ROWS_PER_BLOCK || pl.nchunks < t;
