@@ -76,7 +76,11 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
         if (b.nb > (n + want - 1) / want)
             b.nb = (n + want - 1) / want;
     }
+    /* Blocks of equal size, so that equal runs of them are equal work
+     * (384 columns in blocks of 256 gave one thread twice the other's). */
+    b.mb = (m + b.mblocks - 1) / b.mblocks;
     b.nblocks = (n + b.nb - 1) / b.nb;
+    b.nb = (n + b.nblocks - 1) / b.nblocks;
     b.threads = threads;
     if (b.threads > b.mblocks * b.nblocks)
         b.threads = (int)(b.mblocks * b.nblocks);
