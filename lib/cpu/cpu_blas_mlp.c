@@ -195,11 +195,14 @@ static plan make_plan(const fb_mlp_problem *p, int threads,
     pl.nchunks = p->h > 0 ? (p->h + pl.hc - 1) / pl.hc : 0;
 
     int t = threads;
-    /* Too few rows for a row block a thread: chunks small enough that
-     * every thread gets one (else one thread would do all the rows). */
-    if (p->m < (int64_t)t * ROWS_PER_BLOCK && pl.nchunks < t &&
-        p->h >= 16 * (int64_t)t) {
-        pl.hc = ((p->h + t - 1) / t + 15) / 16 * 16;
+    /* Too few rows for a row block a thread: the threads split the
+     * hidden width, in chunks cut so that each thread gets as many of
+     * them and of equal width (else, with fewer chunks than threads, one
+     * thread did all the rows, and with 3 chunks for 2 threads one did
+     * twice the other's work). */
+    if (p->m < (int64_t)t * ROWS_PER_BLOCK && p->h >= 16 * (int64_t)t) {
+        const int64_t want = (pl.nchunks + t - 1) / t * t;
+        pl.hc = ((p->h + want - 1) / want + 15) / 16 * 16;
         pl.nchunks = (p->h + pl.hc - 1) / pl.hc;
     }
     /* Split rows when every thread gets at least a full row block; else
