@@ -43,6 +43,16 @@ typedef struct blocking {
     int64_t per_thread;     /* floats of a thread's panels */
 } blocking;
 
+/* Columns of a block of mb rows: about BLOCK_ELEMS, at least 16, at
+ * most n. */
+static int64_t block_cols(int64_t mb, int64_t n)
+{
+    int64_t nb = BLOCK_ELEMS / mb;
+    if (nb < 16)
+        nb = 16;
+    return nb > n ? n : nb;
+}
+
 static blocking choose_blocks(const fb_gemm_problem *p, int threads)
 {
     const int64_t m = p->m, n = p->n;
@@ -52,11 +62,7 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
     b.mb = m * 64 <= BLOCK_ELEMS ? m : 512;
     if (b.mb > m)
         b.mb = m;
-    b.nb = BLOCK_ELEMS / b.mb;
-    if (b.nb < 16)
-        b.nb = 16;
-    if (b.nb > n)
-        b.nb = n;
+    b.nb = block_cols(b.mb, n);
     b.mblocks = (m + b.mb - 1) / b.mb;
     /* Enough blocks for every thread: split the longer side, so that
      * each thread reads its share of the larger operand (split on n,
@@ -66,11 +72,7 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
     if (b.rows_outer) {
         b.mb = (m + threads - 1) / threads;
         b.mblocks = (m + b.mb - 1) / b.mb;
-        b.nb = BLOCK_ELEMS / b.mb;
-        if (b.nb < 16)
-            b.nb = 16;
-        if (b.nb > n)
-            b.nb = n;
+        b.nb = block_cols(b.mb, n);
     } else if (b.mblocks < threads) {
         int64_t want = (threads + b.mblocks - 1) / b.mblocks;
         if (b.nb > (n + want - 1) / want)
