@@ -559,6 +559,7 @@ static int g_prefill_variant = 0;
 /* decode kernels' engine for check_mlp / check_gemm (fbf_tuning's
  * decode_engine; 0: fb_fused_mlp / fb_fused_gemm, the library's choice) */
 static int g_decode_engine = 0;
+static int g_decode_ks = 0; /* the decode gemm's k stripes (0: the rule) */
 
 static fb_status run_mlp(Device &dev, const fb_mlp_problem *p, char *path,
                          size_t pathlen)
@@ -754,6 +755,7 @@ static void check_gemm(Device &dev, const GemmCase &c, uint64_t seed,
     char path[96] = "";
     fbf_tuning tune = {};
     tune.decode_engine = g_decode_engine;
+    tune.decode_ks = g_decode_ks;
     Knobs knobs(tune);
     const fb_status st = g_decode_engine
                              ? fbf_decode_gemm(&dev.env, &p, FBF_RUN, path, sizeof path)
@@ -1659,17 +1661,20 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
     const double ours = time_us(dev.stream, 5, 60, [&](int i) {
         (void)fb_fused_gemm(&dev.env, &probs[i % sets], path, sizeof path);
     });
-    /* the decode gemm's engines and TMA layouts, round-robin */
+    /* the decode gemm's engines, k stripes and TMA layouts, and the
+     * cuBLAS chain, round-robin */
     if (strstr(path, "gemm_decode")) {
-        struct V { const char *name; int engine, box, xs_kb, whole; };
+        struct V { const char *name; int engine, box, xs_kb, ks; };
         const V vs[] = {{"register engine", 1, 0, 0, 0},
-                        {"TMA engine", 2, 0, 0, 0},
-                        {"TMA, X in whole chunks, all wait", 2, 0, 0, 1},
+                        {"TMA engine (the rule)", 2, 0, 0, 0},
+                        {"TMA, 1 k stripe", 2, 0, 0, 1},
+                        {"TMA, 2 k stripes", 2, 0, 0, 2},
+                        {"TMA, 3 k stripes", 2, 0, 0, 3},
+                        {"TMA, 4 k stripes", 2, 0, 0, 4},
+                        {"TMA, 6 k stripes", 2, 0, 0, 6},
+                        {"TMA, 8 k stripes", 2, 0, 0, 8},
                         {"TMA, X chunk 32 KiB", 2, 0, 32, 0},
-                        {"TMA, X chunk 32 KiB whole", 2, 0, 32, 1},
-                        {"TMA, boxes of 128 columns", 2, 128, 0, 0},
-                        {"TMA, boxes of 256 columns", 2, 256, 0, 0},
-                        {"TMA, X chunk 140 KiB", 2, 0, 140, 0}};
+                        {"cuBLAS + bias/act kernel", -1, 0, 0, 0}};
         std::vector<std::string> names;
         for (const V &v : vs)
             names.push_back(v.name);
@@ -1677,15 +1682,31 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
         char label[96];
         snprintf(label, sizeof label, "linear %s %d x %d->%d", dname(d), tokens, k, out);
         round_robin(dev, label, names, [&](int v, int i) {
+            if (vs[v].engine < 0) {
+                const int j = i % sets;
+                blas_linear(dev, d, xs[j], k, ws[j], ys[j], out, tokens, k, out);
+                switch (d) {
+                case FB_DTYPE_F32: base_bias_act_k<float><<<1024, 256, 0, dev.stream>>>((float *)ys[j], (const float *)bs[j], tokens, out, act); break;
+                case FB_DTYPE_F16: base_bias_act_k<__half><<<1024, 256, 0, dev.stream>>>((__half *)ys[j], (const __half *)bs[j], tokens, out, act); break;
+                case FB_DTYPE_BF16: base_bias_act_k<__nv_bfloat16><<<1024, 256, 0, dev.stream>>>((__nv_bfloat16 *)ys[j], (const __nv_bfloat16 *)bs[j], tokens, out, act); break;
+                }
+                return true;
+            }
             fbf_tuning t = {};
             t.decode_engine = vs[v].engine;
             t.tma_box_cols = vs[v].box;
             t.tma_xs_kb = vs[v].xs_kb;
-            t.tma_x_whole = vs[v].whole;
+            t.decode_ks = vs[v].ks;
             Knobs knobs(t);
             char p2[96];
-            return fbf_decode_gemm(&dev.env, &probs[i % sets], FBF_RUN, p2, sizeof p2) ==
-                   FB_STATUS_SUCCESS;
+            /* a variant that fell back to fewer stripes is not that
+             * variant */
+            const fb_status st =
+                fbf_decode_gemm(&dev.env, &probs[i % sets], FBF_RUN, p2, sizeof p2);
+            char want[16];
+            snprintf(want, sizeof want, "+ks%d", vs[v].ks);
+            return st == FB_STATUS_SUCCESS &&
+                   (vs[v].ks < 2 ? (vs[v].ks == 0 || !strstr(p2, "+ks")) : strstr(p2, want) != NULL);
         }, [&](double us) {
             char b[64];
             snprintf(b, sizeof b, "weights %5.0f GB/s, %3.0f%% of copy", wb / (us * 1e3),
@@ -1837,6 +1858,7 @@ int main(int argc, char **argv)
          f32_only = false, f32_once = false, tiny_only = false, tiny_once = false,
          e4m3_only = false, e4m3_once = false, e4m3_wgmma_only = false,
          e4m3_wgmma_once = false;
+    int ks_only = 0; /* 1: check and time the k stripes, 2: only check */
     long long e4m3_one_shape[4] = {0, 0, 0, 0}; /* m, k, n, splits */
     long long e4m3_wgmma_time[3] = {0, 0, 0};   /* m, k, n */
     uint64_t seed = 20261121;
@@ -1856,6 +1878,10 @@ int main(int argc, char **argv)
             split_only = true;
         else if (!strcmp(argv[i], "--early"))
             early_only = true;
+        else if (!strcmp(argv[i], "--ks-probe"))
+            ks_only = 1;
+        else if (!strcmp(argv[i], "--ks-check"))
+            ks_only = 2;
         else if (!strcmp(argv[i], "--f32-probe"))
             f32_only = true;
         else if (!strcmp(argv[i], "--f32-once"))
@@ -1978,6 +2004,50 @@ int main(int argc, char **argv)
     }
     if (early_only) {
         early_probe(dev);
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
+    }
+    /* --ks-probe: the decode gemm with each count of k stripes against
+     * the reference (both weight sides, ragged k, beta, padding), then
+     * timed against each other and the cuBLAS chain; --ks-check: only
+     * the reference (for compute-sanitizer) */
+    if (ks_only) {
+        const GemmCase kc[] = {
+            {FB_DTYPE_BF16, 1, 0, 4096, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, NULL},
+            {FB_DTYPE_F16, 1, 0, 3000, 7, 2504, 0.5f, 0.7f, true, 1, FB_ACT_SILU, 8, NULL},
+            {FB_DTYPE_BF16, 0, 0, 13, 4000, 3072, 1.0f, 0.0f, true, 0, FB_ACT_RELU, 0, NULL},
+            {FB_DTYPE_BF16, 1, 0, 1000, 32, 8200, 1.0f, 1.0f, false, 1, FB_ACT_GELU_ERF, 0, NULL},
+            {FB_DTYPE_F16, 1, 0, 4000, 1, 4096, 1.0f, 0.0f, true, 1, FB_ACT_NONE, 0, NULL},
+        };
+        g_decode_engine = 2;
+        int ci = 0;
+        for (const GemmCase &c : kc) {
+            ++ci;
+            for (int ks : {2, 3, 4, 6, 8}) {
+                g_decode_ks = ks;
+                char want[24];
+                snprintf(want, sizeof want, "+tma+ks%d", ks);
+                check_gemm(dev, c, seed + 10 * ci + ks, want, false);
+                check_gemm(dev, c, seed + 10 * ci + ks, want, true);
+            }
+        }
+        g_decode_ks = 0;
+        g_decode_engine = 0;
+        if (ks_only == 2) {
+            printf("\n%d passed, %d failed\n", g_passed, g_failed);
+            return g_failed ? 1 : 0;
+        }
+        dev.copy_gbs = measure_copy_gbs(dev.stream);
+        printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        const int shapes[][3] = {/* tokens, k, out */
+                                 {1, 4096, 11008},  {4, 4096, 11008},  {8, 4096, 11008},
+                                 {16, 4096, 11008}, {24, 4096, 11008}, {32, 4096, 11008},
+                                 {16, 11008, 4096}, {8, 11008, 4096},  {32, 11008, 4096},
+                                 {16, 8192, 8192},  {16, 4096, 4096},  {16, 14336, 4096},
+                                 {16, 5120, 13824}, {16, 2048, 5632}};
+        for (const auto &sh : shapes)
+            bench_linear(dev, FB_DTYPE_BF16, sh[0], sh[1], sh[2], FB_ACT_GELU_TANH);
+        bench_linear(dev, FB_DTYPE_F16, 24, 5120, 5120, FB_ACT_SILU);
         printf("\n%d passed, %d failed\n", g_passed, g_failed);
         return g_failed ? 1 : 0;
     }

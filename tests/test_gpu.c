@@ -179,6 +179,65 @@ static void gemm_decode_phases(const target *fused, const target *cpu,
     }
 }
 
+/* Decode weights streamed in stripes of k (the MLP's down projection in
+ * phase 2, the decode gemm's k stripes "+ks"): a box that runs past its
+ * stripe's end holds the next stripe's weights, which the kernel must
+ * skip, not multiply by X's zero padding (an Inf there would make NaN of
+ * a result that is +-Inf). Row r of the weights holds +-Inf at column
+ * 64 r + 40 (mod k): one in every 64-column block of k, so near every
+ * possible stripe end. Checked against the oracle and the CPU. */
+static void put_infinities(fb_dtype dt, void *w, int64_t rows, int64_t k)
+{
+    const uint32_t pinf = dt == FB_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+    const uint32_t ninf = dt == FB_DTYPE_BF16 ? 0xff80u : 0xfc00u;
+    for (int64_t r = 0; r < rows && r < k / 64; r++)
+        dt_set_bits(dt, w, r * k + (64 * r + 40) % k, r % 2 ? ninf : pinf);
+}
+
+static void decode_stripe_infinities(const target *fused, const target *cpu,
+                                     int hopper)
+{
+    for (int m = 1; m <= 16; m += 15) {
+        mlp_case c = {0};
+        c.dtype = m == 1 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
+        c.act = FB_ACT_GELU_TANH;
+        c.m = m, c.k = 4096, c.h = 11008, c.n = 4096;
+        c.ldx = c.k, c.ldy = c.n;
+        c.biases = MLP_ALL_BIASES;
+        mlp_data d;
+        mlp_data_make(&d, &c);
+        put_infinities(c.dtype, tbuf_data(&d.Wd), c.n, c.h);
+        mlp_check(&d, fused, 1, cpu);
+        mlp_data_free(&d);
+    }
+    /* nn.Linear (row-major X W^T), W: n x k */
+    static const int64_t shapes[][3] = {{16, 4096, 4096}, {12, 2000, 6144}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        gemm_case c = {0};
+        c.dtype = s ? FB_DTYPE_F16 : FB_DTYPE_BF16;
+        c.layout = FB_ROW_MAJOR;
+        c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+        c.m = shapes[s][0], c.n = shapes[s][1], c.k = shapes[s][2];
+        c.alpha = 1.0f;
+        c.has_bias = 1;
+        c.act = FB_ACT_RELU;
+        gemm_case_set_lds(&c, 0, 0, 0);
+        gemm_data d;
+        gemm_data_make(&d, &c);
+        put_infinities(c.dtype, tbuf_data(&d.B), c.n, c.k);
+        gemm_check(&d, fused, 1, cpu);
+        gemm_data_free(&d);
+        const char *path = fb_handle_last_path(fused->handle);
+        if (hopper)
+            tap_ok(strstr(path, "gemm_decode") != NULL &&
+                       strstr(path, "+ks") != NULL,
+                   "stripe infinities: %s %lld tokens x %lld -> %lld ran "
+                   "the decode gemm in k stripes (%s)",
+                   dt_name(c.dtype), (long long)c.m, (long long)c.k,
+                   (long long)c.n, path);
+    }
+}
+
 /* Each (m, k, h, n) of a list in every dtype, a random gate activation
  * and bias pattern (and mlp_run_case's random padding). */
 static void mlp_shape_list(const int64_t (*shapes)[4], size_t count,
@@ -375,6 +434,7 @@ int main(void)
 
     gemm_engine_layouts(&t[1], &cpu, cuda_device_cc() == 90);
     gemm_decode_phases(&t[1], &cpu, cuda_device_cc() == 90);
+    decode_stripe_infinities(&t[1], &cpu, cuda_device_cc() == 90);
     gemm_sweep_conformance(t, nt, &cpu);
     gemm_sweep_activations(t, nt, &cpu);
     special_sweep(t, nt, &cpu);

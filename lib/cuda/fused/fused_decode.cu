@@ -415,6 +415,10 @@ template <typename T> struct GemmArgs {
     int prefetch;
     int phases; /* TMA engine: column phases (tma_phases); sacc holds
                    one slice of the CTA's sums a phase */
+    int ks;     /* TMA engine: k stripes (decode_k_stripes); CTA c takes
+                   stripe c % ks of row range c / ks */
+    float *parts;           /* ks > 1: ks x m x rows fp32 partial sums */
+    unsigned int *counters; /* ks > 1: an arrival count a row range */
 };
 
 template <typename T, int NTOK, bool TMA>
@@ -426,10 +430,14 @@ __global__ void __launch_bounds__(
     float *sacc = reinterpret_cast<float *>(smem + a.sacc_off);
     T *xs = reinterpret_cast<T *>(smem + a.xs_off);
     const int kThreads = CtaShape<T, NTOK>::template Block<TMA>::THREADS;
-    const int G = gridDim.x, cta = blockIdx.x, tid = threadIdx.x;
+    const int cta = blockIdx.x, tid = threadIdx.x;
     const int m = a.m, ms = m + 1;
-    const int r0 = (int)((int64_t)cta * a.rows / G);
-    const int nr = (int)((int64_t)(cta + 1) * a.rows / G) - r0;
+    const int ks = TMA && a.ks > 1 ? a.ks : 1;
+    const int P = gridDim.x / ks, s = cta % ks, range = cta / ks;
+    const int r0 = (int)((int64_t)range * a.rows / P);
+    const int nr = (int)((int64_t)(range + 1) * a.rows / P) - r0;
+    const int kb = stripe_start(s, ks, a.k, kTmaMinCols);
+    const int ke = s + 1 == ks ? a.k : stripe_start(s + 1, ks, a.k, kTmaMinCols);
 
     const bool worker = tid < kThreads; /* the rest: TMA's producer warp */
     if constexpr (TMA) {
@@ -437,8 +445,8 @@ __global__ void __launch_bounds__(
                             kThreads / 32,
                             sizeof(T) == 4 ? (a.x_tma ? 1 : 32) : 0);
         __syncthreads();
-        const TmaJob<T> J = {&a.tm_w, NULL, r0, nr, a.box, a.box_cols, 0,
-                             a.k, a.kc,
+        const TmaJob<T> J = {&a.tm_w, NULL, r0, nr, a.box, a.box_cols, kb,
+                             ke, a.kc,
                              xs, a.xstride, m, a.x, a.xs_t, a.xs_k,
                              a.x_vec != 0, false, sacc, ms,
                              a.x_split != 0, a.xq,
@@ -468,11 +476,43 @@ __global__ void __launch_bounds__(
     }
     __syncthreads();
 
-    /* C <- act(alpha acc + beta C + bias); C is read only when beta != 0;
-     * acc the phases' sums added in phase order. Walk the output along
-     * its contiguous direction. */
-    const bool rows_inner = a.cs_r == 1;
+    /* acc: the phases' sums added in phase order */
     const int phases = TMA && a.phases > 1 ? a.phases : 1;
+    auto sum = [&](int rl, int t) {
+        float acc = sacc[rl * ms + t];
+        for (int c = 1; c < phases; ++c)
+            acc += sacc[(c * nr + rl) * ms + t];
+        return acc;
+    };
+    if (ks > 1) {
+        /* this stripe's sums to its slot; the last CTA of the range to
+         * arrive adds every stripe's slot in stripe order (the bits do not
+         * depend on who came last), leaves the counter at zero for the
+         * next launch, and writes C. Nobody waits for anybody. */
+        __shared__ int last;
+        float *mine = a.parts + (size_t)s * m * a.rows;
+        for (int i = tid; worker && i < m * nr; i += kThreads) {
+            const int t = i / nr, rl = i - t * nr;
+            __stcg(&mine[(size_t)t * a.rows + r0 + rl], sum(rl, t));
+        }
+        __threadfence(); /* the sums are visible before the arrival */
+        __syncthreads();
+        if (tid == 0) {
+            const bool final =
+                atomicAdd(&a.counters[range], 1u) == (unsigned)ks - 1;
+            if (final)
+                a.counters[range] = 0u;
+            last = final;
+        }
+        __syncthreads();
+        if (!last)
+            return;
+        __threadfence(); /* the others' sums, after their arrivals */
+    }
+
+    /* C <- act(alpha acc + beta C + bias); C is read only when beta != 0.
+     * Walk the output along its contiguous direction. */
+    const bool rows_inner = a.cs_r == 1;
     for (int i = tid; worker && i < m * nr; i += kThreads) {
         int t, rl;
         if (rows_inner) {
@@ -484,9 +524,14 @@ __global__ void __launch_bounds__(
         }
         const int row = r0 + rl;
         T *out = a.c + row * a.cs_r + t * a.cs_t;
-        float acc = sacc[rl * ms + t];
-        for (int c = 1; c < phases; ++c)
-            acc += sacc[(c * nr + rl) * ms + t];
+        float acc;
+        if (ks > 1) {
+            acc = __ldcg(&a.parts[(size_t)t * a.rows + row]);
+            for (int q = 1; q < ks; ++q)
+                acc += __ldcg(&a.parts[((size_t)q * m + t) * a.rows + row]);
+        } else {
+            acc = sum(rl, t);
+        }
         float v = a.alpha * acc;
         if (a.beta != 0.0f)
             v += a.beta * fb_load_f32(*out);
@@ -974,6 +1019,52 @@ static fb_status dispatch_decode_mlp(const fb_fused_env *env,
     return run_decode_mlp<T, 32>(env, p, mode, path, pathlen);
 }
 
+/* Row ranges of the decode gemm with ks k stripes: a range of at least
+ * 16 rows, and ks CTAs a range on at most every SM. */
+static int decode_row_ranges(const fb_fused_env *env, int rows, int ks)
+{
+    int P = rows / 16;
+    if (P > env->sm_count / ks)
+        P = env->sm_count / ks;
+    return P < 1 ? 1 : P;
+}
+
+/* K stripes of the 16-bit TMA decode gemm: CTAs that share a range of
+ * rows and each take 1/ks of k, so that each stages 1/ks of X; the last
+ * to finish adds the stripes' fp32 partial sums (in the workspace) in
+ * stripe order. Where the range's rows still fit one CTA's box and
+ * tiles, every stripe holds at least two boxes of the narrowest width,
+ * and the partials and counters fit the workspace: the decode_ks knob,
+ * else the rule below; 1 where none does. */
+static bool k_stripes_fit(const fb_fused_env *env, int rows, int m, int k,
+                          int warps, int ks)
+{
+    if (env->workspace == NULL ||
+        env->workspace_bytes < FB_FUSED_BARRIER_BYTES + 4096 ||
+        env->sm_count / ks < 1)
+        return false;
+    const size_t room = env->workspace_bytes - FB_FUSED_BARRIER_BYTES - 256;
+    const int P = decode_row_ranges(env, rows, ks);
+    const int box = (rows + P - 1) / P;
+    return k >= 2 * kTmaMinCols * ks && P <= FB_FUSED_SK_COUNTERS &&
+           box <= 256 && (box + 15) / 16 <= warps * kTmaTilesPerWarp &&
+           (size_t)ks * m * rows * 4 <= room;
+}
+
+static int decode_k_stripes(const fb_fused_env *env, int rows, int m, int k,
+                            int warps)
+{
+    if (FBF_KNOB(decode_ks) > 0)
+        return k_stripes_fit(env, rows, m, k, warps, FBF_KNOB(decode_ks))
+                   ? FBF_KNOB(decode_ks)
+                   : 1;
+    const int want = 1;
+    for (int ks = want; ks > 1; --ks)
+        if (k_stripes_fit(env, rows, m, k, warps, ks))
+            return ks;
+    return 1;
+}
+
 template <typename T, int NTOK, bool TMA>
 static fb_status launch_decode_gemm(const fb_fused_env *env,
                                     const GemmArgs<T> &in, fb_dtype dtype,
@@ -985,16 +1076,16 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
         reinterpret_cast<const void *>(&decode_gemm_kernel<T, NTOK, TMA>);
     GemmArgs<T> a = in;
     const size_t esz = sizeof(T);
-    int G = a.rows / 16;
-    if (G > env->sm_count)
-        G = env->sm_count;
-    if (G < 1)
-        G = 1;
     const int ms = a.m + 1;
     const int threads = CtaShape<T, NTOK>::template Block<TMA>::SIZE;
     const int warps = /* computing */
         CtaShape<T, NTOK>::template Block<TMA>::THREADS / 32;
-    const int box = (a.rows + G - 1) / G;
+    a.ks = TMA && sizeof(T) == 2 ? decode_k_stripes(env, a.rows, a.m, a.k,
+                                                    warps)
+                                 : 1;
+    const int P = decode_row_ranges(env, a.rows, a.ks);
+    const int G = P * a.ks;
+    const int box = (a.rows + P - 1) / P;
     size_t sacc = (size_t)box * ms * 4;
     size_t xs_off = 0, smem = 0;
     int kc = 0;
@@ -1009,7 +1100,9 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
             return FB_STATUS_NOT_SUPPORTED;
         TmaLayout L;
         a.xq = sizeof(T) == 4 ? tma_f32_tokens(a.m, NTOK) : 0;
-        if (!tma_layout(&L, sacc, (size_t)box, a.k, a.m, esz,
+        /* X's widest stripe (starts are 64-multiples) */
+        const int need = a.ks > 1 ? a.k / a.ks + 72 : a.k;
+        if (!tma_layout(&L, sacc, (size_t)box, need, a.m, esz,
                         env->smem_optin, a.xq))
             return FB_STATUS_NOT_SUPPORTED;
         xs_off = L.xs_off;
@@ -1066,13 +1159,22 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
      * the MLP: under its cooperative launch this gained nothing
      * (docs/decode-kernels.md). */
     a.early = TMA && env->weights_fixed;
+    if (a.ks > 1) {
+        a.parts = static_cast<float *>(env->workspace);
+        a.counters = reinterpret_cast<unsigned int *>(
+            fb_fused_barrier_base(env) + FB_FUSED_SK_OFFSET);
+    }
     void *args[] = {&a};
     fb_status st = fbf_launch_status(fbf_launch_grid(
         func, G, threads, args, smem, env->stream, a.early != 0));
     if (st == FB_STATUS_SUCCESS) {
         char name[64];
-        snprintf(name, sizeof name, "gemm_decode_%s%s", dtype_suffix(dtype),
-                 TMA ? "+tma" : "");
+        /* "+ks4": four CTAs share each row range (k stripes) */
+        char ks[16] = "";
+        if (a.ks > 1)
+            snprintf(ks, sizeof ks, "+ks%d", a.ks);
+        snprintf(name, sizeof name, "gemm_decode_%s%s%s", dtype_suffix(dtype),
+                 TMA ? "+tma" : "", ks);
         fbf_set_path(path, pathlen, name);
     }
     return st;

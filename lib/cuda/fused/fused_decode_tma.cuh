@@ -347,6 +347,7 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
     int rowa[TPW], rowb[TPW]; /* byte offsets of this lane's rows */
     int xoff[NT];
     int ntiles, halves; /* halves: 32-column blocks a stage */
+    int tile0, tstep;   /* this warp's first tile and the step between */
     int nph, phase;     /* column phases (tma_phases) and this warp's */
 
     __device__ __forceinline__ void init(const TmaJob<T> &J, int W)
@@ -357,7 +358,8 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
         const int tiles = (J.nrows + rows_a_tile - 1) / rows_a_tile;
         nph = !PAIRED && J.phases > 1 ? J.phases : 1;
         phase = w % nph;
-        const int tile0 = w / nph, tstep = W / nph;
+        tile0 = w / nph;
+        tstep = W / nph;
         ntiles = tile0 < tiles ? (tiles - tile0 + tstep - 1) / tstep : 0;
         const int last = J.box_rows - 1; /* rows past the box: any row in
                                             it (their sums are dropped) */
@@ -385,18 +387,22 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
             xoff[nt] = min(g + 8 * nt, J.m - 1) * J.xstride + 8 * t;
     }
 
-    /* One stage at st; its first column is column xcol of the staged X. */
+    /* One stage at st; its first column is column xcol of the staged X;
+     * its first nblk 32-column blocks are the job's (a box that runs past
+     * the job's end holds the next stripe's weights: skipped, since an
+     * Inf there times X's zero padding would be NaN). */
     __device__ __forceinline__ void compute(const unsigned char *st,
-                                            const T *xs, int xcol)
+                                            const T *xs, int xcol, int nblk)
     {
         if (ntiles == 0)
             return;
         const int t = threadIdx.x & 3;
+        const int nb = min(halves, nblk);
         /* this phase's blocks, two at a time (h, h + nph) */
         int h = phase;
-        for (; h + nph < halves; h += 2 * nph)
+        for (; h + nph < nb; h += 2 * nph)
             computev<2>(st, xs, xcol, h, nph, t);
-        if (h < halves)
+        if (h < nb)
             computev<1>(st, xs, xcol, h, 0, t);
     }
 
@@ -437,16 +443,15 @@ template <typename T, int NTOK, bool PAIRED> struct TmaEngine {
 
     /* The finished sums into sacc (each element has one owner; with
      * phases, into the phase's slice). */
-    __device__ __forceinline__ void emit(const TmaJob<T> &J, int W)
+    __device__ __forceinline__ void emit(const TmaJob<T> &J)
     {
         const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-        const int w = threadIdx.x >> 5;
         float *dst = J.sacc + (size_t)phase * J.nrows * J.ms;
 #pragma unroll
         for (int j = 0; j < TPW; ++j) {
             if (j >= ntiles)
                 break;
-            const int tile = w / nph + j * (W / nph);
+            const int tile = tile0 + j * tstep;
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -767,13 +772,14 @@ __device__ __forceinline__ void tma_consume(TmaRing &R, const TmaJob<T> &J,
             const uint32_t g = g0 + (uint32_t)i;
             const int s = (int)(g % (uint32_t)R.stages);
             mbar_wait(&R.full[s], (g / (uint32_t)R.stages) & 1u);
-            E.compute(R.base + (size_t)s * R.stride, J.xs, xbase + col - cbeg);
+            E.compute(R.base + (size_t)s * R.stride, J.xs, xbase + col - cbeg,
+                      (J.ke - col + 31) / 32);
             __syncwarp();
             if ((tid & 31) == 0)
                 mbar_arrive(&R.empty[s]);
         }
         R.used = g0 + (uint32_t)nsteps;
-        E.emit(J, W);
+        E.emit(J);
     }
 }
 

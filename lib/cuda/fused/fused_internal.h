@@ -68,6 +68,8 @@ typedef struct fbf_tuning {
                           choice) */
     int e4m3_mid_tokens; /* e4m3 mid kernel: tokens a block (8, 16, 32, 64;
                             0: by the rows) */
+    int decode_ks;     /* decode gemm, 16-bit TMA engine: k stripes (CTAs
+                          sharing a row range; 0: the rule) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
