@@ -488,8 +488,10 @@ __global__ void __launch_bounds__(
         /* this stripe's sums to its slot; the last CTA of the range to
          * arrive adds every stripe's slot in stripe order (the bits do not
          * depend on who came last), leaves the counter at zero for the
-         * next launch, and writes C. Nobody waits for anybody. */
-        __shared__ int last;
+         * next launch, and writes C. Nobody waits for anybody. `last` is
+         * sacc's first word, read by then (a static shared word would not
+         * fit beside the dynamic shared memory). */
+        int *last = reinterpret_cast<int *>(sacc);
         float *mine = a.parts + (size_t)s * m * a.rows;
         for (int i = tid; worker && i < m * nr; i += kThreads) {
             const int t = i / nr, rl = i - t * nr;
@@ -502,10 +504,10 @@ __global__ void __launch_bounds__(
                 atomicAdd(&a.counters[range], 1u) == (unsigned)ks - 1;
             if (final)
                 a.counters[range] = 0u;
-            last = final;
+            *last = final;
         }
         __syncthreads();
-        if (!last)
+        if (!*last)
             return;
         __threadfence(); /* the others' sums, after their arrivals */
     }
@@ -561,17 +563,21 @@ static cudaError_t prepare_kernel(KernelState &st, const void *func,
         *fits = (st.fits.load(std::memory_order_relaxed) & bit) != 0;
         return cudaSuccess;
     }
+    /* an error is returned, not left for the next cudaGetLastError (a
+     * check that fails here sends the call to another family) */
     cudaError_t e = cudaFuncSetAttribute(
         func, cudaFuncAttributeMaxDynamicSharedMemorySize,
         (int)env->smem_optin);
-    if (e != cudaSuccess)
+    if (e == cudaSuccess) {
+        int blocks = 0;
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks, func, threads, env->smem_optin);
+        *fits = blocks >= 1;
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
         return e;
-    int blocks = 0;
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, func, threads,
-                                                      env->smem_optin);
-    if (e != cudaSuccess)
-        return e;
-    *fits = blocks >= 1;
+    }
     if (bit) {
         if (*fits)
             st.fits.fetch_or(bit, std::memory_order_relaxed);
