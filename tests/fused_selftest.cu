@@ -939,7 +939,9 @@ static void round_robin(Device &dev, const std::string &label,
             if (!ok[v])
                 continue;
             CK(cudaEventRecord(ev[2 * (r * nv + v)], dev.stream));
-            (void)run(v, r);
+            /* each call its own input set: the calls of a round must not
+             * find the set the call before them left in L2 */
+            (void)run(v, r * nv + v);
             CK(cudaEventRecord(ev[2 * (r * nv + v) + 1], dev.stream));
         }
     CK(cudaStreamSynchronize(dev.stream));
@@ -1665,15 +1667,13 @@ static void bench_linear(Device &dev, fb_dtype d, int tokens, int k, int out,
      * cuBLAS chain, round-robin */
     if (strstr(path, "gemm_decode")) {
         struct V { const char *name; int engine, box, xs_kb, ks; };
-        const V vs[] = {{"register engine", 1, 0, 0, 0},
-                        {"TMA engine (the rule)", 2, 0, 0, 0},
+        const V vs[] = {{"TMA engine (the rule)", 2, 0, 0, 0},
                         {"TMA, 1 k stripe", 2, 0, 0, 1},
                         {"TMA, 2 k stripes", 2, 0, 0, 2},
                         {"TMA, 3 k stripes", 2, 0, 0, 3},
                         {"TMA, 4 k stripes", 2, 0, 0, 4},
                         {"TMA, 6 k stripes", 2, 0, 0, 6},
-                        {"TMA, 8 k stripes", 2, 0, 0, 8},
-                        {"TMA, X chunk 32 KiB", 2, 0, 32, 0},
+                        {"register engine", 1, 0, 0, 0},
                         {"cuBLAS + bias/act kernel", -1, 0, 0, 0}};
         std::vector<std::string> names;
         for (const V &v : vs)
@@ -2028,7 +2028,8 @@ int main(int argc, char **argv)
                 char want[24];
                 snprintf(want, sizeof want, "+tma+ks%d", ks);
                 check_gemm(dev, c, seed + 10 * ci + ks, want, false);
-                check_gemm(dev, c, seed + 10 * ci + ks, want, true);
+                if (c.beta == 0.0f) /* C must not be read */
+                    check_gemm(dev, c, seed + 10 * ci + ks, want, true);
             }
         }
         g_decode_ks = 0;
@@ -2039,12 +2040,17 @@ int main(int argc, char **argv)
         }
         dev.copy_gbs = measure_copy_gbs(dev.stream);
         printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        /* outputs narrower than k (few rows a CTA), at 1 to 16 tokens,
+         * then wide ones */
         const int shapes[][3] = {/* tokens, k, out */
-                                 {1, 4096, 11008},  {4, 4096, 11008},  {8, 4096, 11008},
-                                 {16, 4096, 11008}, {24, 4096, 11008}, {32, 4096, 11008},
-                                 {16, 11008, 4096}, {8, 11008, 4096},  {32, 11008, 4096},
-                                 {16, 8192, 8192},  {16, 4096, 4096},  {16, 14336, 4096},
-                                 {16, 5120, 13824}, {16, 2048, 5632}};
+                                 {1, 11008, 4096}, {2, 11008, 4096}, {4, 11008, 4096},
+                                 {8, 11008, 4096}, {16, 11008, 4096}, {1, 14336, 4096},
+                                 {4, 14336, 4096}, {1, 4096, 4096}, {4, 4096, 4096},
+                                 {16, 4096, 4096}, {1, 6400, 1600}, {4, 6400, 1600},
+                                 {1, 8192, 2048}, {4, 8192, 2048}, {16, 8192, 2048},
+                                 {1, 4096, 1024}, {4, 8192, 1024}, {2, 5120, 5120},
+                                 {1, 4096, 11008}, {4, 4096, 11008}, {16, 4096, 11008},
+                                 {16, 8192, 8192}};
         for (const auto &sh : shapes)
             bench_linear(dev, FB_DTYPE_BF16, sh[0], sh[1], sh[2], FB_ACT_GELU_TANH);
         bench_linear(dev, FB_DTYPE_F16, 24, 5120, 5120, FB_ACT_SILU);

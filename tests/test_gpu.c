@@ -210,11 +210,14 @@ static void decode_stripe_infinities(const target *fused, const target *cpu,
         mlp_check(&d, fused, 1, cpu);
         mlp_data_free(&d);
     }
-    /* nn.Linear (row-major X W^T), W: n x k */
-    static const int64_t shapes[][3] = {{16, 4096, 4096}, {12, 2000, 6144}};
+    /* nn.Linear (row-major X W^T), W: n x k; outputs that leave SMs
+     * idle at one CTA a range of 16 rows, so that the rule takes k
+     * stripes (2, 2, 4 on 132 SMs) */
+    static const int64_t shapes[][3] = {
+        {16, 1600, 4096}, {12, 2000, 6144}, {3, 512, 8192}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         gemm_case c = {0};
-        c.dtype = s ? FB_DTYPE_F16 : FB_DTYPE_BF16;
+        c.dtype = s % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
         c.layout = FB_ROW_MAJOR;
         c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
         c.m = shapes[s][0], c.n = shapes[s][1], c.k = shapes[s][2];

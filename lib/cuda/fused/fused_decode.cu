@@ -1035,13 +1035,9 @@ static int decode_row_ranges(const fb_fused_env *env, int rows, int ks)
     return P < 1 ? 1 : P;
 }
 
-/* K stripes of the 16-bit TMA decode gemm: CTAs that share a range of
- * rows and each take 1/ks of k, so that each stages 1/ks of X; the last
- * to finish adds the stripes' fp32 partial sums (in the workspace) in
- * stripe order. Where the range's rows still fit one CTA's box and
- * tiles, every stripe holds at least two boxes of the narrowest width,
- * and the partials and counters fit the workspace: the decode_ks knob,
- * else the rule below; 1 where none does. */
+/* Whether ks k stripes can run the call: the range's rows still fit one
+ * CTA's box and tiles, every stripe holds at least two boxes of the
+ * narrowest width, and the partials and counters fit the workspace. */
 static bool k_stripes_fit(const fb_fused_env *env, int rows, int m, int k,
                           int warps, int ks)
 {
@@ -1057,6 +1053,14 @@ static bool k_stripes_fit(const fb_fused_env *env, int rows, int m, int k,
            (size_t)ks * m * rows * 4 <= room;
 }
 
+/* K stripes of the 16-bit TMA decode gemm: ks CTAs share each range of
+ * rows, each takes 1/ks of k (and stages 1/ks of X), and the last to
+ * finish adds the stripes' fp32 partial sums in stripe order. They pay
+ * where ranges of 16 rows leave SMs idle (fewer than 16 rows an SM):
+ * enough stripes to fill them, up to 4. Where every SM has a range
+ * already, more stripes measured no faster on an H100 and an H200
+ * (docs/decode-kernels.md, "K stripes"). The decode_ks knob asks for a
+ * count. */
 static int decode_k_stripes(const fb_fused_env *env, int rows, int m, int k,
                             int warps)
 {
@@ -1064,7 +1068,11 @@ static int decode_k_stripes(const fb_fused_env *env, int rows, int m, int k,
         return k_stripes_fit(env, rows, m, k, warps, FBF_KNOB(decode_ks))
                    ? FBF_KNOB(decode_ks)
                    : 1;
-    const int want = 1;
+    const int ranges = rows / 16 > 1 ? rows / 16 : 1;
+    if (ranges >= env->sm_count)
+        return 1;
+    int want = env->sm_count / ranges;
+    want = want < 2 ? 2 : want > 4 ? 4 : want;
     for (int ks = want; ks > 1; --ks)
         if (k_stripes_fit(env, rows, m, k, warps, ks))
             return ks;
