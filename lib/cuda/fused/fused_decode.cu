@@ -1055,12 +1055,13 @@ static bool k_stripes_fit(const fb_fused_env *env, int rows, int m, int k,
 
 /* K stripes of the 16-bit TMA decode gemm: ks CTAs share each range of
  * rows, each takes 1/ks of k (and stages 1/ks of X), and the last to
- * finish adds the stripes' fp32 partial sums in stripe order. They pay
+ * finish adds the stripes' fp32 partial sums in stripe order. Measured
+ * on an H100 and an H200 (docs/decode-kernels.md, "K stripes"), they pay
  * where ranges of 16 rows leave SMs idle (fewer than 16 rows an SM):
- * enough stripes to fill them, up to 4. Where every SM has a range
- * already, more stripes measured no faster on an H100 and an H200
- * (docs/decode-kernels.md, "K stripes"). The decode_ks knob asks for a
- * count. */
+ * enough stripes to fill them, at least 2; and where a CTA would have at
+ * most 48 rows and stage 64 KiB of X or more (k >= 4096): twice as many
+ * (with 16 to 48 rows an SM, 2). Up to 4; wide outputs, short X: 1. The
+ * decode_ks knob asks for a count. */
 static int decode_k_stripes(const fb_fused_env *env, int rows, int m, int k,
                             int warps)
 {
@@ -1068,11 +1069,16 @@ static int decode_k_stripes(const fb_fused_env *env, int rows, int m, int k,
         return k_stripes_fit(env, rows, m, k, warps, FBF_KNOB(decode_ks))
                    ? FBF_KNOB(decode_ks)
                    : 1;
+    const int sms = env->sm_count;
     const int ranges = rows / 16 > 1 ? rows / 16 : 1;
-    if (ranges >= env->sm_count)
-        return 1;
-    int want = env->sm_count / ranges;
-    want = want < 2 ? 2 : want > 4 ? 4 : want;
+    int want = 1;
+    if (ranges < sms) {
+        want = sms / ranges;
+        want = want < 2 ? 2 : want;
+    }
+    if ((int64_t)m * k * 2 >= (64 << 10) && k >= 4096 && rows <= 48 * sms)
+        want *= 2;
+    want = want > 4 ? 4 : want;
     for (int ks = want; ks > 1; --ks)
         if (k_stripes_fit(env, rows, m, k, warps, ks))
             return ks;
