@@ -111,11 +111,12 @@ void fb_cpu_mlp_store_rows(const fb_mlp_problem *p, const float *bd,
                            int64_t rows);
 
 /* The work of a call, for the thread count (fb_cpu_threads): its flops,
- * or where so few token rows make it a stream of its weights (fp32 up to
- * 3 rows, 16-bit 1), two a weight byte: one thread's read rate is well
- * below two's, and from 1 MiB of weights a second thread paid for its
- * wake-up (docs/cpu-kernels.md). A plan sizes its threads by the same
- * measure, so it runs a call on the count the plain call takes. */
+ * or where so few token rows make it a stream of its weights (fp32 below
+ * 16 rows, 16-bit below 8), eight a weight byte: one thread's read rate
+ * is well below two's, and from 256 KiB of weights a second thread paid
+ * for its wake-up in calls back to back (docs/cpu-kernels.md). A plan
+ * sizes its threads by the same measure, so it runs a call on the count
+ * the plain call takes. */
 static inline double fb_cpu_gemm_flops(const fb_gemm_problem *p)
 {
     const double k = (double)(p->k > 0 ? p->k : 1);
@@ -123,7 +124,7 @@ static inline double fb_cpu_gemm_flops(const fb_gemm_problem *p)
     const double weights =
         (double)(p->weight_is_a ? p->m : p->n) * k *
         (double)fb_dtype_size(p->dtype);
-    return flops > 2.0 * weights ? flops : 2.0 * weights;
+    return flops > 8.0 * weights ? flops : 8.0 * weights;
 }
 
 static inline double fb_cpu_mlp_flops(const fb_mlp_problem *p)
@@ -133,7 +134,7 @@ static inline double fb_cpu_mlp_flops(const fb_mlp_problem *p)
         2.0 * (double)p->h * k + (double)p->h * (double)p->n;
     const double flops = 2.0 * (double)p->m * weights;
     const double bytes = weights * (double)fb_dtype_size(p->dtype);
-    return flops > 2.0 * bytes ? flops : 2.0 * bytes;
+    return flops > 8.0 * bytes ? flops : 8.0 * bytes;
 }
 
 #endif /* FB_CPU_IMPL_H */
