@@ -143,6 +143,18 @@ static void gemm_engine_layouts(const target *fused, const target *cpu,
     }
 }
 
+/* Case s of a list of nn.Linear shapes (tokens, outputs, k): row-major
+ * X W^T, bf16 and fp16 in turn. */
+static gemm_case linear_case(size_t s, const int64_t shape[3])
+{
+    gemm_case c = {0};
+    c.dtype = s % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
+    c.layout = FB_ROW_MAJOR;
+    c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
+    c.m = shape[0], c.n = shape[1], c.k = shape[2];
+    return c;
+}
+
 /* The decode gemm's column phases (fused_decode_tma.cuh, tma_phases):
  * nn.Linear's layout with few tokens and outputs that give each CTA 1 to
  * 10 tiles of 16 rows, so that 8, 4, 2 and 1 warps share a tile; k not a
@@ -158,11 +170,7 @@ static void gemm_decode_phases(const target *fused, const target *cpu,
         {32, 9000, 264}, {1, 2000, 4104}, {16, 1040, 5000},
         {9, 20000, 296}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        gemm_case c = {0};
-        c.dtype = s % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
-        c.layout = FB_ROW_MAJOR;
-        c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-        c.m = shapes[s][0], c.n = shapes[s][1], c.k = shapes[s][2];
+        gemm_case c = linear_case(s, shapes[s]);
         c.alpha = s % 3 ? 1.0f : 0.6f;
         c.beta = s % 2 ? 0.0f : 1.3f;
         c.has_bias = 1;
@@ -216,11 +224,7 @@ static void decode_stripe_infinities(const target *fused, const target *cpu,
     static const int64_t shapes[][3] = {
         {16, 1600, 4096}, {12, 2000, 6144}, {3, 512, 8192}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        gemm_case c = {0};
-        c.dtype = s % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16;
-        c.layout = FB_ROW_MAJOR;
-        c.transa = FB_NO_TRANS, c.transb = FB_TRANS;
-        c.m = shapes[s][0], c.n = shapes[s][1], c.k = shapes[s][2];
+        gemm_case c = linear_case(s, shapes[s]);
         c.alpha = 1.0f;
         c.has_bias = 1;
         c.act = FB_ACT_RELU;
