@@ -12,7 +12,8 @@ fusedblas result is checked against eager's before it is timed.
     python3 bench/torch_compare.py [--lib PATH] [--module PATH] [--csv FILE]
                                    [--budget SECONDS] [--quick | --engine |
                                     --crossover | --sweep | --drawn SEED |
-                                    --gemm-rule | --mlp-rule | --chain]
+                                    --gemm-rule | --narrow-rule |
+                                    --mlp-rule | --chain]
 
 --lib defaults to $FUSEDBLAS_LIB, then ./.libs/libfusedblas.so (run from a
 build tree); --module (the CUDA backend module) to $FUSEDBLAS_CUDA_MODULE,
@@ -394,6 +395,20 @@ def gemm_rule_grid():
     return w
 
 
+def narrow_rule_grid():
+    """The decode gemm's narrow row (shape_rule.cu): outputs narrower than
+    the input, 1 to 16 tokens, the weights from 0.5 to 112 MiB."""
+    bf16, f16 = torch.bfloat16, torch.float16
+    w = []
+    for k, n in ((6400, 1600), (5120, 1280), (4096, 1024), (2048, 512),
+                 (3072, 768), (8192, 2048), (11008, 4096), (14336, 4096)):
+        for t in (1, 2, 4, 8, 16):
+            w.append(Workload("rule-narrow", "gemm", bf16, t, k, 0, n, True, False))
+    for t in (1, 4):
+        w.append(Workload("rule-narrow", "gemm", f16, t, 6400, 0, 1600, True, False, "silu"))
+    return w
+
+
 def mlp_rule_grid():
     """The gated MLP's engine row (shape_rule.cu): prefill row counts over
     the widths of several model families, both gate activations; and the
@@ -417,10 +432,10 @@ def mlp_rule_grid():
     return w
 
 
-def rule_table(lib, fb, routine):
-    """--gemm-rule / --mlp-rule: eager, cuda-lt, each fused family of the
-    routine forced by name, and auto (the cuda handle), one row a shape;
-    returns the failures."""
+def rule_table(lib, fb, routine, grid):
+    """--gemm-rule / --narrow-rule / --mlp-rule: eager, cuda-lt, each fused
+    family of the routine forced by name, and auto (the cuda handle), one
+    row a shape of grid; returns the failures."""
     lib.fb_set_implementation.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
     lib.fb_set_implementation.restype = ctypes.c_int
     dev = torch.cuda.current_device()
@@ -444,7 +459,7 @@ def rule_table(lib, fb, routine):
     print("dtype tokens k", "" if routine == "gemm" else "h", "n act | eager",
           " ".join(cols), "| auto path")
     failures = 0
-    for w in gemm_rule_grid() if routine == "gemm" else mlp_rule_grid():
+    for w in grid:
         nsets = 1 if w.bytes_per_set() >= l2 else \
             min(16, math.ceil(2 * l2 / w.bytes_per_set()))
         sets = [make_args(w, 1000 * i + 7) for i in range(nsets)]
@@ -665,6 +680,9 @@ def main():
     ap.add_argument("--gemm-rule", action="store_true",
                     help="the gemm shape rule's boundary grid instead "
                          "(each fused gemm family forced by name)")
+    ap.add_argument("--narrow-rule", action="store_true",
+                    help="the decode gemm's narrow-output grid instead "
+                         "(as --gemm-rule)")
     ap.add_argument("--mlp-rule", action="store_true",
                     help="the gated MLP's engine row grid instead")
     ap.add_argument("--crossover", action="store_true",
@@ -700,8 +718,11 @@ def main():
         failures = chain_table(fb)
         fb.close()
         return 1 if failures else 0
-    if opt.gemm_rule or opt.mlp_rule:
-        failures = rule_table(lib, fb, "gemm" if opt.gemm_rule else "mlp")
+    if opt.gemm_rule or opt.narrow_rule or opt.mlp_rule:
+        failures = rule_table(
+            lib, fb, "mlp" if opt.mlp_rule else "gemm",
+            gemm_rule_grid() if opt.gemm_rule else
+            narrow_rule_grid() if opt.narrow_rule else mlp_rule_grid())
         fb.close()
         return 1 if failures else 0
     start = time.time()
