@@ -95,25 +95,28 @@ bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
 /* The decode gemm on the TMA engine where the output is at least as wide
  * as the input: up to 6 tokens, and up to 32 where k <= 1024 (there
  * cuda-lt's two launches cost more than the weights take to stream).
- * Narrower 16-bit outputs up to 4 tokens where the weights are at most
- * 24 MiB (6400 -> 1600, 5120 -> 1280: cuda-lt's two launches again);
- * larger narrow ones stream no faster than cuda-lt (11008 -> 4096 within
- * 8 % either way, 28672 -> 8192 3 % behind, with inputs rotated through
- * twice the L2). The same bounds held on both GPUs, within 5 % where
- * cuda-lt was ahead (8192 -> 28672 at 2 to 6 tokens on the H200). fp32
- * up to 16 tokens (the fp32 TMA engine's range; beyond, the register
- * engine streams at half cuda-lt's rate) at any width: cuda-lt's fp32
- * GEMM streams its weights slower there, narrow outputs included
- * (docs/gemm-engine.md, "Drawn shapes"; measured on the H100). */
+ * Narrower 16-bit outputs, cut into k stripes: up to 16 tokens where the
+ * weights are at most 32 MiB (1.1-1.8x cuda-lt: its two launches), and
+ * up to 4 tokens to 96 MiB (11008 -> 4096: 0.97-1.08x). Past that they
+ * stream no faster than cuda-lt (14336 -> 4096 even on the H200, 28672
+ * -> 8192 3 % behind; inputs rotated through twice the L2, both GPUs,
+ * docs/decode-kernels.md). fp32 up to 16 tokens (the fp32 TMA engine's
+ * range; beyond, the register engine streams at half cuda-lt's rate) at
+ * any width: cuda-lt's fp32 GEMM streams its weights slower there, narrow
+ * outputs included (docs/gemm-engine.md, "Drawn shapes"; measured on the
+ * H100). */
 bool decode_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const int64_t tokens = fb_gemm_tokens(p);
     if (p->dtype == FB_DTYPE_F32 && tokens <= 16)
         return is_hopper(env);
     const int64_t features = gemm_features(p);
-    if (features < p->k)
-        return is_hopper(env) && tokens <= 4 &&
-               2 * features * p->k <= ((int64_t)24 << 20);
+    if (features < p->k) {
+        const int64_t bytes = 2 * features * p->k;
+        return is_hopper(env) &&
+               ((tokens <= 16 && bytes <= ((int64_t)32 << 20)) ||
+                (tokens <= 4 && bytes <= ((int64_t)96 << 20)));
+    }
     return is_hopper(env) && (tokens <= 6 || (tokens <= 32 && p->k <= 1024));
 }
 
