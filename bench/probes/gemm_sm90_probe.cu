@@ -17,7 +17,8 @@
 // timings of each part of the epilogue: bias, activation, both), --dual
 // (interleaved timings of the gated MLP's dual GEMM alone), --groups
 // (both, at raster groups of 4 and 8 unit-rows), --at R,S,K ... (every
-// arrangement and stream-K at the shapes given), --ncu-at R,S,K,MODE,EPI
+// arrangement and stream-K at the shapes given), --epi-at R,S,K ... (every
+// arrangement with each epilogue), --ncu-at R,S,K,MODE,EPI
 // (two launches of one arrangement, for ncu).
 #include <algorithm>
 #include <cstdio>
@@ -792,6 +793,18 @@ int main(int argc, char **argv)
             time_interleaved(cb, env, r, s, k, EPI_PLAIN);
             time_interleaved(cb, env, r, s, k, EPI_BIAS_GELU);
             time_stream_k(cb, env, r, s, k, EPI_BIAS_GELU);
+        }
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--epi-at") == 0) {
+        // shapes from the command line: every arrangement with each
+        // epilogue (plain, bias, gelu_tanh, both)
+        for (int i = 2; i < argc; ++i) {
+            int r, s, k;
+            if (sscanf(argv[i], "%d,%d,%d", &r, &s, &k) != 3)
+                return 2;
+            for (int epi = EPI_PLAIN; epi <= EPI_BIAS_GELU; ++epi)
+                time_interleaved(cb, env, r, s, k, epi);
         }
         return 0;
     }
