@@ -34,6 +34,9 @@
 
 #define WR 3 /* rows of w per register block */
 #define XR 4 /* rows of x per register block */
+/* rows of w per block for one row of x: 6 accumulators, each w vector
+ * used once, so more rows (more lines in flight) fit the registers */
+#define WR1 6
 #define GROUPS (FB_SMALL_M_MAX / XR)
 /* Bytes of each w row per k chunk (at most; k is cut into equal chunks
  * of whole lines), whatever the weight type, and where the prefetch of
@@ -96,10 +99,10 @@ load_x_tail(const float *row, int64_t rem)
 TARGET __attribute__((always_inline)) static inline void
 step(const int wt, const int wr, const int xr, const int tail,
      const char *w, int64_t ldwb, const char *x, int64_t ldxb, int64_t p,
-     int64_t rem, __m256 acc[WR][XR])
+     int64_t rem, __m256 acc[WR1][XR])
 {
-    __m256 wv[WR];
-    #pragma GCC unroll 4
+    __m256 wv[WR1];
+    #pragma GCC unroll 8
     for (int a = 0; a < wr; a++) {
         wv[a] = tail ? load_w_tail(wt, w + a * ldwb, p, rem)
                      : load_w(wt, w + a * ldwb, p);
@@ -112,7 +115,7 @@ step(const int wt, const int wr, const int xr, const int tail,
     for (int b = 0; b < xr; b++) {
         const float *row = (const float *)(x + b * ldxb) + p;
         const __m256 xv = tail ? load_x_tail(row, rem) : _mm256_loadu_ps(row);
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int a = 0; a < wr; a++)
             acc[a][b] = _mm256_fmadd_ps(wv[a], xv, acc[a][b]);
     }
@@ -139,7 +142,7 @@ typedef struct chunk_job {
     int pf_rows;       /* rows in that share */
     int64_t pf_lines;  /* cache lines of each of those rows */
     int first, last;   /* first chunk (zero the sums), last (reduce) */
-    __m256 (*buf)[XR]; /* the group's WR x XR accumulators between chunks */
+    __m256 (*buf)[XR]; /* the group's wr x xr accumulators between chunks */
     float *out;        /* out(group row 0, block row 0) */
     int64_t ldo;
     int accumulate;
@@ -153,8 +156,8 @@ group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
     const int64_t line = 64 / (8 * es); /* steps per 64 bytes of w */
     const char *w = j->w, *x = j->x;
     const int64_t ldwb = j->ldwb, ldxb = j->ldxb, kc = j->kc;
-    __m256 acc[WR][XR];
-    #pragma GCC unroll 4
+    __m256 acc[WR1][XR];
+    #pragma GCC unroll 8
     for (int a = 0; a < wr; a++)
         #pragma GCC unroll 4
         for (int b = 0; b < xr; b++)
@@ -175,7 +178,7 @@ group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
         step(wt, wr, xr, 1, w, ldwb, x, ldxb, p, kc - p, acc);
 
     if (!j->last) {
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int a = 0; a < wr; a++)
             #pragma GCC unroll 4
             for (int b = 0; b < xr; b++)
@@ -185,7 +188,7 @@ group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
     #pragma GCC unroll 4
     for (int b = 0; b < xr; b++) {
         float *o = j->out + b * j->ldo;
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int a = 0; a < wr; a++) {
             const float sum = hsum(acc[a][b]);
             o[a] = j->accumulate ? o[a] + sum : sum;
@@ -194,7 +197,7 @@ group_chunk(const int wt, const int wr, const int xr, const chunk_job *j)
 }
 
 /* Dispatch runtime (wt, wr, xr) to a constant-shaped copy of group_chunk:
- * wr is WR, or 1 for the last rows of w. */
+ * wr is WR (WR1 with one row of x), or 1 for the last rows of w. */
 TARGET static void group_chunk_any(int wt, int wr, int xr,
                                    const chunk_job *j)
 {
@@ -210,6 +213,10 @@ TARGET static void group_chunk_any(int wt, int wr, int xr,
     return;
 #define CASE_T(T_)                                                             \
     case T_:                                                                   \
+        if (wr == WR1 && xr == 1) {                                            \
+            group_chunk(T_, WR1, 1, j);                                        \
+            return;                                                            \
+        }                                                                      \
         if (wr == WR) {                                                        \
             CASE_W(T_, WR)                                                     \
         }                                                                      \
@@ -229,7 +236,7 @@ TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
 {
     const int64_t es = wt == W_F32 ? 4 : 2, ldwb = ldw * es;
     const int groups = (int)((m + XR - 1) / XR);
-    __m256 buf[GROUPS][WR][XR];
+    __m256 buf[GROUPS][WR1][XR];
     /* One group of fp32 weights has too little arithmetic per line for
      * the prefetch instructions to pay (as in cpu_small_m.c). */
     const int prefetch = wt != W_F32 || groups > 1;
@@ -237,15 +244,16 @@ TARGET static void small_m_nt(int wt, int64_t m, int64_t n, int64_t k,
     if (kcmax < k) {
         kcmax = fb_cpu_small_m_even_chunk(k, kcmax, es);
     }
+    const int wrmax = m == 1 ? WR1 : WR;
     for (int64_t j0 = 0; j0 < n;) {
-        const int wr = n - j0 >= WR ? WR : 1;
+        const int wr = n - j0 >= wrmax ? wrmax : n - j0 >= WR ? WR : 1;
         const char *wj = w + j0 * ldwb;
         for (int64_t p0 = 0; p0 < k; p0 += kcmax) {
             const int64_t kc = k - p0 < kcmax ? k - p0 : kcmax;
             const int last = p0 + kc == k;
             const fb_small_m_next nx =
                 fb_cpu_small_m_next(wj, ldwb, es, p0, kc, k, wr,
-                                    n - j0 - wr + rows_after, WR, kcmax);
+                                    n - j0 - wr + rows_after, wrmax, kcmax);
             for (int g = 0; g < groups; g++) {
                 const int xr = m - g * XR < XR ? (int)(m - g * XR) : XR;
                 /* Group g prefetches rows [r0, r1) of the next chunk. */
