@@ -1858,7 +1858,7 @@ int main(int argc, char **argv)
          f32_only = false, f32_once = false, tiny_only = false, tiny_once = false,
          e4m3_only = false, e4m3_once = false, e4m3_wgmma_only = false,
          e4m3_wgmma_once = false;
-    int ks_only = 0; /* 1: check and time the k stripes, 2: only check */
+    int ks_only = 0; /* 1: check and time the k stripes, 2: only check, 3: wide outputs timed */
     long long e4m3_one_shape[4] = {0, 0, 0, 0}; /* m, k, n, splits */
     long long e4m3_wgmma_time[3] = {0, 0, 0};   /* m, k, n */
     uint64_t seed = 20261121;
@@ -1882,6 +1882,8 @@ int main(int argc, char **argv)
             ks_only = 1;
         else if (!strcmp(argv[i], "--ks-check"))
             ks_only = 2;
+        else if (!strcmp(argv[i], "--wide-probe"))
+            ks_only = 3;
         else if (!strcmp(argv[i], "--f32-probe"))
             f32_only = true;
         else if (!strcmp(argv[i], "--f32-once"))
@@ -2011,6 +2013,23 @@ int main(int argc, char **argv)
      * the reference (both weight sides, ragged k, beta, padding), then
      * timed against each other and the cuBLAS chain; --ks-check: only
      * the reference (for compute-sanitizer) */
+    /* --wide-probe: decode gemms whose outputs are wider than k (the
+     * rule's first row), each engine and the cuBLAS chain, timed */
+    if (ks_only == 3) {
+        dev.copy_gbs = measure_copy_gbs(dev.stream);
+        printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
+        const int wide[][2] = {/* k, out */
+                               {4096, 11008}, {4096, 14336}, {5120, 13824},
+                               {8192, 28672}, {2048, 8192},  {3072, 8192},
+                               {2560, 10240}, {1024, 4096},  {4096, 4096},
+                               {8192, 8192}};
+        for (const auto &sh : wide)
+            for (int tokens : {1, 3, 6})
+                bench_linear(dev, FB_DTYPE_BF16, tokens, sh[0], sh[1], FB_ACT_GELU_TANH);
+        bench_linear(dev, FB_DTYPE_F16, 2, 4096, 11008, FB_ACT_SILU);
+        printf("\n%d passed, %d failed\n", g_passed, g_failed);
+        return g_failed ? 1 : 0;
+    }
     if (ks_only) {
         const GemmCase kc[] = {
             {FB_DTYPE_BF16, 1, 0, 4096, 16, 4096, 1.0f, 0.0f, true, 1, FB_ACT_GELU_TANH, 0, NULL},
