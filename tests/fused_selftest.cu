@@ -1931,6 +1931,11 @@ int main(int argc, char **argv)
     dev.env.cc_major = dev.prop.major;
     dev.env.cc_minor = dev.prop.minor;
     dev.env.smem_optin = (size_t)optin;
+    int khz = 0, bits = 0; /* the DRAM's peak, as the module reads it */
+    CK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
+    CK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
+    dev.env.dram_gbs = 2.0 * khz * 1e3 * (bits / 8) / 1e9;
+    printf("DRAM peak %.0f GB/s (%d kHz, %d bits)\n", dev.env.dram_gbs, khz, bits);
     dev.env.math = FB_MATH_DEFAULT;
     dev.env.workspace_bytes = FB_FUSED_WORKSPACE_BYTES;
     CK(cudaMalloc(&dev.env.workspace, dev.env.workspace_bytes));

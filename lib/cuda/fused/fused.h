@@ -25,6 +25,7 @@ typedef struct fb_fused_env {
     int sm_count;
     int cc_major, cc_minor;
     size_t smem_optin;       /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    double dram_gbs;         /* peak DRAM bandwidth in GB/s, 0 unknown */
     fb_math_mode math;
     void *workspace;         /* device scratch owned by the handle */
     size_t workspace_bytes;  /* at least FB_FUSED_WORKSPACE_BYTES */

@@ -1200,7 +1200,24 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
     return st;
 }
 
-/* As run_decode_mlp: the TMA engine first where allowed. */
+/* Where the register engine streams a 16-bit decode gemm faster than the
+ * TMA engine: outputs at least as wide as k, 64 MiB of weights or more,
+ * up to 16 tokens, on a device whose DRAM peaks at 4.5 TB/s or more (the
+ * H200: 4096 -> 11008 26.7 against 30.3 us at one token, 8192 -> 8192
+ * 36.1 against 41.5; at 32 MiB and less the TMA engine is ahead). On the
+ * H100 (3.35 TB/s) the TMA engine is ahead there too (37.6 against 39.8).
+ * docs/decode-kernels.md. */
+template <typename T>
+static bool register_engine_streams_faster(const fb_fused_env *env,
+                                           const GemmArgs<T> &a)
+{
+    return sizeof(T) == 2 && FBF_KNOB(decode_engine) == 0 &&
+           env->dram_gbs >= 4500.0 && a.rows >= a.k && a.m <= 16 &&
+           (int64_t)a.rows * a.k * 2 >= ((int64_t)64 << 20);
+}
+
+/* As run_decode_mlp: the TMA engine first where allowed (and not slower,
+ * above). */
 template <typename T, int NTOK>
 static fb_status run_decode_gemm(const fb_fused_env *env,
                                  const GemmArgs<T> &a, fb_dtype dtype,
@@ -1208,7 +1225,8 @@ static fb_status run_decode_gemm(const fb_fused_env *env,
                                  size_t pathlen)
 {
     if constexpr (sizeof(T) == 2 || NTOK <= 16) {
-        if (tma_engine_allowed<T, NTOK>(env)) {
+        if (tma_engine_allowed<T, NTOK>(env) &&
+            !register_engine_streams_faster(env, a)) {
             const fb_status st = launch_decode_gemm<T, NTOK, true>(
                 env, a, dtype, mode, path, pathlen);
             if (st != FB_STATUS_NOT_SUPPORTED)

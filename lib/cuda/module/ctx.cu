@@ -114,6 +114,18 @@ fb_status fb_ctx_create(fb_cuda_ctx **out, int device, char *message,
         goto fail;
     }
     ctx->smem_optin = (size_t)smem;
+    /* the DRAM's peak, from its clock (kHz, two transfers a cycle) and
+     * bus width; a device that does not say leaves 0 (the kernels' default
+     * choices) */
+    {
+        int khz = 0, bits = 0;
+        if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate,
+                                   device) == cudaSuccess &&
+            cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth,
+                                   device) == cudaSuccess)
+            ctx->dram_gbs = 2.0 * khz * 1e3 * (bits / 8) / 1e9;
+        (void)cudaGetLastError();
+    }
 
     /* The first use of a kernel tells whether this build has code the
      * device can run (sm_XY or PTX it can JIT). */
@@ -355,6 +367,7 @@ void fb_ctx_fused_env(const fb_cuda_ctx *ctx, fb_math_mode math,
     env->cc_major = ctx->cc_major;
     env->cc_minor = ctx->cc_minor;
     env->smem_optin = ctx->smem_optin;
+    env->dram_gbs = ctx->dram_gbs;
     env->math = math;
     env->workspace = ctx->fused_workspace;
     env->workspace_bytes = ctx->fused_workspace_bytes;

@@ -56,6 +56,7 @@ struct fb_cuda_ctx {
     /* what the device is, read once */
     int sm_count, cc_major, cc_minor;
     size_t smem_optin;
+    double dram_gbs;      /* peak DRAM bandwidth, GB/s (0: not reported) */
 
     void *workspace;      /* FB_CTX_WORKSPACE_BYTES, cuBLASLt's alone */
     size_t workspace_bytes;
