@@ -1203,10 +1203,9 @@ static fb_status launch_decode_gemm(const fb_fused_env *env,
 /* Where the register engine streams a 16-bit decode gemm faster than the
  * TMA engine: outputs at least as wide as k, 64 MiB of weights or more,
  * up to 16 tokens, on a device whose DRAM peaks at 4.5 TB/s or more (the
- * H200: 4096 -> 11008 26.7 against 30.3 us at one token, 8192 -> 8192
- * 36.1 against 41.5; at 32 MiB and less the TMA engine is ahead). On the
- * H100 (3.35 TB/s) the TMA engine is ahead there too (37.6 against 39.8).
- * docs/decode-kernels.md. */
+ * H200; at 50 MiB and less the TMA engine stays ahead there, and on the
+ * H100 it is ahead at every size measured). docs/decode-kernels.md, "The
+ * register engine for large wide outputs". */
 template <typename T>
 static bool register_engine_streams_faster(const fb_fused_env *env,
                                            const GemmArgs<T> &a)

@@ -92,19 +92,17 @@ bool decode_gemm_applies(const fb_fused_env *env, const fb_gemm_problem *p)
            fbf_decode_gemm(env, p, FBF_CHECK, NULL, 0) == FB_STATUS_SUCCESS;
 }
 
-/* The decode gemm on the TMA engine where the output is at least as wide
- * as the input: up to 6 tokens, and up to 32 where k <= 1024 (there
- * cuda-lt's two launches cost more than the weights take to stream).
- * Narrower 16-bit outputs, cut into k stripes: up to 16 tokens where the
- * weights are at most 32 MiB (1.1-1.8x cuda-lt: its two launches), and
- * up to 4 tokens to 96 MiB (11008 -> 4096: 0.97-1.08x). Past that they
- * stream no faster than cuda-lt (14336 -> 4096 even on the H200, 28672
- * -> 8192 3 % behind; inputs rotated through twice the L2, both GPUs,
- * docs/decode-kernels.md). fp32 up to 16 tokens (the fp32 TMA engine's
- * range; beyond, the register engine streams at half cuda-lt's rate) at
- * any width: cuda-lt's fp32 GEMM streams its weights slower there, narrow
- * outputs included (docs/gemm-engine.md, "Drawn shapes"; measured on the
- * H100). */
+/* The decode gemm where the output is at least as wide as the input: up
+ * to 6 tokens, and up to 32 where k <= 1024 (there cuda-lt's two
+ * launches cost more than the weights take to stream). Narrower 16-bit
+ * outputs, cut into k stripes: up to 16 tokens where the weights are at
+ * most 32 MiB (cuda-lt's two launches again), and up to 4 tokens to
+ * 96 MiB; past that they stream no faster than cuda-lt (both GPUs, inputs
+ * rotated through twice the L2: docs/decode-kernels.md, "Narrow
+ * outputs"). fp32 up to 16 tokens (the fp32 TMA engine's range; beyond,
+ * the register engine streams at half cuda-lt's rate) at any width:
+ * cuda-lt's fp32 GEMM streams its weights slower there, narrow outputs
+ * included (docs/gemm-engine.md, "Drawn shapes"; measured on the H100). */
 bool decode_gemm_preferred(const fb_fused_env *env, const fb_gemm_problem *p)
 {
     const int64_t tokens = fb_gemm_tokens(p);
