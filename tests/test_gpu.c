@@ -187,6 +187,33 @@ static void gemm_decode_phases(const target *fused, const target *cpu,
     }
 }
 
+/* The decode gemm with outputs wider than k and 64 MiB of weights or
+ * more: the engine follows the device's DRAM peak (the register engine on
+ * an H200, the TMA engine on an H100), so only the family is asserted.
+ * Checked on cuda-fused against the oracle and the CPU. */
+static void gemm_decode_wide(const target *fused, const target *cpu,
+                             int hopper)
+{
+    /* tokens, outputs (n), k */
+    static const int64_t shapes[][3] = {{1, 11008, 4096}, {3, 8200, 4104}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        gemm_case c = linear_case(s, shapes[s]);
+        c.alpha = s ? 0.6f : 1.0f;
+        c.beta = s ? 0.0f : 1.3f;
+        c.has_bias = 1;
+        c.act = s ? FB_ACT_SILU : FB_ACT_GELU_TANH;
+        gemm_case_set_lds(&c, 0, 0, 0);
+        const char *path = gemm_check_one(&c, fused, cpu);
+        if (!hopper)
+            continue;
+        tap_ok(strncmp(path, "cuda-fused/gemm_decode_", 23) == 0,
+               "decode gemm, large wide weights: %s %lld tokens x %lld -> "
+               "%lld ran %s",
+               dt_name(c.dtype), (long long)c.m, (long long)c.k,
+               (long long)c.n, path);
+    }
+}
+
 /* Decode weights streamed in stripes of k (the MLP's down projection in
  * phase 2, the decode gemm's k stripes "+ks"): a box that runs past its
  * stripe's end holds the next stripe's weights, which the kernel must
@@ -441,6 +468,7 @@ int main(void)
 
     gemm_engine_layouts(&t[1], &cpu, cuda_device_cc() == 90);
     gemm_decode_phases(&t[1], &cpu, cuda_device_cc() == 90);
+    gemm_decode_wide(&t[1], &cpu, cuda_device_cc() == 90);
     decode_stripe_infinities(&t[1], &cpu, cuda_device_cc() == 90);
     gemm_sweep_conformance(t, nt, &cpu);
     gemm_sweep_activations(t, nt, &cpu);
