@@ -3,8 +3,9 @@
  * cpu_blas_gemm.c -- gemm_bias_act through OpenBLAS, the CPU table's last
  * entry: every call whose k fits OpenBLAS's integer.
  *
- * C (column-major, m x n after normalisation) is cut into blocks of about
- * half a megabyte. Each OpenMP thread takes a contiguous run of blocks; for
+ * C (column-major, m x n after normalisation) is cut into blocks (half a
+ * megabyte through fp32 panels, 8 MiB otherwise: below). Each OpenMP
+ * thread takes a contiguous run of as many blocks as the others; for
  * each it calls OpenBLAS on that block alone, then applies beta (16-bit
  * types), bias and activation to the block while it is still in cache, so
  * C is never passed over a second time. A block is mb x nb with mb covering
@@ -31,8 +32,14 @@
 #include "cpu_epilogue.h"
 #include "cpu_impl.h"
 
-/* Target fp32 elements in one block of C: 128 Ki floats = 512 KiB. */
-#define BLOCK_ELEMS (128 * 1024)
+/* Target fp32 elements in one block of C. Through fp32 panels 128 Ki
+ * floats (512 KiB), which bounds each thread's panels. fp32 operands read
+ * where they lie take 2 Mi floats (8 MiB): every block is an OpenBLAS call
+ * of its own that packs its share of both operands again, which cost more
+ * than the epilogue's pass over a block out of L2 gains, even at small k
+ * (docs/cpu-kernels.md, "OpenBLAS gemm blocks"). */
+#define PANEL_BLOCK_ELEMS (128 * 1024)
+#define DIRECT_BLOCK_ELEMS (2 * 1024 * 1024)
 
 typedef struct blocking {
     int64_t mb, nb;         /* block shape */
@@ -43,11 +50,11 @@ typedef struct blocking {
     int64_t per_thread;     /* floats of a thread's panels */
 } blocking;
 
-/* Columns of a block of mb rows: about BLOCK_ELEMS, at least 16, at
- * most n. */
-static int64_t block_cols(int64_t mb, int64_t n)
+/* Columns of a block of mb rows: about elems / mb, at least 16, at most
+ * n. */
+static int64_t block_cols(int64_t elems, int64_t mb, int64_t n)
 {
-    int64_t nb = BLOCK_ELEMS / mb;
+    int64_t nb = elems / mb;
     if (nb < 16)
         nb = 16;
     return nb > n ? n : nb;
@@ -57,12 +64,17 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
 {
     const int64_t m = p->m, n = p->n;
     blocking b;
+    /* 16-bit data, and fp32 with a leading dimension OpenBLAS cannot
+     * take, go through fp32 panels: OpenBLAS sees only the panels' own. */
+    b.panels = p->dtype != FB_DTYPE_F32 || !fb_cpu_fits_blasint(p->lda) ||
+               !fb_cpu_fits_blasint(p->ldb) || !fb_cpu_fits_blasint(p->ldc);
+    const int64_t elems = b.panels ? PANEL_BLOCK_ELEMS : DIRECT_BLOCK_ELEMS;
     /* Whole columns when m fits a block with at least 64 columns beside
      * it; otherwise 512-row blocks. */
-    b.mb = m * 64 <= BLOCK_ELEMS ? m : 512;
+    b.mb = m * 64 <= elems ? m : 512;
     if (b.mb > m)
         b.mb = m;
-    b.nb = block_cols(b.mb, n);
+    b.nb = block_cols(elems, b.mb, n);
     b.mblocks = (m + b.mb - 1) / b.mb;
     /* Enough blocks for every thread: split the longer side, so that
      * each thread reads its share of the larger operand (split on n,
@@ -72,7 +84,7 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
     if (b.rows_outer) {
         b.mb = (m + threads - 1) / threads;
         b.mblocks = (m + b.mb - 1) / b.mb;
-        b.nb = block_cols(b.mb, n);
+        b.nb = block_cols(elems, b.mb, n);
     } else if (b.mblocks < threads) {
         int64_t want = (threads + b.mblocks - 1) / b.mblocks;
         if (b.nb > (n + want - 1) / want)
@@ -82,14 +94,20 @@ static blocking choose_blocks(const fb_gemm_problem *p, int threads)
      * (384 columns in blocks of 256 gave one thread twice the other's). */
     b.mb = (m + b.mblocks - 1) / b.mblocks;
     b.nblocks = (n + b.nb - 1) / b.nb;
+    /* As many blocks for every thread: 7 blocks on two threads would
+     * leave one of them 4, the time of 8. */
+    for (int64_t q = b.nblocks; q < b.nblocks + threads && q <= n; q++) {
+        const int64_t nb = (n + q - 1) / q;
+        if ((b.mblocks * ((n + nb - 1) / nb)) % threads == 0) {
+            b.nb = nb;
+            break;
+        }
+    }
+    b.nblocks = (n + b.nb - 1) / b.nb;
     b.nb = (n + b.nblocks - 1) / b.nblocks;
     b.threads = threads;
     if (b.threads > b.mblocks * b.nblocks)
         b.threads = (int)(b.mblocks * b.nblocks);
-    /* 16-bit data, and fp32 with a leading dimension OpenBLAS cannot
-     * take, go through fp32 panels: OpenBLAS sees only the panels' own. */
-    b.panels = p->dtype != FB_DTYPE_F32 || !fb_cpu_fits_blasint(p->lda) ||
-               !fb_cpu_fits_blasint(p->ldb) || !fb_cpu_fits_blasint(p->ldc);
     /* Per thread, op(A) and op(B) panels and the fp32 block. */
     b.per_thread = b.mb * p->k + p->k * b.nb + b.mb * b.nb;
     return b;
