@@ -3,11 +3,15 @@
  * fused_fp8_decode.cuh -- the e4m3 decode kernels' main loop (the scheme
  * is described at the top of fused_fp8_gemm.cu): a block's tiles of 16
  * weight rows, every warp a share of k, the partial sums met in shared
- * memory. Shared by the gemm and the MLP's gate-and-up kernel.
+ * memory. Up to 8 tokens the weights land in a ring in shared memory
+ * (stream_ring: more bytes in flight than registers can hold), else in
+ * registers (stream_chunks). Shared by the gemm and the MLP's
+ * gate-and-up kernel.
  */
 #ifndef FB_FUSED_FP8_DECODE_CUH
 #define FB_FUSED_FP8_DECODE_CUH
 
+#include <atomic>
 #include "fused_device.cuh"
 #include "fused_fp8_device.cuh"
 
@@ -170,6 +174,82 @@ template <int NT, int MT> __host__ __device__ constexpr int depth_of()
     return NT == 1 && MT == 1 ? 3 : 2;
 }
 
+/* Stages of each warp's ring in shared memory (0: the chunks stay in
+ * registers, stream_chunks): up to 8 tokens only. From 9 tokens X is
+ * read again for every chunk, and the ring's shared memory would take
+ * the L1 that holds it (16 x 4096 bf16 tokens are 128 KB). */
+template <int MT> __host__ __device__ constexpr int ring_stages()
+{
+    return MT == 1 ? 4 : 0;
+}
+
+/* Bytes of dynamic shared memory decode_sums' ring takes: each of W warps
+ * ring_stages chunks of 32 lanes x 2 NT x 16 bytes. */
+template <int W, int NT, int MT> __host__ __device__ constexpr int ring_bytes()
+{
+    return W * ring_stages<MT>() * NT * 2 * 32 * 16;
+}
+
+/* 16 bytes global -> shared, first out of L2 (each weight byte is read
+ * once). */
+__device__ __forceinline__ void cp_async16_once(uint4 *dst, const void *src,
+                                                uint64_t policy)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile(
+        "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(d),
+        "l"(src), "l"(policy)
+        : "memory");
+}
+
+/* stream_chunks with the chunks landing in this warp's ring of R stages
+ * (ring: the block's, W x R x NT x 2 x 32 uint4) by cp.async, so R - 1
+ * chunks a lane are on the way without holding registers.
+ * Each lane reads back only the 16-byte pieces it asked for, so no
+ * barrier is needed. */
+template <typename T, int W, int NT, int MT, bool X16, int R>
+__device__ __forceinline__ void stream_ring(const T *const (&xr)[MT],
+                                            const uint8_t *const (&wr)[NT][2],
+                                            int64_t full,
+                                            float (&acc)[MT][NT][4],
+                                            uint4 *ring)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint4 *mine = ring + warp * (R * NT * 2 * 32) + lane;
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+                 : "=l"(policy));
+    auto ask = [&](int64_t cd, int slot) {
+        if (cd < full)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    cp_async16_once(mine + ((slot * NT + nt) * 2 + h) * 32,
+                                    wr[nt][h] + cd * 64, policy);
+        fbf::cp_async_commit(); /* empty groups keep the count in step */
+    };
+#pragma unroll
+    for (int d = 0; d < R - 1; d++)
+        ask(warp + (int64_t)d * W, d);
+    fbf::grid_dependency_wait();
+    int slot = 0;
+    for (int64_t ch = warp; ch < full; ch += W) {
+        /* the stage read last round, whose values are in use already */
+        ask(ch + (int64_t)(R - 1) * W, slot == 0 ? R - 1 : slot - 1);
+        fbf::cp_async_wait<R - 1>();
+        uint4 wv[NT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                wv[nt][h] = mine[((slot * NT + nt) * 2 + h) * 32];
+        chunk_full<T, NT, MT, X16>(xr, ch * 64, wv, acc);
+        slot = slot + 1 == R ? 0 : slot + 1;
+    }
+    fbf::cp_async_wait<0>();
+}
+
 /* Floats of shared memory decode_sums needs: each warp's slice of 16 NT
  * rows x 8 MT tokens. */
 template <int W, int NT, int MT> __host__ __device__ constexpr int red_floats()
@@ -193,9 +273,9 @@ __host__ __device__ inline int decode_rows(decode_tiling d)
 /* The block's NT tiles of 16 weight rows against the m tokens: every
  * warp's partial sums of its chunks, summed in warp order into
  * red[r * 8 MT + i] (tile row r = 16 nt + (0..15), token i); red holds
- * red_floats<W, NT, MT>(). Row h * 8 + g of tile nt (h = 0, 1) is row
- * c[2 nt + h] + g of matrix w[2 nt + h] (row stride w_cs[2 nt + h]); rows
- * at or past n read zeros in the checked chunk and row n - 1 elsewhere,
+ * red_floats<W, NT, MT>(), ring (dynamic) ring_bytes<W, NT, MT>(). Row
+ * h * 8 + g of tile nt (h = 0, 1) is row c[2 nt + h] + g of matrix
+ * w[2 nt + h] (row stride w_cs[2 nt + h]); rows at or past n read zeros in the checked chunk and row n - 1 elsewhere,
  * tokens past m token m - 1: those sums are dropped by the caller. Whole
  * chunks run without bounds tests; the partial last chunk with them. */
 template <typename T, int W, int NT, int MT>
@@ -204,7 +284,7 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                                             const uint8_t *const *w,
                                             const int64_t *w_cs,
                                             const int64_t *c, int64_t n,
-                                            float *red)
+                                            float *red, uint4 *ring)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane >> 2, t = lane & 3;
@@ -228,12 +308,20 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                         min(c[2 * nt + h] + g, n - 1) * w_cs[2 * nt + h] +
                         16 * t;
     const int64_t full = k / 64;
-    if ((uintptr_t)x % 16 == 0 && x_ts % 8 == 0)
+    const bool x16 = (uintptr_t)x % 16 == 0 && x_ts % 8 == 0;
+    constexpr int R = ring_stages<MT>();
+    if constexpr (R > 0) {
+        if (x16)
+            stream_ring<T, W, NT, MT, true, R>(xr, wr, full, acc, ring);
+        else
+            stream_ring<T, W, NT, MT, false, R>(xr, wr, full, acc, ring);
+    } else if (x16) {
         stream_chunks<T, W, NT, MT, true, depth_of<NT, MT>()>(xr, wr, full,
                                                               acc);
-    else
+    } else {
         stream_chunks<T, W, NT, MT, false, depth_of<NT, MT>()>(xr, wr, full,
                                                                acc);
+    }
     if (full * 64 < k && warp == (int)(full % W)) {
         const int64_t k0 = full * 64 + 16 * t;
         uint4 wv[NT][2];
@@ -277,6 +365,31 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
         red[i] = sum;
     }
     __syncthreads();
+}
+
+/* Lets kernel (a decode kernel with its ring) take smem bytes of dynamic
+ * shared memory, above the default 48 KB with its static part, once per
+ * device (done: the caller's flags for this kernel); the launch reports
+ * what fails here. */
+template <typename K>
+void allow_ring(K kernel, int smem, std::atomic<unsigned long long> &done)
+{
+    int dev = 0;
+    if (smem == 0)
+        return;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return;
+    }
+    const unsigned long long bit = 1ull << dev;
+    if (done.load(std::memory_order_acquire) & bit)
+        return;
+    if (cudaFuncSetAttribute(kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             smem) == cudaSuccess)
+        done.fetch_or(bit, std::memory_order_release);
+    else
+        (void)cudaGetLastError();
 }
 
 } // namespace fb_fp8

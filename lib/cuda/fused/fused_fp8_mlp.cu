@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(kWarps * 32, gate_up_min_blocks(MT))
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
     __shared__ float red[red_floats<kWarps, 1, MT>()];
+    extern __shared__ uint4 ring[];
     /* the down projection, launched programmatically, may take the SMs
      * this grid leaves and stream its weights (it reads H only after this
      * grid has ended) */
@@ -52,7 +53,7 @@ __global__ void __launch_bounds__(kWarps * 32, gate_up_min_blocks(MT))
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
     decode_sums<T, kWarps, 1, MT>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs,
-                                  c, p.h, red);
+                                  c, p.h, red, ring);
     for (int q = threadIdx.x; q < 8 * 8 * MT; q += blockDim.x) {
         const int i = q / 8, r = q % 8;
         const int64_t j = c0 + r;
@@ -133,16 +134,27 @@ void gate(cudaStream_t stream, const float *g, const float *u, int64_t count,
     e4m3_gate<T><<<grid, 256, 0, stream>>>(g, u, count, act, (T *)hbuf);
 }
 
+template <typename T, int MT>
+void gate_up_launch(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
+                    void *hbuf, unsigned blocks)
+{
+    const int smem = ring_bytes<kWarps, 1, MT>();
+    static std::atomic<unsigned long long> ready{0};
+    allow_ring(&e4m3_gate_up_decode<T, MT>, smem, ready);
+    e4m3_gate_up_decode<T, MT><<<blocks, kWarps * 32, smem, stream>>>(
+        *p, (T *)hbuf);
+}
+
 template <typename T>
 void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
                     void *hbuf)
 {
     const unsigned blocks = (unsigned)((p->h + 7) / 8);
     switch (decode_tiling_of(p->m)) {
-    case kTok8: e4m3_gate_up_decode<T, 1><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    case kTok16: e4m3_gate_up_decode<T, 2><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    case kTok32: e4m3_gate_up_decode<T, 4><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
-    default: e4m3_gate_up_decode<T, 8><<<blocks, kWarps * 32, 0, stream>>>(*p, (T *)hbuf); break;
+    case kTok8: gate_up_launch<T, 1>(stream, p, hbuf, blocks); break;
+    case kTok16: gate_up_launch<T, 2>(stream, p, hbuf, blocks); break;
+    case kTok32: gate_up_launch<T, 4>(stream, p, hbuf, blocks); break;
+    default: gate_up_launch<T, 8>(stream, p, hbuf, blocks); break;
     }
 }
 
