@@ -115,10 +115,13 @@ static char tr_name(fb_transpose t)
     return t == FB_NO_TRANS ? 'N' : 'T';
 }
 
-int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
-                  fb_transpose ta, fb_transpose tb, int64_t m, int64_t n,
-                  int64_t k, float alpha, float beta, int has_bias,
-                  fb_activation act, int exact, int64_t pad)
+/* fp8_gemm_case with a_pad more on lda alone (A's rows then need not
+ * share B's alignment). */
+static int gemm_case_lda(const fp8_target *t, fb_dtype dt, fb_layout lay,
+                         fb_transpose ta, fb_transpose tb, int64_t m,
+                         int64_t n, int64_t k, float alpha, float beta,
+                         int has_bias, fb_activation act, int exact,
+                         int64_t pad, int64_t a_pad)
 {
     const size_t es = dt_size(dt);
     const int row = lay == FB_ROW_MAJOR;
@@ -126,7 +129,8 @@ int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
     const int64_t ar = ta == FB_NO_TRANS ? m : k, ac = ta == FB_NO_TRANS ? k : m;
     const int64_t br = tb == FB_NO_TRANS ? k : n, bc = tb == FB_NO_TRANS ? n : k;
 #define LD(r, c) ((row ? ((c) > 1 ? (c) : 1) : ((r) > 1 ? (r) : 1)) + pad)
-    const int64_t lda = LD(ar, ac), ldb = LD(br, bc), ldc = LD(m, n);
+    const int64_t lda = LD(ar, ac) + a_pad, ldb = LD(br, bc),
+                  ldc = LD(m, n);
 #define NEL(r, c, ld) (row ? (r) * (ld) : (c) * (ld))
     const int64_t na = NEL(ar, ac, lda), nb = NEL(br, bc, ldb),
                   nc = NEL(m, n, ldc);
@@ -223,11 +227,11 @@ int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
     check_same(&c, "bias", mem, dbias, bias, (size_t)n * es);
     const int ok = tap_check(
         &c, "%s: gemm_e4m3 %s %s %c%c m=%lld n=%lld k=%lld alpha=%g beta=%g "
-            "%s %s%s pad=%lld [%s]",
+            "%s %s%s pad=%lld lda=%lld [%s]",
         t->name, dt_name(dt), lay_name(lay), tr_name(ta), tr_name(tb),
         (long long)m, (long long)n, (long long)k, alpha, beta,
         has_bias ? "bias" : "nobias", act_name(act), exact ? " exact" : "",
-        (long long)pad, fb_handle_last_path(t->handle));
+        (long long)pad, (long long)lda, fb_handle_last_path(t->handle));
     mem->release(dA), mem->release(dB), mem->release(dS), mem->release(dC);
     mem->release(dbias);
     free(A), free(B), free(C), free(bias), free(s);
@@ -236,6 +240,15 @@ int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
 #undef NEL
 #undef AT
     return ok;
+}
+
+int fp8_gemm_case(const fp8_target *t, fb_dtype dt, fb_layout lay,
+                  fb_transpose ta, fb_transpose tb, int64_t m, int64_t n,
+                  int64_t k, float alpha, float beta, int has_bias,
+                  fb_activation act, int exact, int64_t pad)
+{
+    return gemm_case_lda(t, dt, lay, ta, tb, m, n, k, alpha, beta, has_bias,
+                         act, exact, pad, 0);
 }
 
 int fp8_mlp_case(const fp8_target *t, fb_dtype dt, fb_activation act,
@@ -405,8 +418,7 @@ void fp8_sweep_gemm(const fp8_target *t)
      * aligned (k a multiple of 16, or ldb padded to one: k = 37 with
      * ldb = 48 reads a ragged tail), k across several 64-wide chunks per
      * warp, n not a multiple of its 16 channels per block; k = 1004 and
-     * 4100 leave X's rows 8-byte but not 16-byte aligned and end in a
-     * partial 64-wide chunk. */
+     * 4100 end in a partial 64-wide chunk. */
     static const int64_t dec[][3] = {{1, 24, 64},   {2, 40, 320},
                                      {7, 8, 1024},  {8, 1000, 4096},
                                      {9, 33, 576},  {15, 17, 2048},
@@ -422,6 +434,18 @@ void fp8_sweep_gemm(const fp8_target *t)
                           dec[r][0], dec[r][1], dec[r][2], 2.0f, 0.5f,
                           (int)(r % 2), FB_ACT_RELU, 1, pad);
         }
+    /* X's rows 8-byte but not 16-byte aligned (lda = 4 mod 8, ldb a
+     * multiple of 16), so the decode kernel loads X 8 bytes at a time:
+     * up to 8 rows with its weights through the shared-memory ring, k long
+     * enough that each warp's ring wraps (6160: six chunks a warp), and
+     * from 9 rows through registers. */
+    static const int64_t odd_x[][3] = {{1, 40, 6160}, {7, 33, 6160},
+                                       {12, 24, 2064}};
+    for (size_t r = 0; r < sizeof odd_x / sizeof odd_x[0]; r++)
+        for (int d = 1; d < 3; d++)
+            gemm_case_lda(t, dts[d], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
+                          odd_x[r][0], odd_x[r][1], odd_x[r][2], 1.0f, 0.0f,
+                          1, all_acts[(r + (size_t)d) % N_ACTS], 0, 0, 4);
     /* k and alpha edge cases: k = 0 (A, B, b_scale unread), alpha = 0. */
     for (int d = t->f32 ? 0 : 1; d < 3; d++) {
         fp8_gemm_case(t, dts[d], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS, 4, 6,
