@@ -216,6 +216,27 @@ __device__ __forceinline__ void cp_async16(void *smem_dst, const void *src,
                  : "memory");
 }
 
+/* An L2 policy for data read once: its lines are evicted first. */
+__device__ __forceinline__ uint64_t l2_evict_first_policy()
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+                 : "=l"(policy));
+    return policy;
+}
+
+/* cp_async16 of 16 whole bytes under an L2 policy (l2_evict_first_policy). */
+__device__ __forceinline__ void cp_async16_hint(void *smem_dst,
+                                                const void *src,
+                                                uint64_t policy)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile(
+        "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(d),
+        "l"(src), "l"(policy)
+        : "memory");
+}
+
 /* 4 bytes global -> shared (L1-allocating .ca: the only size below 16 a
  * cp.async takes); src_bytes 0 writes zeros without reading src. For
  * copies that permute 4-byte words, which 16-byte copies cannot. */

@@ -190,18 +190,6 @@ template <int W, int NT, int MT> __host__ __device__ constexpr int ring_bytes()
     return W * ring_stages<MT>() * NT * 2 * 32 * 16;
 }
 
-/* 16 bytes global -> shared, first out of L2 (each weight byte is read
- * once). */
-__device__ __forceinline__ void cp_async16_once(uint4 *dst, const void *src,
-                                                uint64_t policy)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile(
-        "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(d),
-        "l"(src), "l"(policy)
-        : "memory");
-}
-
 /* stream_chunks with the chunks landing in this warp's ring of R stages
  * (ring: the block's, W x R x NT x 2 x 32 uint4) by cp.async, so R - 1
  * chunks a lane are on the way without holding registers.
@@ -216,17 +204,16 @@ __device__ __forceinline__ void stream_ring(const T *const (&xr)[MT],
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint4 *mine = ring + warp * (R * NT * 2 * 32) + lane;
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
-                 : "=l"(policy));
+    const uint64_t policy = fbf::l2_evict_first_policy();
     auto ask = [&](int64_t cd, int slot) {
         if (cd < full)
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
-                    cp_async16_once(mine + ((slot * NT + nt) * 2 + h) * 32,
-                                    wr[nt][h] + cd * 64, policy);
+                    fbf::cp_async16_hint(
+                        mine + ((slot * NT + nt) * 2 + h) * 32,
+                        wr[nt][h] + cd * 64, policy);
         fbf::cp_async_commit(); /* empty groups keep the count in step */
     };
 #pragma unroll
