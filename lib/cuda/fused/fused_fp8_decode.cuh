@@ -4,8 +4,9 @@
  * is described at the top of fused_fp8_gemm.cu): a block's tiles of 16
  * weight rows, every warp a share of k, the partial sums met in shared
  * memory. Up to 8 tokens the weights land in a ring in shared memory
- * (stream_ring: more bytes in flight than registers can hold), else in
- * registers (stream_chunks). Shared by the gemm and the MLP's
+ * (stream_ring: the next chunk is asked for before the current one is
+ * waited for, and the ring holds no registers), else in registers
+ * (stream_chunks). Shared by the gemm and the MLP's
  * gate-and-up kernel.
  */
 #ifndef FB_FUSED_FP8_DECODE_CUH
