@@ -9,7 +9,7 @@
 //     -Ilib/cuda -Ilib/common -Iinclude -o gemm_sm90_probe \
 //     bench/probes/gemm_sm90_probe.cu lib/cuda/fused/fused_gemm_sm90.cu \
 //     lib/cuda/fused/fused_tma_map.cu lib/cuda/fused/fused_pack16.cu \
-//     -lcublas && ./gemm_sm90_probe
+//     lib/cuda/fused/fused_api.cu -lcublas && ./gemm_sm90_probe
 // Arguments: none (checks, then times both modes), --check-only,
 // --check-small (shapes up to 10^9 multiply-adds: for compute-sanitizer),
 // --ncu (one launch of each kernel, for ncu), --ab (interleaved timings
@@ -47,17 +47,6 @@
             exit(1);                                                          \
         }                                                                     \
     } while (0)
-
-// The two helpers fused_api.cu gives the module.
-void fbf_set_path(char *path, size_t pathlen, const char *name)
-{
-    if (path && pathlen)
-        snprintf(path, pathlen, "cuda-fused/%s", name);
-}
-fb_status fbf_launch_status(cudaError_t e)
-{
-    return e == cudaSuccess ? FB_STATUS_SUCCESS : FB_STATUS_EXECUTION_FAILED;
-}
 
 typedef __nv_bfloat16 bf16;
 

@@ -39,3 +39,17 @@ cudaError_t fbf_launch_grid(const void *func, int G, int threads,
     }
     return e;
 }
+
+cudaError_t fbf_allow_smem(std::atomic<unsigned long long> &ready,
+                           const void *func, int device, size_t bytes)
+{
+    const unsigned long long bit =
+        (device >= 0 && device < 64) ? 1ull << device : 0ull;
+    if (bit && (ready.load(std::memory_order_acquire) & bit))
+        return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(
+        func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e == cudaSuccess && bit)
+        ready.fetch_or(bit, std::memory_order_release);
+    return e;
+}

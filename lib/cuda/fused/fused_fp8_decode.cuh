@@ -6,14 +6,14 @@
  * memory. Up to 8 tokens the weights land in a ring in shared memory
  * (stream_ring: the next chunk is asked for before the current one is
  * waited for, and the ring holds no registers), else in registers
- * (stream_chunks). Shared by the gemm and the MLP's
- * gate-and-up kernel.
+ * (stream_chunks). Shared by the gemm and the MLP's gate-and-up kernel.
  */
 #ifndef FB_FUSED_FP8_DECODE_CUH
 #define FB_FUSED_FP8_DECODE_CUH
 
 #include <atomic>
 #include "fused_device.cuh"
+#include "fused_internal.h"
 #include "fused_fp8_device.cuh"
 
 namespace fb_fp8 {
@@ -263,9 +263,10 @@ __host__ __device__ inline int decode_rows(decode_tiling d)
  * red[r * 8 MT + i] (tile row r = 16 nt + (0..15), token i); red holds
  * red_floats<W, NT, MT>(), ring (dynamic) ring_bytes<W, NT, MT>(). Row
  * h * 8 + g of tile nt (h = 0, 1) is row c[2 nt + h] + g of matrix
- * w[2 nt + h] (row stride w_cs[2 nt + h]); rows at or past n read zeros in the checked chunk and row n - 1 elsewhere,
- * tokens past m token m - 1: those sums are dropped by the caller. Whole
- * chunks run without bounds tests; the partial last chunk with them. */
+ * w[2 nt + h] (row stride w_cs[2 nt + h]); rows at or past n read zeros
+ * in the checked chunk and row n - 1 elsewhere, tokens past m token
+ * m - 1: those sums are dropped by the caller. Whole chunks run without
+ * bounds tests; the partial last chunk with them. */
 template <typename T, int W, int NT, int MT>
 __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                                             int64_t m, int64_t k,
@@ -357,26 +358,17 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
 
 /* Lets kernel (a decode kernel with its ring) take smem bytes of dynamic
  * shared memory, above the default 48 KB with its static part, once per
- * device (done: the caller's flags for this kernel); the launch reports
+ * device (ready: the caller's flags for this kernel); the launch reports
  * what fails here. */
 template <typename K>
-void allow_ring(K kernel, int smem, std::atomic<unsigned long long> &done)
+void allow_ring(K kernel, int smem, std::atomic<unsigned long long> &ready)
 {
     int dev = 0;
     if (smem == 0)
         return;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return;
-    }
-    const unsigned long long bit = 1ull << dev;
-    if (done.load(std::memory_order_acquire) & bit)
-        return;
-    if (cudaFuncSetAttribute(kernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             smem) == cudaSuccess)
-        done.fetch_or(bit, std::memory_order_release);
-    else
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        fbf_allow_smem(ready, reinterpret_cast<const void *>(kernel), dev,
+                       (size_t)smem) != cudaSuccess)
         (void)cudaGetLastError();
 }
 

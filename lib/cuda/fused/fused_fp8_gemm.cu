@@ -18,8 +18,9 @@
  * streaming hint. Up to 8 tokens the chunks reach each warp's ring of 4
  * stages in shared memory by cp.async: 3 chunks a lane stay on the way
  * (a register slot is asked for again only after its products), which
- * streams faster while X is small enough to stay in L1 beside the ring. More than 8 tokens: 2, 4 or 8 token tiles share each
- * widened A fragment.
+ * streams faster while X is small enough to stay in L1 beside the ring.
+ * More than 8 tokens: 2, 4 or 8 token tiles share each widened A
+ * fragment.
  *
  * From 17 to 192 tokens, by the shape rule (fb_fp8_mid_rows): the mid
  * kernel (fused_fp8_mid.cu), the same widening with the tokens staged in

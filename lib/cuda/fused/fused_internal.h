@@ -12,6 +12,7 @@
 #define FB_CUDA_FUSED_INTERNAL_H
 
 #include <stddef.h>
+#include <atomic>
 #include "fused.h"
 #include "problem_fp8.h"
 
@@ -226,5 +227,11 @@ fb_status fbf_launch_status(cudaError_t e);
 cudaError_t fbf_launch_grid(const void *func, int G, int threads,
                             void **args, size_t smem, cudaStream_t stream,
                             bool programmatic);
+
+/* Lets func take up to bytes of dynamic shared memory on device, once per
+ * kernel and device (ready: the caller's flags for func; a device past 63
+ * is asked every time). */
+cudaError_t fbf_allow_smem(std::atomic<unsigned long long> &ready,
+                           const void *func, int device, size_t bytes);
 
 #endif /* FB_CUDA_FUSED_INTERNAL_H */

@@ -100,17 +100,7 @@ static inline cudaError_t tiny_prepare(TinyKernelState &st,
                                        const void *func,
                                        const fb_fused_env *env)
 {
-    const int dev = env->device;
-    const unsigned long long bit =
-        (dev >= 0 && dev < 64) ? 1ull << dev : 0ull;
-    if (bit && (st.ready.load(std::memory_order_acquire) & bit))
-        return cudaSuccess;
-    cudaError_t e = cudaFuncSetAttribute(
-        func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        (int)env->smem_optin);
-    if (e == cudaSuccess && bit)
-        st.ready.fetch_or(bit, std::memory_order_release);
-    return e;
+    return fbf_allow_smem(st.ready, func, env->device, env->smem_optin);
 }
 
 static inline bool tiny_aligned16(const void *p)
