@@ -418,12 +418,15 @@ void fp8_sweep_gemm(const fp8_target *t)
      * aligned (k a multiple of 16, or ldb padded to one: k = 37 with
      * ldb = 48 reads a ragged tail), k across several 64-wide chunks per
      * warp, n not a multiple of its 16 channels per block; k = 1004 and
-     * 4100 end in a partial 64-wide chunk. */
+     * 4100 end in a partial 64-wide chunk. The last two hold X past
+     * 256 KB (16 x 8208, 9 x 14600), where 9..16 rows take the weights
+     * through a ring of shared memory, and end in a partial chunk. */
     static const int64_t dec[][3] = {{1, 24, 64},   {2, 40, 320},
                                      {7, 8, 1024},  {8, 1000, 4096},
                                      {9, 33, 576},  {15, 17, 2048},
                                      {16, 264, 4096}, {16, 5, 37},
-                                     {5, 300, 1004},  {12, 96, 4100}};
+                                     {5, 300, 1004},  {12, 96, 4100},
+                                     {16, 40, 8208},  {9, 24, 14600}};
     for (size_t r = 0; r < sizeof dec / sizeof dec[0]; r++)
         for (int d = 1; d < 3; d++) {
             const int64_t pad = dec[r][2] % 16 ? 16 - dec[r][2] % 16 : 0;
@@ -438,9 +441,10 @@ void fp8_sweep_gemm(const fp8_target *t)
      * multiple of 16), so the decode kernel loads X 8 bytes at a time:
      * up to 8 rows with its weights through the shared-memory ring, k long
      * enough that each warp's ring wraps (6160: six chunks a warp), and
-     * from 9 rows through registers. */
+     * from 9 rows through registers, or a ring where X passes 256 KB
+     * (13 x 10112). */
     static const int64_t odd_x[][3] = {{1, 40, 6160}, {7, 33, 6160},
-                                       {12, 24, 2064}};
+                                       {12, 24, 2064}, {13, 24, 10112}};
     for (size_t r = 0; r < sizeof odd_x / sizeof odd_x[0]; r++)
         for (int d = 1; d < 3; d++)
             gemm_case_lda(t, dts[d], FB_ROW_MAJOR, FB_NO_TRANS, FB_TRANS,
@@ -471,9 +475,11 @@ void fp8_sweep_mlp(const fp8_target *t)
                          shapes[s][3], 1, 1, s % 3 ? 0 : 2);
         }
     /* The GPU's decode shapes: up to 16 rows, k a multiple of 16, h and
-     * n ragged. */
+     * n ragged; the last two with X (12 x 11008) or H (10 x 13120) past
+     * the 256 KB from which 9..16 rows take the weights through a ring. */
     static const int64_t dec[][4] = {{1, 64, 40, 24},   {4, 256, 136, 64},
-                                     {16, 512, 264, 120}, {9, 1024, 70, 33}};
+                                     {16, 512, 264, 120}, {9, 1024, 70, 33},
+                                     {12, 11008, 24, 8}, {10, 64, 13120, 8}};
     for (int d = 1; d < 3; d++)
         for (size_t s = 0; s < sizeof dec / sizeof dec[0]; s++)
             fp8_mlp_case(t, dts[d], all_acts[(s + (size_t)d) % N_ACTS],

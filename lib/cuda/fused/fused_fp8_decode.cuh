@@ -3,10 +3,11 @@
  * fused_fp8_decode.cuh -- the e4m3 decode kernels' main loop (the scheme
  * is described at the top of fused_fp8_gemm.cu): a block's tiles of 16
  * weight rows, every warp a share of k, the partial sums met in shared
- * memory. Up to 8 tokens the weights land in a ring in shared memory
- * (stream_ring: the next chunk is asked for before the current one is
- * waited for, and the ring holds no registers), else in registers
- * (stream_chunks). Shared by the gemm and the MLP's gate-and-up kernel.
+ * memory. Up to 8 tokens, and at 9..16 where X does not fit L1, the
+ * weights land in a ring in shared memory (stream_ring: the next chunk is
+ * asked for before the current one is waited for, and the ring holds no
+ * registers), else in registers (stream_chunks). Shared by the gemm and
+ * the MLP's gate-and-up kernel.
  */
 #ifndef FB_FUSED_FP8_DECODE_CUH
 #define FB_FUSED_FP8_DECODE_CUH
@@ -175,20 +176,57 @@ template <int NT, int MT> __host__ __device__ constexpr int depth_of()
     return NT == 1 && MT == 1 ? 3 : 2;
 }
 
-/* Stages of each warp's ring in shared memory (0: the chunks stay in
- * registers, stream_chunks): up to 8 tokens only. From 9 tokens X is
- * read again for every chunk, and the ring's shared memory would take
- * the L1 that holds it (16 x 4096 bf16 tokens are 128 KB). */
-template <int MT> __host__ __device__ constexpr int ring_stages()
+/* Stages of each warp's ring in shared memory for m tokens of k values
+ * (0: the chunks stay in registers, stream_chunks). Up to 8 tokens 4.
+ * From 9 tokens each chunk's products read X again: where X fits the
+ * 256 KB of L1 and shared memory an SM has, it stays in L1 and a ring
+ * would shrink that L1 (16 x 4096 -> 11008 on an H200: 25.5 us in
+ * registers, 27.0 with a ring); past it X comes from L2 anyway and a
+ * ring of 3 streams faster (16 x 11008 -> 4096: 22.8 -> 21.3 us). */
+constexpr int64_t kRingXBytes = 256 * 1024;
+inline int ring_stages(int mt, int64_t m, int64_t k)
 {
-    return MT == 1 ? 4 : 0;
+    return mt == 1 ? 4 : mt == 2 && m * k * 2 > kRingXBytes ? 3 : 0;
 }
 
-/* Bytes of dynamic shared memory decode_sums' ring takes: each of W warps
- * ring_stages chunks of 32 lanes x 2 NT x 16 bytes. */
-template <int W, int NT, int MT> __host__ __device__ constexpr int ring_bytes()
+/* Floats of shared memory decode_sums needs: each warp's slice of 16 NT
+ * rows x 8 MT tokens. */
+template <int W, int NT, int MT> __host__ __device__ constexpr int red_floats()
 {
-    return W * ring_stages<MT>() * NT * 2 * 32 * 16;
+    return W * 16 * NT * 8 * MT;
+}
+
+/* Bytes of a ring of R stages: each of W warps R chunks of 32 lanes x
+ * 2 NT x 16 bytes. */
+template <int W, int NT, int R> __host__ __device__ constexpr int ring_bytes()
+{
+    return W * R * NT * 2 * 32 * 16;
+}
+
+/* Where there is a ring, the partial sums' slices take its shared memory
+ * once every warp has streamed (less shared memory, more L1 for X); the
+ * kernel's static array then has one float, else red_floats. */
+template <int W, int NT, int MT, int R>
+__host__ __device__ constexpr int static_red_floats()
+{
+    return R > 0 ? 1 : red_floats<W, NT, MT>();
+}
+
+/* Bytes of dynamic shared memory a decode kernel launches with. */
+template <int W, int NT, int MT, int R>
+__host__ __device__ constexpr int dynamic_bytes()
+{
+    return R == 0 ? 0
+           : ring_bytes<W, NT, R>() > 4 * red_floats<W, NT, MT>()
+               ? ring_bytes<W, NT, R>()
+               : 4 * red_floats<W, NT, MT>();
+}
+
+/* The slices' home: the ring (dynamic) or the static array. */
+template <int R>
+__device__ __forceinline__ float *sums_home(float *own, uint4 *ring)
+{
+    return R > 0 ? reinterpret_cast<float *>(ring) : own;
 }
 
 /* stream_chunks with the chunks landing in this warp's ring of R stages
@@ -238,13 +276,6 @@ __device__ __forceinline__ void stream_ring(const T *const (&xr)[MT],
     fbf::cp_async_wait<0>();
 }
 
-/* Floats of shared memory decode_sums needs: each warp's slice of 16 NT
- * rows x 8 MT tokens. */
-template <int W, int NT, int MT> __host__ __device__ constexpr int red_floats()
-{
-    return W * 16 * NT * 8 * MT;
-}
-
 /* The token tiling for m tokens, m <= kMaxTokens: tiles of 8 tokens (the
  * n side of m16n8k16), 1, 2, 4 or 8 of them. */
 constexpr int kMaxTokens = 64;
@@ -260,14 +291,15 @@ __host__ __device__ inline int decode_rows(decode_tiling d)
 
 /* The block's NT tiles of 16 weight rows against the m tokens: every
  * warp's partial sums of its chunks, summed in warp order into
- * red[r * 8 MT + i] (tile row r = 16 nt + (0..15), token i); red holds
- * red_floats<W, NT, MT>(), ring (dynamic) ring_bytes<W, NT, MT>(). Row
+ * red[r * 8 MT + i] (tile row r = 16 nt + (0..15), token i); red is
+ * sums_home<R>(...), ring (dynamic) dynamic_bytes<W, NT, MT, R>() (R
+ * stages a warp, 0: none). Row
  * h * 8 + g of tile nt (h = 0, 1) is row c[2 nt + h] + g of matrix
  * w[2 nt + h] (row stride w_cs[2 nt + h]); rows at or past n read zeros
  * in the checked chunk and row n - 1 elsewhere, tokens past m token
  * m - 1: those sums are dropped by the caller. Whole chunks run without
  * bounds tests; the partial last chunk with them. */
-template <typename T, int W, int NT, int MT>
+template <typename T, int W, int NT, int MT, int R>
 __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                                             int64_t m, int64_t k,
                                             const uint8_t *const *w,
@@ -298,7 +330,6 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
                         16 * t;
     const int64_t full = k / 64;
     const bool x16 = (uintptr_t)x % 16 == 0 && x_ts % 8 == 0;
-    constexpr int R = ring_stages<MT>();
     if constexpr (R > 0) {
         if (x16)
             stream_ring<T, W, NT, MT, true, R>(xr, wr, full, acc, ring);
@@ -336,6 +367,8 @@ __device__ __forceinline__ void decode_sums(const T *x, int64_t x_ts,
      * output sums the slices in warp order (the same order whatever the
      * timing). */
     const int tok = 8 * MT, slice = 16 * NT * tok;
+    if constexpr (R > 0)
+        __syncthreads(); /* the slices take the ring's memory */
     float *mine = red + warp * slice;
 #pragma unroll
     for (int j = 0; j < MT; j++)

@@ -18,9 +18,10 @@
  * streaming hint. Up to 8 tokens the chunks reach each warp's ring of 4
  * stages in shared memory by cp.async: 3 chunks a lane stay on the way
  * (a register slot is asked for again only after its products), which
- * streams faster while X is small enough to stay in L1 beside the ring.
- * More than 8 tokens: 2, 4 or 8 token tiles share each widened A
- * fragment.
+ * streams faster while X is small enough to stay in L1 beside the ring;
+ * at 9..16 tokens a ring of 3 where X is too large for L1 anyway
+ * (ring_stages). More than 8 tokens: 2, 4 or 8 token tiles share each
+ * widened A fragment.
  *
  * From 17 to 192 tokens, by the shape rule (fb_fp8_mid_rows): the mid
  * kernel (fused_fp8_mid.cu), the same widening with the tokens staged in
@@ -56,17 +57,18 @@ __host__ __device__ constexpr int gemm_min_blocks(int mt)
     return mt <= 4 ? 2 : 1;
 }
 
-template <typename T, int MT>
+template <typename T, int MT, int R>
 __global__ void __launch_bounds__(gemm_warps(MT) * 32, gemm_min_blocks(MT))
     e4m3_gemm_decode(fb_e4m3_gemm_problem p)
 {
-    __shared__ float red[red_floats<gemm_warps(MT), 1, MT>()];
+    __shared__ float own[static_red_floats<gemm_warps(MT), 1, MT, R>()];
     extern __shared__ uint4 ring[];
+    float *red = sums_home<R>(own, ring);
     const int64_t c0 = (int64_t)blockIdx.x * 16;
     const uint8_t *const w[2] = {p.w, p.w};
     const int64_t w_cs[2] = {p.w_cs, p.w_cs}, c[2] = {c0, c0 + 8};
-    decode_sums<T, gemm_warps(MT), 1, MT>((const T *)p.x, p.x_ts, p.m, p.k, w,
-                                      w_cs, c, p.n, red, ring);
+    decode_sums<T, gemm_warps(MT), 1, MT, R>((const T *)p.x, p.x_ts, p.m, p.k,
+                                         w, w_cs, c, p.n, red, ring);
     /* tokens slow, channels fast: neighbouring threads write neighbouring
      * outputs of a row */
     for (int q = threadIdx.x; q < 16 * 8 * MT; q += blockDim.x) {
@@ -169,17 +171,17 @@ bool fb_fp8_direct_applies(const fb_e4m3_gemm_problem *p)
 
 namespace {
 
-template <typename T, int MT>
+template <typename T, int MT, int R>
 void launch_decode(cudaStream_t stream, const fb_e4m3_gemm_problem *p,
                    bool x_pending)
 {
     fb_e4m3_gemm_problem q = *p;
     void *args[] = {&q};
-    const int smem = ring_bytes<gemm_warps(MT), 1, MT>();
+    const int smem = dynamic_bytes<gemm_warps(MT), 1, MT, R>();
     static std::atomic<unsigned long long> ready{0};
-    allow_ring(&e4m3_gemm_decode<T, MT>, smem, ready);
+    allow_ring(&e4m3_gemm_decode<T, MT, R>, smem, ready);
     (void)fbf_launch_grid(
-        reinterpret_cast<const void *>(&e4m3_gemm_decode<T, MT>),
+        reinterpret_cast<const void *>(&e4m3_gemm_decode<T, MT, R>),
         (int)((p->n + 15) / 16), gemm_warps(MT) * 32, args, (size_t)smem,
         stream, x_pending);
 }
@@ -192,10 +194,15 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode,
     if constexpr (!std::is_same<T, float>::value && std::is_same<T, TC>::value) {
         if (decode) {
             switch (decode_tiling_of(p->m)) {
-            case kTok8: launch_decode<T, 1>(stream, p, x_pending); break;
-            case kTok16: launch_decode<T, 2>(stream, p, x_pending); break;
-            case kTok32: launch_decode<T, 4>(stream, p, x_pending); break;
-            default: launch_decode<T, 8>(stream, p, x_pending); break;
+            case kTok8: launch_decode<T, 1, 4>(stream, p, x_pending); break;
+            case kTok16:
+                if (ring_stages(2, p->m, p->k) == 3)
+                    launch_decode<T, 2, 3>(stream, p, x_pending);
+                else
+                    launch_decode<T, 2, 0>(stream, p, x_pending);
+                break;
+            case kTok32: launch_decode<T, 4, 0>(stream, p, x_pending); break;
+            default: launch_decode<T, 8, 0>(stream, p, x_pending); break;
             }
             return;
         }

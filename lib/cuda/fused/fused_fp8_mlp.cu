@@ -39,12 +39,13 @@ __host__ __device__ constexpr int gate_up_min_blocks(int mt)
     return mt <= 2 ? 4 : 2;
 }
 
-template <typename T, int MT>
+template <typename T, int MT, int R>
 __global__ void __launch_bounds__(kWarps * 32, gate_up_min_blocks(MT))
     e4m3_gate_up_decode(fb_e4m3_mlp_problem p, T *hbuf)
 {
-    __shared__ float red[red_floats<kWarps, 1, MT>()];
+    __shared__ float own[static_red_floats<kWarps, 1, MT, R>()];
     extern __shared__ uint4 ring[];
+    float *red = sums_home<R>(own, ring);
     /* the down projection, launched programmatically, may take the SMs
      * this grid leaves and stream its weights (it reads H only after this
      * grid has ended) */
@@ -52,8 +53,8 @@ __global__ void __launch_bounds__(kWarps * 32, gate_up_min_blocks(MT))
     const int64_t c0 = (int64_t)blockIdx.x * 8;
     const uint8_t *const w[2] = {p.wg, p.wu};
     const int64_t w_cs[2] = {p.k, p.k}, c[2] = {c0, c0};
-    decode_sums<T, kWarps, 1, MT>((const T *)p.x, p.ldx, p.m, p.k, w, w_cs,
-                                  c, p.h, red, ring);
+    decode_sums<T, kWarps, 1, MT, R>((const T *)p.x, p.ldx, p.m, p.k, w,
+                                     w_cs, c, p.h, red, ring);
     for (int q = threadIdx.x; q < 8 * 8 * MT; q += blockDim.x) {
         const int i = q / 8, r = q % 8;
         const int64_t j = c0 + r;
@@ -134,14 +135,14 @@ void gate(cudaStream_t stream, const float *g, const float *u, int64_t count,
     e4m3_gate<T><<<grid, 256, 0, stream>>>(g, u, count, act, (T *)hbuf);
 }
 
-template <typename T, int MT>
+template <typename T, int MT, int R>
 void gate_up_launch(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
                     void *hbuf, unsigned blocks)
 {
-    const int smem = ring_bytes<kWarps, 1, MT>();
+    const int smem = dynamic_bytes<kWarps, 1, MT, R>();
     static std::atomic<unsigned long long> ready{0};
-    allow_ring(&e4m3_gate_up_decode<T, MT>, smem, ready);
-    e4m3_gate_up_decode<T, MT><<<blocks, kWarps * 32, smem, stream>>>(
+    allow_ring(&e4m3_gate_up_decode<T, MT, R>, smem, ready);
+    e4m3_gate_up_decode<T, MT, R><<<blocks, kWarps * 32, smem, stream>>>(
         *p, (T *)hbuf);
 }
 
@@ -151,10 +152,15 @@ void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
 {
     const unsigned blocks = (unsigned)((p->h + 7) / 8);
     switch (decode_tiling_of(p->m)) {
-    case kTok8: gate_up_launch<T, 1>(stream, p, hbuf, blocks); break;
-    case kTok16: gate_up_launch<T, 2>(stream, p, hbuf, blocks); break;
-    case kTok32: gate_up_launch<T, 4>(stream, p, hbuf, blocks); break;
-    default: gate_up_launch<T, 8>(stream, p, hbuf, blocks); break;
+    case kTok8: gate_up_launch<T, 1, 4>(stream, p, hbuf, blocks); break;
+    case kTok16:
+        if (ring_stages(2, p->m, p->k) == 3)
+            gate_up_launch<T, 2, 3>(stream, p, hbuf, blocks);
+        else
+            gate_up_launch<T, 2, 0>(stream, p, hbuf, blocks);
+        break;
+    case kTok32: gate_up_launch<T, 4, 0>(stream, p, hbuf, blocks); break;
+    default: gate_up_launch<T, 8, 0>(stream, p, hbuf, blocks); break;
     }
 }
 
