@@ -420,13 +420,18 @@ void fp8_sweep_gemm(const fp8_target *t)
      * warp, n not a multiple of its 16 channels per block; k = 1004 and
      * 4100 end in a partial 64-wide chunk. The last two hold X past
      * 256 KB (16 x 8208, 9 x 14600), where 9..16 rows take the weights
-     * through a ring of shared memory, and end in a partial chunk. */
+     * through a ring of shared memory, and end in a partial chunk. Then
+     * n = 4500 (282 blocks of 16 channels, more than some GPUs hold at
+     * once) with k = 100 (a whole chunk and a partial one) at 3, 12 and
+     * 20 rows (ring, registers, registers with 4 token tiles). */
     static const int64_t dec[][3] = {{1, 24, 64},   {2, 40, 320},
                                      {7, 8, 1024},  {8, 1000, 4096},
                                      {9, 33, 576},  {15, 17, 2048},
                                      {16, 264, 4096}, {16, 5, 37},
                                      {5, 300, 1004},  {12, 96, 4100},
-                                     {16, 40, 8208},  {9, 24, 14600}};
+                                     {16, 40, 8208},  {9, 24, 14600},
+                                     {3, 4500, 100},  {12, 4500, 100},
+                                     {20, 4500, 100}};
     for (size_t r = 0; r < sizeof dec / sizeof dec[0]; r++)
         for (int d = 1; d < 3; d++) {
             const int64_t pad = dec[r][2] % 16 ? 16 - dec[r][2] % 16 : 0;
@@ -475,11 +480,14 @@ void fp8_sweep_mlp(const fp8_target *t)
                          shapes[s][3], 1, 1, s % 3 ? 0 : 2);
         }
     /* The GPU's decode shapes: up to 16 rows, k a multiple of 16, h and
-     * n ragged; the last two with X (12 x 11008) or H (10 x 13120) past
-     * the 256 KB from which 9..16 rows take the weights through a ring. */
+     * n ragged; then X (12 x 11008) or H (10 x 13120) past the 256 KB
+     * from which 9..16 rows take the weights through a ring; then h =
+     * 4300 (538 blocks of 8 channels) with k = 80 (a partial chunk) at 5
+     * and 14 rows. */
     static const int64_t dec[][4] = {{1, 64, 40, 24},   {4, 256, 136, 64},
                                      {16, 512, 264, 120}, {9, 1024, 70, 33},
-                                     {12, 11008, 24, 8}, {10, 64, 13120, 8}};
+                                     {12, 11008, 24, 8}, {10, 64, 13120, 8},
+                                     {5, 80, 4300, 16},  {14, 80, 4300, 16}};
     for (int d = 1; d < 3; d++)
         for (size_t s = 0; s < sizeof dec / sizeof dec[0]; s++)
             fp8_mlp_case(t, dts[d], all_acts[(s + (size_t)d) % N_ACTS],
