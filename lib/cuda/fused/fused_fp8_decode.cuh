@@ -13,6 +13,7 @@
 #define FB_FUSED_FP8_DECODE_CUH
 
 #include <atomic>
+#include <type_traits>
 #include "fused_device.cuh"
 #include "fused_internal.h"
 #include "fused_fp8_device.cuh"
@@ -184,9 +185,12 @@ template <int NT, int MT> __host__ __device__ constexpr int depth_of()
  * registers, 27.0 with a ring); past it X comes from L2 anyway and a
  * ring of 3 streams faster (16 x 11008 -> 4096: 22.8 -> 21.3 us). */
 constexpr int64_t kRingXBytes = 256 * 1024;
+constexpr int kRingStages8 = 4, kRingStages16 = 3;
 inline int ring_stages(int mt, int64_t m, int64_t k)
 {
-    return mt == 1 ? 4 : mt == 2 && m * k * 2 > kRingXBytes ? 3 : 0;
+    return mt == 1                               ? kRingStages8
+           : mt == 2 && m * k * 2 > kRingXBytes ? kRingStages16
+                                                 : 0;
 }
 
 /* Floats of shared memory decode_sums needs: each warp's slice of 16 NT
@@ -287,6 +291,34 @@ __host__ __device__ inline decode_tiling decode_tiling_of(int64_t m)
 __host__ __device__ inline int decode_rows(decode_tiling d)
 {
     return d == kTok8 ? 8 : d == kTok16 ? 16 : d == kTok32 ? 32 : 64;
+}
+
+/* Calls launch(MT, R) for m tokens of k values, the token tiles and the
+ * ring's stages (ring_stages) as compile-time constants
+ * (std::integral_constant), so that each launcher instantiates its kernel
+ * for exactly the forms the rule can choose. */
+template <typename L> void decode_forms(int64_t m, int64_t k, L &&launch)
+{
+    using std::integral_constant;
+    switch (decode_tiling_of(m)) {
+    case kTok8:
+        launch(integral_constant<int, 1>{},
+               integral_constant<int, kRingStages8>{});
+        break;
+    case kTok16:
+        if (ring_stages(2, m, k) > 0)
+            launch(integral_constant<int, 2>{},
+                   integral_constant<int, kRingStages16>{});
+        else
+            launch(integral_constant<int, 2>{}, integral_constant<int, 0>{});
+        break;
+    case kTok32:
+        launch(integral_constant<int, 4>{}, integral_constant<int, 0>{});
+        break;
+    default:
+        launch(integral_constant<int, 8>{}, integral_constant<int, 0>{});
+        break;
+    }
 }
 
 /* The block's NT tiles of 16 weight rows against the m tokens: every

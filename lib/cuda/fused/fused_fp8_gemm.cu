@@ -193,17 +193,10 @@ void launch(cudaStream_t stream, const fb_e4m3_gemm_problem *p, bool decode,
     /* the decode kernel has 16-bit forms only (decode_applies) */
     if constexpr (!std::is_same<T, float>::value && std::is_same<T, TC>::value) {
         if (decode) {
-            switch (decode_tiling_of(p->m)) {
-            case kTok8: launch_decode<T, 1, 4>(stream, p, x_pending); break;
-            case kTok16:
-                if (ring_stages(2, p->m, p->k) == 3)
-                    launch_decode<T, 2, 3>(stream, p, x_pending);
-                else
-                    launch_decode<T, 2, 0>(stream, p, x_pending);
-                break;
-            case kTok32: launch_decode<T, 4, 0>(stream, p, x_pending); break;
-            default: launch_decode<T, 8, 0>(stream, p, x_pending); break;
-            }
+            decode_forms(p->m, p->k, [&](auto mt, auto r) {
+                launch_decode<T, decltype(mt)::value, decltype(r)::value>(
+                    stream, p, x_pending);
+            });
             return;
         }
     }

@@ -151,17 +151,10 @@ void gate_up_decode(cudaStream_t stream, const fb_e4m3_mlp_problem *p,
                     void *hbuf)
 {
     const unsigned blocks = (unsigned)((p->h + 7) / 8);
-    switch (decode_tiling_of(p->m)) {
-    case kTok8: gate_up_launch<T, 1, 4>(stream, p, hbuf, blocks); break;
-    case kTok16:
-        if (ring_stages(2, p->m, p->k) == 3)
-            gate_up_launch<T, 2, 3>(stream, p, hbuf, blocks);
-        else
-            gate_up_launch<T, 2, 0>(stream, p, hbuf, blocks);
-        break;
-    case kTok32: gate_up_launch<T, 4, 0>(stream, p, hbuf, blocks); break;
-    default: gate_up_launch<T, 8, 0>(stream, p, hbuf, blocks); break;
-    }
+    decode_forms(p->m, p->k, [&](auto mt, auto r) {
+        gate_up_launch<T, decltype(mt)::value, decltype(r)::value>(
+            stream, p, hbuf, blocks);
+    });
 }
 
 } // namespace
