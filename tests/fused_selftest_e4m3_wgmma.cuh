@@ -166,10 +166,10 @@ struct E4Gemm {
 static void e4m3_check_gemm(Device &dev, const E4Gemm &c, uint64_t seed, int bn, int splits = 0)
 {
     char label[160];
-    snprintf(label, sizeof label, "gemm %s %d x %d -> %d ldx %lld ldc %lld a %.2f b %.2f %s%s%s bn %d splits %d",
+    snprintf(label, sizeof label, "gemm %s %d x %d -> %d ldx %lld ldc %lld a %.2f b %.2f %s%s%s bn %d splits %d%s",
              dname(c.d), c.m, c.k, c.n, (long long)c.ldx, (long long)c.ldc, c.alpha, c.beta,
              aname(c.act), c.bias ? " bias" : "", c.mode == 1 ? " integers" : c.mode == 2 ? " NaN" : "", bn,
-             splits);
+             splits, fbf_knobs.e4m3_mcast == 1 ? " own-X" : fbf_knobs.e4m3_mcast == 2 ? " pairs" : "");
     g_current = label;
     cudaStream_t s = dev.stream;
     const size_t xb = (size_t)c.m * c.ldx * 2, cb = (size_t)c.m * c.ldc * 2;
@@ -273,8 +273,9 @@ static void e4m3_check_gate_up(Device &dev, fb_dtype d, int m, int k, int h, fb_
                                bool bias, uint64_t seed, int bn)
 {
     char label[160];
-    snprintf(label, sizeof label, "gate-up %s %d x %d -> %d %s%s bn %d", dname(d), m, k, h,
-             aname(act), bias ? " bias" : "", bn);
+    snprintf(label, sizeof label, "gate-up %s %d x %d -> %d %s%s bn %d%s", dname(d), m, k, h,
+             aname(act), bias ? " bias" : "", bn,
+             fbf_knobs.e4m3_mcast == 1 ? " own-X" : fbf_knobs.e4m3_mcast == 2 ? " pairs" : "");
     g_current = label;
     cudaStream_t s = dev.stream;
     void *x, *hb, *bg, *bu;
@@ -372,17 +373,36 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
     p.act = FB_ACT_GELU_TANH;
     char path[64];
     const int iters = m >= 4096 ? 15 : 30;
-    double t_new[5];
-    const int bns[5] = {0, 64, 128, 256, 0};
-    char auto_path[64] = "";
-    for (int v = 0; v < 5; ++v)
+    /* v: 0 the plan, 1..3 BN 64 / 128 / 256 unsplit, 4 the plan with each
+     * CTA loading its own X tile; 5..7 BN 64 / 128 / 256 the same */
+    double t_new[8];
+    const int bns[8] = {0, 64, 128, 256, 0, 64, 128, 256};
+    char auto_path[64] = "", own_path[64] = "";
+    for (int v = 0; v < 8; ++v) {
+        fbf_knobs.e4m3_mcast = v >= 4 ? 1 : v > 0 ? 2 : 0;
         t_new[v] = time_us(s, 3, iters, [&](int i) {
             p.w = w[i % sets];
-            if (fbf_e4m3_wgmma_gemm(&dev.env, &p, bns[v], v == 4 ? 1 : 0, path, sizeof path) != FB_STATUS_SUCCESS)
+            if (fbf_e4m3_wgmma_gemm(&dev.env, &p, bns[v], v == 0 || v == 4 ? 0 : 1, path, sizeof path) != FB_STATUS_SUCCESS)
                 CK(cudaErrorUnknown);
             if (v == 0)
                 snprintf(auto_path, sizeof auto_path, "%s", path);
+            if (v == 4)
+                snprintf(own_path, sizeof own_path, "%s", path);
         });
+    }
+    fbf_knobs.e4m3_mcast = 0;
+    /* diagnostics of BN 256 in pairs: no fragment loads or widening; the
+     * loads without the widening; no epilogue */
+    double t_diag[3];
+    for (int v = 0; v < 3; ++v) {
+        fbf_knobs.e4m3_variant = v + 1;
+        t_diag[v] = time_us(s, 3, iters, [&](int i) {
+            p.w = w[i % sets];
+            if (fbf_e4m3_wgmma_gemm(&dev.env, &p, 256, 1, path, sizeof path) != FB_STATUS_SUCCESS)
+                CK(cudaErrorUnknown);
+        });
+    }
+    fbf_knobs.e4m3_variant = 0;
     /* the engine on the widened weights: the old path's GEMM (+ its pass) */
     fb_gemm_problem g;
     memset(&g, 0, sizeof g);
@@ -421,12 +441,14 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
             p.w = w[i % sets];
             CK(fb_fp8_mid_gemm(s, &p, 0));
         });
-    char line[360];
+    char line[520];
     snprintf(line, sizeof line,
-             "gemm %5d x %5d -> %5d: wgmma %7.1f %s (unsplit %7.1f; bn64 %7.1f bn128 %7.1f bn256 %7.1f)  "
-             "mid %7.1f  old %7.1f  bf16 %7.1f (%s)  cublas+ew %7.1f  new/old %.2fx new vs bf16 %.2fx",
-             m, k, n, t_new[0], auto_path + sizeof "cuda-fused/e4m3-" - 1, t_new[4], t_new[1], t_new[2],
-             t_new[3], t_mid, t_old, t_bf16, bpath, t_blas, t_old / t_new[0], t_bf16 / t_new[0]);
+             "gemm %5d x %5d -> %5d: wgmma %7.1f %s (own X %7.1f %s; pairs/own bn64 %7.1f/%7.1f bn128 %7.1f/%7.1f bn256 %7.1f/%7.1f)  "
+             "bn256 pairs diag: no-widen-no-lds %7.1f no-widen %7.1f no-epilogue %7.1f  "
+             "mid %7.1f  old %7.1f  bf16 %7.1f  cublas+ew %7.1f  new/old %.2fx new vs bf16 %.2fx",
+             m, k, n, t_new[0], auto_path + sizeof "cuda-fused/e4m3-" - 1, t_new[4],
+             own_path + sizeof "cuda-fused/e4m3-" - 1, t_new[1], t_new[5], t_new[2], t_new[6],
+             t_new[3], t_new[7], t_diag[0], t_diag[1], t_diag[2], t_mid, t_old, t_bf16, t_blas, t_old / t_new[0], t_bf16 / t_new[0]);
     printf("%s\n", line);
     fflush(stdout);
     g_tune_lines.push_back(line);
@@ -484,15 +506,28 @@ static void e4m3_time_mlp(Device &dev, int m, int k, int h)
     dn.act = FB_ACT_NONE;
     const int iters = m >= 4096 ? 10 : 20;
     char path[64];
-    const double t_new = time_us(s, 3, iters, [&](int) {
-        if (fbf_e4m3_wgmma_gate_up(&dev.env, &p, hb, 0) != FB_STATUS_SUCCESS ||
-            fbf_e4m3_wgmma_gemm(&dev.env, &dn, 0, 0, path, sizeof path) != FB_STATUS_SUCCESS)
-            CK(cudaErrorUnknown);
-    });
-    const double t_gu = time_us(s, 3, iters, [&](int) {
-        if (fbf_e4m3_wgmma_gate_up(&dev.env, &p, hb, 0) != FB_STATUS_SUCCESS)
-            CK(cudaErrorUnknown);
-    });
+    double t_mc[2], t_gmc[2];
+    for (int mc = 0; mc < 2; ++mc) {
+        fbf_knobs.e4m3_mcast = mc ? 0 : 1; /* [0]: own X tiles, [1]: the rule */
+        t_mc[mc] = time_us(s, 3, iters, [&](int) {
+            if (fbf_e4m3_wgmma_gate_up(&dev.env, &p, hb, 0) != FB_STATUS_SUCCESS ||
+                fbf_e4m3_wgmma_gemm(&dev.env, &dn, 0, 0, path, sizeof path) != FB_STATUS_SUCCESS)
+                CK(cudaErrorUnknown);
+        });
+        t_gmc[mc] = time_us(s, 3, iters, [&](int) {
+            if (fbf_e4m3_wgmma_gate_up(&dev.env, &p, hb, 0) != FB_STATUS_SUCCESS)
+                CK(cudaErrorUnknown);
+        });
+    }
+    fbf_knobs.e4m3_mcast = 0;
+    /* the gate-and-up in pairs at each BN */
+    double t_gbn[3];
+    for (int bi = 0; bi < 3; ++bi)
+        t_gbn[bi] = time_us(s, 3, iters, [&](int) {
+            if (fbf_e4m3_wgmma_gate_up(&dev.env, &p, hb, 64 << bi) != FB_STATUS_SUCCESS)
+                CK(cudaErrorUnknown);
+        });
+    const double t_new = t_mc[1], t_gu = t_gmc[1];
     /* old: Wg, Wu widened side by side, the engine's dual GEMM with the
      * scales, Wd widened, the engine's scaled GEMM */
     fb_mlp_problem q;
@@ -560,12 +595,14 @@ static void e4m3_time_mlp(Device &dev, int m, int k, int h)
         });
         t_mid_gu = time_us(s, 3, iters, [&](int) { CK(fb_fp8_mid_gate_up(s, &p, hb, 0)); });
     }
-    char line[400];
+    char line[520];
     snprintf(line, sizeof line,
-             "mlp  %5d x %5d -> %5d -> %5d: wgmma %7.1f (gate-up %7.1f)  mid %7.1f (gate-up %7.1f)  "
+             "mlp  %5d x %5d -> %5d -> %5d: wgmma %7.1f (gate-up %7.1f; own X %7.1f, gate-up %7.1f; "
+             "gate-up pairs bn64 %7.1f bn128 %7.1f bn256 %7.1f)  mid %7.1f (gate-up %7.1f)  "
              "old %7.1f  bf16 engine %7.1f  "
              "bf16 prefill-wgmma %7.1f  cublas+ew %7.1f  new/old %.2fx new vs best bf16 %.2fx",
-             m, k, h, n, t_new, t_gu, t_mid, t_mid_gu, t_old, t_eng, t_pw, t_blas, t_old / t_new,
+             m, k, h, n, t_new, t_gu, t_mc[0], t_gmc[0], t_gbn[0], t_gbn[1], t_gbn[2], t_mid, t_mid_gu,
+             t_old, t_eng, t_pw, t_blas, t_old / t_new,
              std::min(t_eng, t_pw) / t_new);
     printf("%s\n", line);
     fflush(stdout);
@@ -578,24 +615,31 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
 {
     const fb_dtype ds[2] = {FB_DTYPE_BF16, FB_DTYPE_F16};
     if (once) {
-        /* small shapes, for compute-sanitizer */
+        /* small shapes, for compute-sanitizer; X tiles shared by channel
+         * pairs (the rule) and loaded by each CTA */
+        for (int mc : {0, 1})
         for (int di = 0; di < 2; ++di)
             for (int bn : {64, 256}) {
+                fbf_knobs.e4m3_mcast = mc;
                 e4m3_check_gemm(dev, E4Gemm{ds[di], 129, 200, 144, 152, 201, 1.0f, 0.0f, FB_ACT_RELU, true, 2}, seed++, bn);
                 e4m3_check_gemm(dev, E4Gemm{ds[di], 300, 136, 512, 512, 136, 0.5f, 0.25f, FB_ACT_GELU_TANH, true, 0}, seed++, bn);
                 e4m3_check_gemm(dev, E4Gemm{ds[di], 150, 72, 1024, 1032, 80, 1.0f, 0.5f, FB_ACT_SILU, true, 0}, seed++, bn, 4);
                 e4m3_check_gate_up(dev, ds[di], 70, 256, 130, FB_ACT_SILU, true, seed++, bn);
             }
+        fbf_knobs.e4m3_mcast = 0;
         return;
     }
     for (int di = 0; di < 2; ++di) {
         const fb_dtype d = ds[di];
+        for (int mc : {0, 2, 1})
         for (int bn : {64, 128, 256}) {
+            fbf_knobs.e4m3_mcast = mc;
             e4m3_check_gemm(dev, E4Gemm{d, 777, 1000, 1008, 1016, 1003, 0.75f, 0.5f, FB_ACT_GELU_TANH, true, 0}, seed++, bn);
             e4m3_check_gemm(dev, E4Gemm{d, 300, 260, 512, 512, 260, 1.0f, 0.0f, FB_ACT_NONE, false, 1}, seed++, bn);
             e4m3_check_gemm(dev, E4Gemm{d, 129, 200, 144, 152, 201, 1.0f, 0.0f, FB_ACT_RELU, true, 2}, seed++, bn);
             e4m3_check_gate_up(dev, d, 333, 1024, 700, FB_ACT_SILU, true, seed++, bn);
         }
+        fbf_knobs.e4m3_mcast = 0;
         e4m3_check_gemm(dev, E4Gemm{d, 1, 64, 16, 16, 64, 1.0f, 0.0f, FB_ACT_GELU_ERF, true, 0}, seed++, 0);
         e4m3_check_gemm(dev, E4Gemm{d, 2000, 1111, 2064, 2064, 1111, -1.5f, 0.0f, FB_ACT_SILU, true, 0}, seed++, 0);
         /* k split over clusters: each size, ragged k, beta, integers, NaN */
@@ -609,9 +653,9 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
     }
     dev.copy_gbs = measure_copy_gbs(dev.stream);
     printf("device-to-device copy: %.0f GB/s (read + write)\n", dev.copy_gbs);
-    for (int m : {128, 160, 192, 256, 384, 512, 1024, 2048})
+    for (int m : {128, 160, 192, 256, 384, 512, 1024, 2048, 4096})
         e4m3_time_gemm(dev, m, 4096, 11008);
-    for (int m : {128, 192, 512})
+    for (int m : {128, 192, 512, 2048})
         e4m3_time_gemm(dev, m, 11008, 4096);
     for (int m : {128, 192, 256})
         e4m3_time_gemm(dev, m, 4096, 4096);
@@ -619,7 +663,7 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
         e4m3_time_gemm(dev, m, 4096, 2048);
     for (int m : {128, 256})
         e4m3_time_gemm(dev, m, 14336, 4096);
-    for (int m : {128, 192, 256, 384, 512, 768, 1024})
+    for (int m : {128, 192, 256, 384, 512, 768, 1024, 2048})
         e4m3_time_mlp(dev, m, 4096, 11008);
     for (int m : {192, 512})
         e4m3_time_mlp(dev, m, 4096, 14336);

@@ -113,7 +113,7 @@ fb_status fb_fp8_gate_up_prefill(fb_cuda_ctx *ctx,
  * over clusters included) fills the GPU (fbf_e4m3_wgmma_gemm_fills). */
 #define FB_FP8_WGMMA_MIN_ROWS 128
 #define FB_FP8_WGMMA_GEMM_MAX_ROWS 384
-#define FB_FP8_WGMMA_MLP_MAX_ROWS 512
+#define FB_FP8_WGMMA_MLP_MAX_ROWS 768
 
 /* The gemm on the e4m3 wgmma kernel for FB_FP8_WGMMA_MIN_ROWS .. max_rows
  * rows of 16-bit data with 16-bit output. NOT_SUPPORTED, nothing

@@ -220,6 +220,19 @@ __device__ __forceinline__ void ew_finish_rows(const EwFinish<T> &f)
     }
 }
 
+/* A computing warp is done with a stage: one arrival on the stage's
+ * "empty" barrier of each CTA whose X half it holds (lane r on CTA r). */
+template <int CX>
+__device__ __forceinline__ void ew_release(uint64_t *empty, int lane)
+{
+    if (CX == 1) {
+        if (lane == 0)
+            mbar_arrive(empty);
+    } else if (lane < CX) {
+        mbar_arrive_cluster(empty, (uint32_t)lane);
+    }
+}
+
 /* Barrier of the 256 computing threads (warpgroups 1 and 2). */
 __device__ __forceinline__ void consumers_sync()
 {
@@ -235,19 +248,31 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t addr)
 
 /* One k-block of a consumer warpgroup: its 4 steps' fragments widened
  * into af, then four wgmma over the X tile at xs. */
-template <typename T, int NACC>
+template <typename T, int NACC, int V>
 __device__ __forceinline__ void ew_kblock(float (&acc)[NACC],
                                           uint32_t (&af)[16], uint32_t ws,
                                           const uint32_t (&o0)[4],
                                           const uint32_t (&o1)[4],
                                           uint32_t xs, bool first)
 {
+    if (V == 1) { /* diagnostic: no loads, no widening */
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+        for (int i = 0; i < 16; ++i)
+            af[i] = 0x3f803f80u ^ (ws & 0x10000u);
+    }
+#pragma unroll
+    for (int s = 0; s < 4 && V != 1; ++s) {
         const uint32_t b00 = lds_u16(ws + o0[s]);
         const uint32_t b10 = lds_u16(ws + o1[s]);
         const uint32_t b01 = lds_u16(ws + o0[s] + 8);
         const uint32_t b11 = lds_u16(ws + o1[s] + 8);
+        if (V == 2) { /* diagnostic: the loads, no widening */
+            af[4 * s + 0] = b00 | b01 << 16;
+            af[4 * s + 1] = b10 | b11 << 16;
+            af[4 * s + 2] = b01 | b00 << 16;
+            af[4 * s + 3] = b11 | b10 << 16;
+            continue;
+        }
         af[4 * s + 0] = fb_fp8_pair<T>(b00);
         af[4 * s + 1] = fb_fp8_pair<T>(b10);
         af[4 * s + 2] = fb_fp8_pair<T>(b01);
@@ -264,7 +289,7 @@ __device__ __forceinline__ void ew_kblock(float (&acc)[NACC],
 
 #endif /* FB_WGMMA_BODY */
 
-template <typename T, int BN, bool DUAL>
+template <typename T, int BN, bool DUAL, int CX, int V = 0>
 __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     e4m3_wgmma_kernel(const __grid_constant__ CUtensorMap tm_x,
                       const __grid_constant__ CUtensorMap tm_w,
@@ -283,17 +308,28 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     if (threadIdx.x == 0) {
         for (int s = 0; s < S::STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8); /* one arrival per computing warp */
+            /* one arrival per computing warp of each CTA whose X half
+             * the stage holds */
+            mbar_init(&empty[s], 8 * CX);
         }
         mbar_fence_init();
     }
-    __syncthreads();
-    const int splits = a.splits;
-    const int u = blockIdx.x / splits, rank = blockIdx.x % splits;
+    if (CX > 1)
+        ew_cluster_sync(); /* the peer's barriers exist before its copies */
+    else
+        __syncthreads();
+    /* CX == 1: a cluster of splits CTAs shares one tile, each a share of
+     * k. CX == 2: the two CTAs of a cluster take neighbouring channel
+     * tiles of one token tile, each loading half of the X tile for both
+     * (multicast), so each X byte leaves L2 once a pair */
+    const int splits = CX > 1 ? 1 : a.splits;
+    const int xr = CX > 1 ? (int)(blockIdx.x % CX) : 0;
+    const int u = CX > 1 ? (int)(blockIdx.x / CX) : (int)(blockIdx.x / splits);
+    const int rank = CX > 1 ? 0 : (int)(blockIdx.x % splits);
     /* this CTA's k-blocks: rank, rank + splits, ... (at least one) */
     const int kblocks = ((a.k + kEwBK - 1) / kEwBK - rank + splits - 1) / splits;
     const int m0 = (u % a.ntok) * BN;
-    const int c0 = (u / a.ntok) * (DUAL ? kEwRows / 2 : kEwRows);
+    const int c0 = (CX * (u / a.ntok) + xr) * (DUAL ? kEwRows / 2 : kEwRows);
 
     if (wg == 0) {
         /* one CTA a SM: 40 + 2 x 232 registers a thread; two: the
@@ -321,7 +357,14 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
                 tma_load_2d(st + kEwWBytes / 2, &tm_w, &full[stage],
                             kb * kEwBK, c0 + 64);
             }
-            tma_load_2d(st + kEwWBytes, &tm_x, &full[stage], kb * kEwBK, m0);
+            if (CX > 1)
+                tma_load_2d_multicast(st + kEwWBytes + xr * (BN / CX) * 128,
+                                      &tm_x, &full[stage], kb * kEwBK,
+                                      m0 + xr * (BN / CX),
+                                      (uint16_t)((1u << CX) - 1));
+            else
+                tma_load_2d(st + kEwWBytes, &tm_x, &full[stage], kb * kEwBK,
+                            m0);
             if (++stage == S::STAGES) {
                 stage = 0;
                 phase ^= 1;
@@ -333,6 +376,8 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
             ew_cluster_sync();
             ew_cluster_sync();
         }
+        if (CX > 1)
+            ew_cluster_sync(); /* the consumers' last one */
         return;
     }
 
@@ -366,15 +411,15 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
         mbar_wait(&full[stage], phase);
         {
             const uint32_t st = base + stage * S::STAGE_BYTES;
-            ew_kblock<T, S::NACC>(acc, af0, st, o0, o1, st + kEwWBytes,
+            ew_kblock<T, S::NACC, V>(acc, af0, st, o0, o1, st + kEwWBytes,
                                   kb == 0);
         }
         /* the previous k-block's group is done: its stage and fragments
          * are free */
         wg_wait<1>();
         pin(af1);
-        if (prev >= 0 && lane == 0)
-            mbar_arrive(&empty[prev]);
+        if (prev >= 0)
+            ew_release<CX>(&empty[prev], lane);
         prev = stage;
         if (++stage == S::STAGES) {
             stage = 0;
@@ -385,13 +430,12 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
         mbar_wait(&full[stage], phase);
         {
             const uint32_t st = base + stage * S::STAGE_BYTES;
-            ew_kblock<T, S::NACC>(acc, af1, st, o0, o1, st + kEwWBytes,
+            ew_kblock<T, S::NACC, V>(acc, af1, st, o0, o1, st + kEwWBytes,
                                   false);
         }
         wg_wait<1>();
         pin(af0);
-        if (lane == 0)
-            mbar_arrive(&empty[prev]);
+        ew_release<CX>(&empty[prev], lane);
         prev = stage;
         if (++stage == S::STAGES) {
             stage = 0;
@@ -402,6 +446,11 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     pin(acc);
     pin(af0);
     pin(af1);
+    if (V == 3) { /* diagnostic: no epilogue */
+        if (CX > 1)
+            ew_cluster_sync();
+        return;
+    }
     /* (no arrival for the last stage: nothing loads after it) */
 
     /* The accumulators through shared memory (the stages are free once
@@ -471,6 +520,8 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     }
     if (splits > 1)
         ew_cluster_sync(); /* no CTA leaves while its tile is read */
+    if (CX > 1)
+        ew_cluster_sync(); /* nor while the peer may arrive on its barriers */
 #endif /* FB_WGMMA_BODY */
 }
 
@@ -494,25 +545,40 @@ static bool ew_map_u8(CUtensorMap *tm, const void *base, int64_t rows,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <typename T, int BN, bool DUAL>
+template <typename T, int BN, bool DUAL, int CX, int V = 0>
 static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
                            const CUtensorMap &tw, const CUtensorMap &tw2,
                            EwArgs<T> a)
 {
+#ifdef FBF_SANDBOX
+    /* diagnostics (wrong results): 1 no fragment loads or widening, 2 the
+     * loads without the widening, 3 no epilogue */
+    if (V == 0 && BN == 256 && !DUAL && a.splits == 1) {
+        switch (FBF_KNOB(e4m3_variant)) {
+        case 1: return ew_launch<T, BN, DUAL, CX, 1>(env, tx, tw, tw2, a);
+        case 2: return ew_launch<T, BN, DUAL, CX, 2>(env, tx, tw, tw2, a);
+        case 3: return ew_launch<T, BN, DUAL, CX, 3>(env, tx, tw, tw2, a);
+        default: break;
+        }
+    }
+#endif
     static TinyKernelState state;
     typedef EwShape<BN> S;
     const void *func =
-        reinterpret_cast<const void *>(&e4m3_wgmma_kernel<T, BN, DUAL>);
+        reinterpret_cast<const void *>(&e4m3_wgmma_kernel<T, BN, DUAL, CX, V>);
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
     a.ntok = (a.m + BN - 1) / BN;
     a.c_pairs = ((uintptr_t)a.c & 3u) == 0 && a.ldc % 2 == 0;
-    const int64_t nch = (a.n + (DUAL ? 63 : 127)) / (DUAL ? 64 : 128);
+    const int64_t per = DUAL ? kEwRows / 2 : kEwRows;
+    /* CX > 1: channel tiles in clusters of CX (the last one's spare CTAs
+     * load their X half and write nothing) */
+    const int64_t nch = ((a.n + per - 1) / per + CX - 1) / CX * CX;
     const int64_t tiles = nch * a.ntok;
     if (a.splits != 1 && a.splits != 2 && a.splits != 4 && a.splits != 8)
         return FB_STATUS_NOT_SUPPORTED;
-    if (tiles * a.splits > 0x7fffffff ||
+    if ((CX > 1 && a.splits != 1) || tiles * a.splits > 0x7fffffff ||
         (a.k + kEwBK - 1) / kEwBK < a.splits)
         return FB_STATUS_NOT_SUPPORTED;
     cudaLaunchConfig_t cfg = {};
@@ -522,44 +588,81 @@ static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
     cfg.stream = env->stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)a.splits;
+    attr[0].val.clusterDim.x = (unsigned)(CX > 1 ? CX : a.splits);
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = a.splits > 1 ? 1 : 0;
+    cfg.numAttrs = CX > 1 || a.splits > 1 ? 1 : 0;
     return fbf_launch_status(cudaLaunchKernelEx(
-        &cfg, e4m3_wgmma_kernel<T, BN, DUAL>, tx, tw, tw2, a));
+        &cfg, e4m3_wgmma_kernel<T, BN, DUAL, CX, V>, tx, tw, tw2, a));
 }
 
 /* The launch's shape: tokens a tile (BN) and CTAs a tile (splits, each a
  * share of the k-blocks). */
 struct EwPlan {
-    int bn, splits;
+    int bn, splits, cx;
 };
 
+/* Channel tiles of BN >= 128 run in pairs (a cluster of 2) that share
+ * the X tile, each CTA loading half of it for both: each X byte leaves L2
+ * once a pair. Unsplit launches only; at BN 64 (two CTAs an SM) the
+ * pairs measured slower (docs/fp8-weights.md). */
+static int ew_pairs(int64_t nch, int bn, int splits)
+{
+    if (FBF_KNOB(e4m3_mcast))
+        return FBF_KNOB(e4m3_mcast) == 2 && splits == 1 && nch >= 2 ? 2 : 1;
+    return splits == 1 && bn >= 128 && nch >= 2 ? 2 : 1;
+}
+
+/* The dual form's tokens a tile: the fewest rounds of CTAs, each round
+ * weighted by what a CTA of that BN takes (BN 64: two CTAs an SM, 37;
+ * BN 128: 38; BN 256: 64, per 64 k-blocks on an H200): BN 256 wins once
+ * its fewer rounds pay for its longer ones (512 rows of 11008 hidden
+ * channels: 3 rounds against 6). */
+static int ew_dual_bn(int64_t m, int64_t nch, int64_t sms)
+{
+    static const int bns[3] = {64, 128, 256}, cost[3] = {37, 38, 64};
+    int best = 64;
+    int64_t best_cost = -1;
+    for (int i = 0; i < 3; ++i) {
+        const int64_t slots = sms * (bns[i] == 64 ? EwShape<64>::MINB : 1);
+        const int64_t tiles = nch * ((m + bns[i] - 1) / bns[i]);
+        const int64_t c = (tiles + slots - 1) / slots * cost[i];
+        if (best_cost < 0 || c < best_cost) {
+            best_cost = c;
+            best = bns[i];
+        }
+    }
+    return best;
+}
+
 /* The plan (the measurements behind it: docs/fp8-weights.md):
- *   - BN 64, two CTAs an SM, by default: they hide each other's ring fill
- *     and epilogue, which matters most where a CTA has few k-blocks;
- *   - BN 128 from 129 rows where k >= 8192 (down projections): each
- *     weight tile is then widened for two token tiles, not three or
+ *   - the gemm: BN 64, two CTAs an SM, by default: they hide each other's
+ *     ring fill and epilogue, which matters most where a CTA has few
+ *     k-blocks; BN 128 from 129 rows where k >= 8192 (down projections):
+ *     each weight tile is then widened for two token tiles, not three or
  *     four, and a long k amortises the single CTA's fill and epilogue;
+ *   - the dual form: ew_dual_bn;
  *   - splits: the most (up to 8) that keep the grid within one round of
  *     the CTAs the GPU holds at once, each CTA keeping at least 4
- *     k-blocks: a split into a second round cost more than it gained.
+ *     k-blocks: a split into a second round cost more than it gained;
+ *   - unsplit, channel tiles in pairs where ew_pairs says so.
  */
 static EwPlan ew_plan(const fb_fused_env *env, int64_t m, int64_t n,
                       int64_t k, bool dual, int bn)
 {
     const int64_t nch = (n + (dual ? 63 : 127)) / (dual ? 64 : 128);
     const int64_t sms = env->sm_count > 0 ? env->sm_count : 132;
-    EwPlan pl = {bn, 1};
+    EwPlan pl = {bn, 1, 1};
     if (bn != 64 && bn != 128 && bn != 256)
-        pl.bn = m > 128 && k >= 8192 ? 128 : 64;
+        pl.bn = dual ? ew_dual_bn(m, nch, sms)
+                     : m > 128 && k >= 8192 ? 128 : 64;
     const int64_t tiles = nch * ((m + pl.bn - 1) / pl.bn);
     const int64_t slots = sms * (pl.bn == 64 ? EwShape<64>::MINB : 1);
     const int64_t kblocks = (k + kEwBK - 1) / kEwBK;
     for (int s = 2; s <= 8 && tiles * s <= slots && kblocks >= 4 * s; s *= 2)
         pl.splits = s;
+    pl.cx = ew_pairs(nch, pl.bn, pl.splits);
     return pl;
 }
 
@@ -575,14 +678,21 @@ static bool ew_fills(const fb_fused_env *env, int64_t m, int64_t n,
 }
 
 template <typename T, bool DUAL>
-static fb_status ew_dispatch(const fb_fused_env *env, int bn,
+static fb_status ew_dispatch(const fb_fused_env *env, const EwPlan &pl,
                              const CUtensorMap &tx, const CUtensorMap &tw,
                              const CUtensorMap &tw2, const EwArgs<T> &a)
 {
-    switch (bn) {
-    case 64: return ew_launch<T, 64, DUAL>(env, tx, tw, tw2, a);
-    case 128: return ew_launch<T, 128, DUAL>(env, tx, tw, tw2, a);
-    default: return ew_launch<T, 256, DUAL>(env, tx, tw, tw2, a);
+    if (pl.cx == 2) {
+        switch (pl.bn) {
+        case 64: return ew_launch<T, 64, DUAL, 2>(env, tx, tw, tw2, a);
+        case 128: return ew_launch<T, 128, DUAL, 2>(env, tx, tw, tw2, a);
+        default: return ew_launch<T, 256, DUAL, 2>(env, tx, tw, tw2, a);
+        }
+    }
+    switch (pl.bn) {
+    case 64: return ew_launch<T, 64, DUAL, 1>(env, tx, tw, tw2, a);
+    case 128: return ew_launch<T, 128, DUAL, 1>(env, tx, tw, tw2, a);
+    default: return ew_launch<T, 256, DUAL, 1>(env, tx, tw, tw2, a);
     }
 }
 
@@ -625,13 +735,15 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
 #ifdef FB_HAVE_SM90A
     if (!fbf_e4m3_wgmma_gemm_covers(env, p))
         return FB_STATUS_NOT_SUPPORTED;
-    const EwPlan pl = ew_plan(env, p->m, p->n, p->k, false, bn);
-    bn = pl.bn;
-    if (splits <= 0)
-        splits = pl.splits;
+    EwPlan pl = ew_plan(env, p->m, p->n, p->k, false, bn);
+    if (splits > 0) {
+        pl.splits = splits;
+        pl.cx = ew_pairs((p->n + 127) / 128, pl.bn, splits);
+    }
+    splits = pl.splits;
     CUtensorMap tx, tw;
-    if (!fbf_tma_map_16(&tx, p->dtype, p->x, p->m, p->k, p->x_ts, kEwBK, bn,
-                        true) ||
+    if (!fbf_tma_map_16(&tx, p->dtype, p->x, p->m, p->k, p->x_ts, kEwBK,
+                        pl.bn / pl.cx, true) ||
         !ew_map_u8(&tw, p->w, p->n, p->k, p->w_cs))
         return FB_STATUS_NOT_SUPPORTED;
     fb_status st;
@@ -645,7 +757,7 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
         a.alpha = p->alpha, a.beta = p->beta, a.act = (int)p->act;
         a.m = (int)p->m, a.n = (int)p->n, a.k = (int)p->k;
         a.splits = splits;
-        st = ew_dispatch<__nv_bfloat16, false>(env, bn, tx, tw, tw, a);
+        st = ew_dispatch<__nv_bfloat16, false>(env, pl, tx, tw, tw, a);
     } else {
         EwArgs<__half> a;
         memset(&a, 0, sizeof a);
@@ -656,12 +768,14 @@ fb_status fbf_e4m3_wgmma_gemm(const fb_fused_env *env,
         a.alpha = p->alpha, a.beta = p->beta, a.act = (int)p->act;
         a.m = (int)p->m, a.n = (int)p->n, a.k = (int)p->k;
         a.splits = splits;
-        st = ew_dispatch<__half, false>(env, bn, tx, tw, tw, a);
+        st = ew_dispatch<__half, false>(env, pl, tx, tw, tw, a);
     }
     if (st == FB_STATUS_SUCCESS) {
         char name[32];
         if (splits > 1)
             snprintf(name, sizeof name, "e4m3-wgmma/k-split%d", splits);
+        else if (pl.cx > 1)
+            snprintf(name, sizeof name, "e4m3-wgmma/x-pairs");
         else
             snprintf(name, sizeof name, "e4m3-wgmma");
         fbf_set_path(path, pathlen, name);
@@ -709,10 +823,9 @@ fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
     if (!fbf_e4m3_wgmma_gate_up_covers(env, p) || !tiny_aligned16(hbuf))
         return FB_STATUS_NOT_SUPPORTED;
     const EwPlan pl = ew_plan(env, p->m, p->h, p->k, true, bn);
-    bn = pl.bn;
     CUtensorMap tx, twg, twu;
-    if (!fbf_tma_map_16(&tx, p->dtype, p->x, p->m, p->k, p->ldx, kEwBK, bn,
-                        true) ||
+    if (!fbf_tma_map_16(&tx, p->dtype, p->x, p->m, p->k, p->ldx, kEwBK,
+                        pl.bn / pl.cx, true) ||
         !ew_map_u8(&twg, p->wg, p->h, p->k, p->k) ||
         !ew_map_u8(&twu, p->wu, p->h, p->k, p->k))
         return FB_STATUS_NOT_SUPPORTED;
@@ -727,7 +840,7 @@ fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
         a.alpha = 1.0f, a.act = (int)p->gate_act;
         a.m = (int)p->m, a.n = (int)p->h, a.k = (int)p->k;
         a.splits = pl.splits;
-        return ew_dispatch<__nv_bfloat16, true>(env, bn, tx, twg, twu, a);
+        return ew_dispatch<__nv_bfloat16, true>(env, pl, tx, twg, twu, a);
     }
     EwArgs<__half> a;
     memset(&a, 0, sizeof a);
@@ -739,7 +852,7 @@ fb_status fbf_e4m3_wgmma_gate_up(const fb_fused_env *env,
     a.alpha = 1.0f, a.act = (int)p->gate_act;
     a.m = (int)p->m, a.n = (int)p->h, a.k = (int)p->k;
     a.splits = pl.splits;
-    return ew_dispatch<__half, true>(env, bn, tx, twg, twu, a);
+    return ew_dispatch<__half, true>(env, pl, tx, twg, twu, a);
 #else
     (void)env; (void)p; (void)hbuf; (void)bn;
     return FB_STATUS_NOT_SUPPORTED;
