@@ -289,7 +289,7 @@ int main(void)
                (long long)paths[i].n, (long long)paths[i].k, ran,
                paths[i].path);
     }
-    /* The MLP: from 128 to 512 rows the e4m3 wgmma kernel (gate and up
+    /* The MLP: from 128 to 768 rows the e4m3 wgmma kernel (gate and up
      * as one dual GEMM; the down projection where its weight rows are
      * 16-byte units), up to 192 rows only where its grid fills the GPU;
      * else gate and up on the mid kernel by the gemm's rule for 2h
@@ -318,7 +318,11 @@ int main(void)
                {512, 128, 208, 136, "gate-up-wgmma+wgmma"},
                {250, 64, 136, 72,
                 "gate-up-wgmma+engine-prefill/widen-strided"},
-               {513, 48, 80, 40,
+               {513, 48, 80, 40, "gate-up-wgmma+wgmma"},
+               /* gate and up at BN 256, channel tiles in pairs */
+               {700, 64, 8192, 40, "gate-up-wgmma+wgmma"},
+               {768, 48, 80, 40, "gate-up-wgmma+wgmma"},
+               {769, 48, 80, 40,
                 "gate-up-engine-prefill+engine-prefill/widen16"}};
     for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++) {
         fp8_mlp_case(&t[0], i % 2 ? FB_DTYPE_F16 : FB_DTYPE_BF16,
