@@ -391,18 +391,6 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
         });
     }
     fbf_knobs.e4m3_mcast = 0;
-    /* diagnostics of BN 256 in pairs: no fragment loads or widening; the
-     * loads without the widening; no epilogue */
-    double t_diag[3];
-    for (int v = 0; v < 3; ++v) {
-        fbf_knobs.e4m3_variant = v + 1;
-        t_diag[v] = time_us(s, 3, iters, [&](int i) {
-            p.w = w[i % sets];
-            if (fbf_e4m3_wgmma_gemm(&dev.env, &p, 256, 1, path, sizeof path) != FB_STATUS_SUCCESS)
-                CK(cudaErrorUnknown);
-        });
-    }
-    fbf_knobs.e4m3_variant = 0;
     /* the engine on the widened weights: the old path's GEMM (+ its pass) */
     fb_gemm_problem g;
     memset(&g, 0, sizeof g);
@@ -444,11 +432,10 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
     char line[520];
     snprintf(line, sizeof line,
              "gemm %5d x %5d -> %5d: wgmma %7.1f %s (own X %7.1f %s; pairs/own bn64 %7.1f/%7.1f bn128 %7.1f/%7.1f bn256 %7.1f/%7.1f)  "
-             "bn256 pairs diag: no-widen-no-lds %7.1f no-widen %7.1f no-epilogue %7.1f  "
              "mid %7.1f  old %7.1f  bf16 %7.1f  cublas+ew %7.1f  new/old %.2fx new vs bf16 %.2fx",
              m, k, n, t_new[0], auto_path + sizeof "cuda-fused/e4m3-" - 1, t_new[4],
              own_path + sizeof "cuda-fused/e4m3-" - 1, t_new[1], t_new[5], t_new[2], t_new[6],
-             t_new[3], t_new[7], t_diag[0], t_diag[1], t_diag[2], t_mid, t_old, t_bf16, t_blas, t_old / t_new[0], t_bf16 / t_new[0]);
+             t_new[3], t_new[7], t_mid, t_old, t_bf16, t_blas, t_old / t_new[0], t_bf16 / t_new[0]);
     printf("%s\n", line);
     fflush(stdout);
     g_tune_lines.push_back(line);

@@ -248,31 +248,19 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t addr)
 
 /* One k-block of a consumer warpgroup: its 4 steps' fragments widened
  * into af, then four wgmma over the X tile at xs. */
-template <typename T, int NACC, int V>
+template <typename T, int NACC>
 __device__ __forceinline__ void ew_kblock(float (&acc)[NACC],
                                           uint32_t (&af)[16], uint32_t ws,
                                           const uint32_t (&o0)[4],
                                           const uint32_t (&o1)[4],
                                           uint32_t xs, bool first)
 {
-    if (V == 1) { /* diagnostic: no loads, no widening */
 #pragma unroll
-        for (int i = 0; i < 16; ++i)
-            af[i] = 0x3f803f80u ^ (ws & 0x10000u);
-    }
-#pragma unroll
-    for (int s = 0; s < 4 && V != 1; ++s) {
+    for (int s = 0; s < 4; ++s) {
         const uint32_t b00 = lds_u16(ws + o0[s]);
         const uint32_t b10 = lds_u16(ws + o1[s]);
         const uint32_t b01 = lds_u16(ws + o0[s] + 8);
         const uint32_t b11 = lds_u16(ws + o1[s] + 8);
-        if (V == 2) { /* diagnostic: the loads, no widening */
-            af[4 * s + 0] = b00 | b01 << 16;
-            af[4 * s + 1] = b10 | b11 << 16;
-            af[4 * s + 2] = b01 | b00 << 16;
-            af[4 * s + 3] = b11 | b10 << 16;
-            continue;
-        }
         af[4 * s + 0] = fb_fp8_pair<T>(b00);
         af[4 * s + 1] = fb_fp8_pair<T>(b10);
         af[4 * s + 2] = fb_fp8_pair<T>(b01);
@@ -289,7 +277,7 @@ __device__ __forceinline__ void ew_kblock(float (&acc)[NACC],
 
 #endif /* FB_WGMMA_BODY */
 
-template <typename T, int BN, bool DUAL, int CX, int V = 0>
+template <typename T, int BN, bool DUAL, int CX>
 __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     e4m3_wgmma_kernel(const __grid_constant__ CUtensorMap tm_x,
                       const __grid_constant__ CUtensorMap tm_w,
@@ -411,7 +399,7 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
         mbar_wait(&full[stage], phase);
         {
             const uint32_t st = base + stage * S::STAGE_BYTES;
-            ew_kblock<T, S::NACC, V>(acc, af0, st, o0, o1, st + kEwWBytes,
+            ew_kblock<T, S::NACC>(acc, af0, st, o0, o1, st + kEwWBytes,
                                   kb == 0);
         }
         /* the previous k-block's group is done: its stage and fragments
@@ -430,7 +418,7 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
         mbar_wait(&full[stage], phase);
         {
             const uint32_t st = base + stage * S::STAGE_BYTES;
-            ew_kblock<T, S::NACC, V>(acc, af1, st, o0, o1, st + kEwWBytes,
+            ew_kblock<T, S::NACC>(acc, af1, st, o0, o1, st + kEwWBytes,
                                   false);
         }
         wg_wait<1>();
@@ -446,11 +434,6 @@ __global__ void __launch_bounds__(kEwThreads, EwShape<BN>::MINB)
     pin(acc);
     pin(af0);
     pin(af1);
-    if (V == 3) { /* diagnostic: no epilogue */
-        if (CX > 1)
-            ew_cluster_sync();
-        return;
-    }
     /* (no arrival for the last stage: nothing loads after it) */
 
     /* The accumulators through shared memory (the stages are free once
@@ -545,27 +528,15 @@ static bool ew_map_u8(CUtensorMap *tm, const void *base, int64_t rows,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <typename T, int BN, bool DUAL, int CX, int V = 0>
+template <typename T, int BN, bool DUAL, int CX>
 static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
                            const CUtensorMap &tw, const CUtensorMap &tw2,
                            EwArgs<T> a)
 {
-#ifdef FBF_SANDBOX
-    /* diagnostics (wrong results): 1 no fragment loads or widening, 2 the
-     * loads without the widening, 3 no epilogue */
-    if (V == 0 && BN == 256 && !DUAL && a.splits == 1) {
-        switch (FBF_KNOB(e4m3_variant)) {
-        case 1: return ew_launch<T, BN, DUAL, CX, 1>(env, tx, tw, tw2, a);
-        case 2: return ew_launch<T, BN, DUAL, CX, 2>(env, tx, tw, tw2, a);
-        case 3: return ew_launch<T, BN, DUAL, CX, 3>(env, tx, tw, tw2, a);
-        default: break;
-        }
-    }
-#endif
     static TinyKernelState state;
     typedef EwShape<BN> S;
     const void *func =
-        reinterpret_cast<const void *>(&e4m3_wgmma_kernel<T, BN, DUAL, CX, V>);
+        reinterpret_cast<const void *>(&e4m3_wgmma_kernel<T, BN, DUAL, CX>);
     cudaError_t e = tiny_prepare(state, func, env);
     if (e != cudaSuccess)
         return fbf_launch_status(e);
@@ -594,7 +565,7 @@ static fb_status ew_launch(const fb_fused_env *env, const CUtensorMap &tx,
     cfg.attrs = attr;
     cfg.numAttrs = CX > 1 || a.splits > 1 ? 1 : 0;
     return fbf_launch_status(cudaLaunchKernelEx(
-        &cfg, e4m3_wgmma_kernel<T, BN, DUAL, CX, V>, tx, tw, tw2, a));
+        &cfg, e4m3_wgmma_kernel<T, BN, DUAL, CX>, tx, tw, tw2, a));
 }
 
 /* The launch's shape: tokens a tile (BN) and CTAs a tile (splits, each a

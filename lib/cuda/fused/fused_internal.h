@@ -74,10 +74,6 @@ typedef struct fbf_tuning {
     int e4m3_mcast;    /* e4m3 wgmma kernel: 1 every CTA loads its own X
                           tile, 2 channel tiles in pairs sharing it where
                           unsplit (0: the rule) */
-    int e4m3_variant;  /* e4m3 wgmma kernel, BN 256, diagnostics (wrong
-                          results): 1 no fragment loads or widening, 2
-                          the loads without the widening, 3 no
-                          epilogue */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
