@@ -169,7 +169,7 @@ static void e4m3_check_gemm(Device &dev, const E4Gemm &c, uint64_t seed, int bn,
     snprintf(label, sizeof label, "gemm %s %d x %d -> %d ldx %lld ldc %lld a %.2f b %.2f %s%s%s bn %d splits %d%s",
              dname(c.d), c.m, c.k, c.n, (long long)c.ldx, (long long)c.ldc, c.alpha, c.beta,
              aname(c.act), c.bias ? " bias" : "", c.mode == 1 ? " integers" : c.mode == 2 ? " NaN" : "", bn,
-             splits, fbf_knobs.e4m3_mcast == 1 ? " own-X" : fbf_knobs.e4m3_mcast == 2 ? " pairs" : "");
+             splits, fbf_knobs.e4m3_mcast == 1 ? " own-X" : "");
     g_current = label;
     cudaStream_t s = dev.stream;
     const size_t xb = (size_t)c.m * c.ldx * 2, cb = (size_t)c.m * c.ldc * 2;
@@ -275,7 +275,7 @@ static void e4m3_check_gate_up(Device &dev, fb_dtype d, int m, int k, int h, fb_
     char label[160];
     snprintf(label, sizeof label, "gate-up %s %d x %d -> %d %s%s bn %d%s", dname(d), m, k, h,
              aname(act), bias ? " bias" : "", bn,
-             fbf_knobs.e4m3_mcast == 1 ? " own-X" : fbf_knobs.e4m3_mcast == 2 ? " pairs" : "");
+             fbf_knobs.e4m3_mcast == 1 ? " own-X" : "");
     g_current = label;
     cudaStream_t s = dev.stream;
     void *x, *hb, *bg, *bu;
@@ -379,7 +379,7 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
     const int bns[8] = {0, 64, 128, 256, 0, 64, 128, 256};
     char auto_path[64] = "", own_path[64] = "";
     for (int v = 0; v < 8; ++v) {
-        fbf_knobs.e4m3_mcast = v >= 4 ? 1 : v > 0 ? 2 : 0;
+        fbf_knobs.e4m3_mcast = v >= 4 ? 1 : 0;
         t_new[v] = time_us(s, 3, iters, [&](int i) {
             p.w = w[i % sets];
             if (fbf_e4m3_wgmma_gemm(&dev.env, &p, bns[v], v == 0 || v == 4 ? 0 : 1, path, sizeof path) != FB_STATUS_SUCCESS)
@@ -431,7 +431,7 @@ static void e4m3_time_gemm(Device &dev, int m, int k, int n)
         });
     char line[520];
     snprintf(line, sizeof line,
-             "gemm %5d x %5d -> %5d: wgmma %7.1f %s (own X %7.1f %s; pairs/own bn64 %7.1f/%7.1f bn128 %7.1f/%7.1f bn256 %7.1f/%7.1f)  "
+             "gemm %5d x %5d -> %5d: wgmma %7.1f %s (own X %7.1f %s; rule/own X bn64 %7.1f/%7.1f bn128 %7.1f/%7.1f bn256 %7.1f/%7.1f)  "
              "mid %7.1f  old %7.1f  bf16 %7.1f  cublas+ew %7.1f  new/old %.2fx new vs bf16 %.2fx",
              m, k, n, t_new[0], auto_path + sizeof "cuda-fused/e4m3-" - 1, t_new[4],
              own_path + sizeof "cuda-fused/e4m3-" - 1, t_new[1], t_new[5], t_new[2], t_new[6],
@@ -618,7 +618,7 @@ static void e4m3_wgmma_probe(Device &dev, bool once, uint64_t seed)
     }
     for (int di = 0; di < 2; ++di) {
         const fb_dtype d = ds[di];
-        for (int mc : {0, 2, 1})
+        for (int mc : {0, 1})
         for (int bn : {64, 128, 256}) {
             fbf_knobs.e4m3_mcast = mc;
             e4m3_check_gemm(dev, E4Gemm{d, 777, 1000, 1008, 1016, 1003, 0.75f, 0.5f, FB_ACT_GELU_TANH, true, 0}, seed++, bn);

@@ -577,12 +577,13 @@ struct EwPlan {
 /* Channel tiles of BN >= 128 run in pairs (a cluster of 2) that share
  * the X tile, each CTA loading half of it for both: each X byte leaves L2
  * once a pair. Unsplit launches only; at BN 64 (two CTAs an SM) the
- * pairs measured slower (docs/fp8-weights.md). */
+ * pairs measured slower (docs/fp8-weights.md) and are not built. */
 static int ew_pairs(int64_t nch, int bn, int splits)
 {
-    if (FBF_KNOB(e4m3_mcast))
-        return FBF_KNOB(e4m3_mcast) == 2 && splits == 1 && nch >= 2 ? 2 : 1;
-    return splits == 1 && bn >= 128 && nch >= 2 ? 2 : 1;
+    return splits == 1 && bn >= 128 && nch >= 2 &&
+                   FBF_KNOB(e4m3_mcast) != 1
+               ? 2
+               : 1;
 }
 
 /* The dual form's tokens a tile: the fewest rounds of CTAs, each round
@@ -653,13 +654,9 @@ static fb_status ew_dispatch(const fb_fused_env *env, const EwPlan &pl,
                              const CUtensorMap &tx, const CUtensorMap &tw,
                              const CUtensorMap &tw2, const EwArgs<T> &a)
 {
-    if (pl.cx == 2) {
-        switch (pl.bn) {
-        case 64: return ew_launch<T, 64, DUAL, 2>(env, tx, tw, tw2, a);
-        case 128: return ew_launch<T, 128, DUAL, 2>(env, tx, tw, tw2, a);
-        default: return ew_launch<T, 256, DUAL, 2>(env, tx, tw, tw2, a);
-        }
-    }
+    if (pl.cx == 2) /* BN 128 or 256 (ew_pairs) */
+        return pl.bn == 128 ? ew_launch<T, 128, DUAL, 2>(env, tx, tw, tw2, a)
+                            : ew_launch<T, 256, DUAL, 2>(env, tx, tw, tw2, a);
     switch (pl.bn) {
     case 64: return ew_launch<T, 64, DUAL, 1>(env, tx, tw, tw2, a);
     case 128: return ew_launch<T, 128, DUAL, 1>(env, tx, tw, tw2, a);

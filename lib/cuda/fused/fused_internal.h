@@ -72,8 +72,8 @@ typedef struct fbf_tuning {
     int decode_ks;     /* decode gemm, 16-bit TMA engine: k stripes (CTAs
                           sharing a row range; 0: the rule) */
     int e4m3_mcast;    /* e4m3 wgmma kernel: 1 every CTA loads its own X
-                          tile, 2 channel tiles in pairs sharing it where
-                          unsplit (0: the rule) */
+                          tile (0: channel tiles in pairs sharing it
+                          where the rule says so) */
 } fbf_tuning;
 
 #ifdef FBF_SANDBOX
