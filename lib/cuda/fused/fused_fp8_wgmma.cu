@@ -44,6 +44,7 @@
  * token row of the tile from the S partial tiles, added in rank order
  * (distributed shared memory): deterministic, no workspace, no atomics.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <cuda.h> /* CUtensorMap and its enums (types only) */
@@ -586,26 +587,23 @@ static int ew_pairs(int64_t nch, int bn, int splits)
                : 1;
 }
 
-/* The dual form's tokens a tile: the fewest rounds of CTAs, each round
- * weighted by what a CTA of that BN takes (BN 64: two CTAs an SM, 37;
- * BN 128: 38; BN 256: 64, per 64 k-blocks on an H200): BN 256 wins once
- * its fewer rounds pay for its longer ones (512 rows of 11008 hidden
- * channels: 3 rounds against 6). */
+/* The dual form's tokens a tile: the least cost, counted in rounds of
+ * CTAs weighted by what a round takes per 64 k-blocks (measured on an
+ * H200: BN 128 38 and BN 256 64 a whole round; BN 64, two CTAs an SM
+ * that end at different times, 41 a round counted fractionally plus 10).
+ * BN 256 wins once its fewer rounds pay for its longer ones (512 rows of
+ * 11008 hidden channels: 3 rounds against 6). */
 static int ew_dual_bn(int64_t m, int64_t nch, int64_t sms)
 {
-    static const int bns[3] = {64, 128, 256}, cost[3] = {37, 38, 64};
-    int best = 64;
-    int64_t best_cost = -1;
-    for (int i = 0; i < 3; ++i) {
-        const int64_t slots = sms * (bns[i] == 64 ? EwShape<64>::MINB : 1);
-        const int64_t tiles = nch * ((m + bns[i] - 1) / bns[i]);
-        const int64_t c = (tiles + slots - 1) / slots * cost[i];
-        if (best_cost < 0 || c < best_cost) {
-            best_cost = c;
-            best = bns[i];
-        }
-    }
-    return best;
+    const double t64 = (double)(nch * ((m + 63) / 64)),
+                 t128 = (double)(nch * ((m + 127) / 128)),
+                 t256 = (double)(nch * ((m + 255) / 256));
+    const double c64 = 41.0 * t64 / (double)(sms * EwShape<64>::MINB) + 10.0,
+                 c128 = 38.0 * ceil(t128 / (double)sms),
+                 c256 = 64.0 * ceil(t256 / (double)sms);
+    if (c256 < c64 && c256 < c128)
+        return 256;
+    return c128 < c64 ? 128 : 64;
 }
 
 /* The plan (the measurements behind it: docs/fp8-weights.md):
